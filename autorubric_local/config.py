@@ -1,0 +1,145 @@
+"""``LLMConfig``: how to reach one judge model, validated and immutable.
+
+Keeps AutoRubric's field names where they mean something for a local model (spec
+001_732b54dc4a0c7747.txt, "LLMConfig Options") and adds local ones: ``backend``, ``device``,
+``dtype``, ``context_length``, ``max_packed_tokens``, ``explanation_max_tokens`` and ``engine``
+(an already-built engine object, for custom backends and tests).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from autorubric_local.errors import InputError
+
+Backend = Literal["transformers"]
+Device = Literal["auto", "cpu", "cuda"]
+DType = Literal["auto", "float32", "bfloat16", "float16"]
+ThinkingLevel = Literal["none", "low", "medium", "high"]
+ThinkingLevelLiteral = ThinkingLevel
+ThinkingParam = ThinkingLevel | int | None
+
+THINKING_BUDGETS: dict[str, int] = {"low": 64, "medium": 128, "high": 256}
+"""Reasoning tokens a local judge writes before its verdict, per ``thinking`` level."""
+
+DEFAULT_MODEL = "smollm2-135m-instruct"
+
+
+class LLMConfig(BaseModel):
+    """Configuration of one judge model.
+
+    Parameters
+    ----------
+    model : str
+        A preset name from ``models/`` (e.g. ``"smollm2-135m-instruct"``), a local Hugging Face
+        model folder, or a ``.gguf`` file. Nothing is downloaded.
+    temperature : float, >= 0
+        0 decodes explanations greedily. Verdicts always come from label probabilities.
+    max_tokens : int, >= 1
+        Upper bound on generated tokens per judgment (explanation and reasoning).
+    top_p, seed : as in AutoRubric; ``seed`` seeds sampling when ``temperature > 0``.
+    thinking : "none" | "low" | "medium" | "high" | int | None
+        Local meaning: the judge writes a reasoning text of this budget (64/128/256 tokens or
+        the given number) *before* its verdict, and the verdict's label distribution is read
+        after it. ``None``/``"none"``: no reasoning.
+    backend : "transformers"
+        The engine that runs the model.
+    device, dtype : where and in what precision to run; ``"auto"`` picks CUDA + bfloat16 when a
+        GPU is present, else CPU + float32 (bfloat16 is ~10x slower on CPU).
+    context_length : int, optional
+        Longest prompt in tokens; defaults to the preset's or the model config's value.
+    max_packed_tokens : int
+        Memory budget of one packed scoring pass, in suffix tokens.
+    explanation_max_tokens : int
+        Token budget of one explanation (capped by ``max_tokens``).
+    engine : object, optional
+        A ready engine implementing :class:`autorubric_local.engine.Engine`; when given, ``model``
+        is only a label and nothing is loaded.
+
+    Raises
+    ------
+    pydantic.ValidationError
+        On a value out of range; the message names the field, the range and the value.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    model: str = DEFAULT_MODEL
+    temperature: float = Field(default=0.0, ge=0.0)
+    max_tokens: int = Field(default=1024, ge=1)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    seed: int | None = None
+    thinking: ThinkingParam = None
+    timeout: float | None = Field(default=None, gt=0)
+    max_retries: int = Field(default=0, ge=0)
+    max_parallel_requests: int | None = Field(default=None, ge=1)
+    cache_enabled: bool = False
+    cache_dir: str = ".autorubric_cache"
+    cache_ttl: int | None = None
+    prompt_caching: bool = True
+    api_key: str | None = None
+    api_base: str | None = None
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    extra_params: dict[str, Any] = Field(default_factory=dict)
+
+    backend: Backend = "transformers"
+    device: Device = "auto"
+    dtype: DType = "auto"
+    context_length: int | None = Field(default=None, ge=16)
+    max_packed_tokens: int = Field(default=2048, ge=64)
+    explanation_max_tokens: int = Field(default=96, ge=1)
+    engine: Any = Field(default=None, exclude=True)
+
+    @field_validator("thinking")
+    @classmethod
+    def _check_thinking(cls, value: ThinkingParam) -> ThinkingParam:
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            raise ValueError(f"thinking budget must be >= 1 token, got {value}")
+        return value
+
+    @property
+    def thinking_budget(self) -> int:
+        """Reasoning tokens before the verdict; 0 when thinking is off."""
+        if self.thinking is None or self.thinking == "none":
+            return 0
+        if isinstance(self.thinking, int):
+            return min(self.thinking, self.max_tokens)
+        return min(THINKING_BUDGETS[self.thinking], self.max_tokens)
+
+    @property
+    def explanation_budget(self) -> int:
+        """Tokens allowed for one explanation."""
+        return min(self.explanation_max_tokens, self.max_tokens)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> LLMConfig:
+        """Load a configuration from a YAML mapping file.
+
+        Raises
+        ------
+        InputError
+            If the file is missing, is not YAML, or is not a mapping.
+        pydantic.ValidationError
+            If a field is unknown or out of range.
+        """
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(f"{path}: file not found") from None
+        except yaml.YAMLError as exc:
+            raise InputError(f"{path}: invalid YAML: {exc}") from exc
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: expected a mapping of LLMConfig fields, got {type(data).__name__}")
+        return cls(**data)
+
+    def to_yaml(self, path: str | Path) -> None:
+        """Write the configuration (without ``engine``) as YAML."""
+        Path(path).write_text(
+            yaml.safe_dump(self.model_dump(mode="json", exclude={"engine"}), sort_keys=False),
+            encoding="utf-8",
+        )

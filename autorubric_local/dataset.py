@@ -1,0 +1,741 @@
+"""Evaluation datasets: submissions with optional ground truth, tied to a prompt and a rubric.
+
+:class:`DataItem` is one submission to grade; :class:`RubricDataset` is a list of them plus the
+prompt, rubric and reference submission they share. Both follow AutoRubric's ``DataItem`` and
+``RubricDataset`` (same fields, same JSON), with two additions on the item: an optional ``id``
+and the per-item ``prompt`` (AutoRubric's name for the per-item query).
+
+JSON format (AutoRubric's; a file written by AutoRubric loads unchanged)::
+
+    {
+      "name": "essay-eval",                      # optional
+      "prompt": "Explain ...",                   # optional when every item has its own prompt
+      "rubric": [{"name": ..., "weight": ..., "requirement": ...}, ...] | null,
+      "reference_submission": "...",             # optional
+      "items": [
+        {"submission": "...", "description": "...", "ground_truth": ["MET", "4", ...] | null,
+         "rubric": [...],                        # optional, replaces the global rubric
+         "reference_submission": "...",          # optional, overrides the global one
+         "prompt": "...",                        # optional, overrides the global prompt
+         "id": "..."}                            # optional, autorubric-local only; unique
+      ]
+    }
+
+``"rubric"`` must be present at the top level (``null`` when every item has its own rubric).
+Unknown keys are refused, so a misspelt key is an error rather than silently ignored.
+
+JSONL format (autorubric-local only): the first non-blank line is a header object with the
+top-level keys above except ``items``; every following non-blank line is one item object.
+:meth:`RubricDataset.from_file` and :meth:`RubricDataset.to_file` use it for ``.jsonl`` files.
+
+Ground truth holds one value per criterion of the item's effective rubric, in rubric order:
+a :class:`CriterionVerdict` (or its string ``"MET"``, ``"UNMET"``, ``"CANNOT_ASSESS"``) for a
+binary criterion, an option label for a multi-choice one (matched as
+:meth:`Criterion.find_option_by_label` does: case-insensitive, surrounding spaces ignored; the
+label is kept as written). Binary strings are converted to :class:`CriterionVerdict`.
+
+Every dataset is validated in full when it is built or loaded. Problems raise one
+:class:`~autorubric_local.errors.InputError` with one line per problem, each naming the file
+(when loaded from one), the item (0-based index, as ``dataset[i]``; JSONL adds the line number)
+and the field, e.g. ``q1.json: item 12: field 'ground_truth'[3]: label 'Maybe' not an option
+of criterion 'clarity' (options: 'Clear', 'Unclear')``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from autorubric_local.errors import InputError
+from autorubric_local.rubric import Rubric
+from autorubric_local.types import CannotAssessStrategy, Criterion, CriterionVerdict
+
+__all__ = [
+    "DataItem",
+    "ProblemCollector",
+    "RubricDataset",
+    "json_type_name",
+    "parse_ground_truth",
+    "read_text_file",
+    "rubric_to_json",
+]
+
+DATASET_FIELDS: tuple[str, ...] = ("name", "prompt", "rubric", "reference_submission", "items")
+"""Keys allowed at the top level of a dataset JSON object."""
+
+ITEM_FIELDS: tuple[str, ...] = (
+    "id", "submission", "description", "ground_truth", "rubric", "reference_submission", "prompt"
+)
+"""Keys allowed in an item object."""
+
+_MAX_REPORTED = 20
+_NO_RUBRIC = "the item has no rubric and the dataset has no global rubric"
+_BINARY_VERDICTS = "'MET', 'UNMET' or 'CANNOT_ASSESS'"
+
+
+# ---- Small helpers -------------------------------------------------------------------------------
+
+
+def json_type_name(value: object) -> str:
+    """Name a decoded JSON value's type as JSON does: ``object``, ``array``, ``string``..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _check_optional_str(field_name: str, value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise InputError(
+            f"field {field_name!r}: expected a string or null, got {json_type_name(value)}"
+        )
+
+
+def _criterion_label(criterion: Criterion, index: int) -> str:
+    return criterion.name if criterion.name else f"C{index + 1}"
+
+
+class ProblemCollector:
+    """Collects located problems, then raises them together as one InputError."""
+
+    def __init__(self, source: str | None) -> None:
+        self._source = source
+        self._lines: list[str] = []
+
+    def add(self, where: str, message: str) -> None:
+        self._lines.append(f"{where}: {message}" if where else message)
+
+    def raise_if_any(self) -> None:
+        if not self._lines:
+            return
+        prefix = f"{self._source}: " if self._source else ""
+        shown = [prefix + line for line in self._lines[:_MAX_REPORTED]]
+        hidden = len(self._lines) - len(shown)
+        if hidden:
+            shown.append(f"{prefix}... and {hidden} more problem(s)")
+        raise InputError("\n".join(shown))
+
+
+def parse_ground_truth(values: Sequence[object], rubric: Rubric) -> list[CriterionVerdict | str]:
+    """Validate ground-truth values against a rubric and convert binary strings to verdicts.
+
+    Parameters
+    ----------
+    values : sequence of CriterionVerdict or str, length ``len(rubric)``
+        One value per criterion, in rubric order.
+    rubric : Rubric
+        The rubric the values label.
+
+    Returns
+    -------
+    list of CriterionVerdict or str
+        :class:`CriterionVerdict` for binary criteria, the option label (as written) for
+        multi-choice criteria.
+
+    Raises
+    ------
+    InputError
+        Wrong length, a non-verdict for a binary criterion, or a label that is not an option;
+        the message names ``field 'ground_truth'`` and the position.
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise InputError(
+            f"field 'ground_truth': expected a list or null, got {json_type_name(values)}"
+        )
+    criteria = list(rubric.rubric)
+    if len(values) != len(criteria):
+        raise InputError(
+            f"field 'ground_truth': has {len(values)} value(s) but the rubric has "
+            f"{len(criteria)} criteria"
+        )
+    parsed: list[CriterionVerdict | str] = []
+    for j, (value, criterion) in enumerate(zip(values, criteria)):
+        where = f"field 'ground_truth'[{j}]"
+        label = _criterion_label(criterion, j)
+        text = value.value if isinstance(value, CriterionVerdict) else value
+        if not isinstance(text, str):
+            kind = "an option label" if criterion.is_multi_choice else f"one of {_BINARY_VERDICTS}"
+            raise InputError(
+                f"{where}: expected {kind} for criterion {label!r}, got {json_type_name(value)}"
+            )
+        if criterion.is_multi_choice:
+            try:
+                criterion.find_option_by_label(text)
+            except ValueError:
+                options = ", ".join(repr(o.label) for o in criterion.options or [])
+                raise InputError(
+                    f"{where}: label {text!r} not an option of criterion {label!r} "
+                    f"(options: {options})"
+                ) from None
+            parsed.append(text)
+        else:
+            try:
+                parsed.append(CriterionVerdict(text))
+            except ValueError:
+                raise InputError(
+                    f"{where}: verdict {text!r} not valid for binary criterion {label!r} "
+                    f"(expected {_BINARY_VERDICTS})"
+                ) from None
+    return parsed
+
+
+def _parse_rubric(raw: object) -> Rubric:
+    """Build a Rubric from its JSON form; errors are prefixed with ``field 'rubric'``."""
+    if not isinstance(raw, (list, dict)):
+        raise InputError(
+            f"field 'rubric': expected an array of criteria or an object, got {json_type_name(raw)}"
+        )
+    try:
+        return Rubric.from_dict(raw)
+    except ValueError as e:  # InputError and pydantic's ValidationError are ValueErrors
+        raise InputError(f"field 'rubric': {e}") from None
+
+
+# ---- DataItem ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DataItem:
+    """One submission to grade, optionally with ground truth.
+
+    Attributes
+    ----------
+    submission : str
+        The text to grade (structured data, e.g. a dialogue, as a JSON-encoded string).
+    description : str
+        Short human note about the item (e.g. "Excellent - all criteria met"); not graded.
+    ground_truth : list of CriterionVerdict or str, or None
+        One value per criterion of the item's effective rubric (see the module docstring).
+        Checked against ``rubric`` here when the item has its own rubric, otherwise when the
+        item joins a :class:`RubricDataset`.
+    rubric : Rubric or None
+        Per-item rubric; replaces the dataset's rubric entirely for this item.
+    reference_submission : str or None
+        Exemplar answer shown to the judge as calibration; overrides the dataset's.
+    prompt : str or None
+        Per-item prompt (the ``query`` passed to grading); overrides the dataset's.
+    id : str or None
+        Caller's identifier for the item (autorubric-local extension); unique in a dataset.
+
+    Items are immutable: derive variants with :func:`dataclasses.replace`.
+    """
+
+    submission: str
+    description: str = ""
+    ground_truth: list[CriterionVerdict | str] | None = None
+    rubric: Rubric | None = None
+    reference_submission: str | None = None
+    prompt: str | None = None
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.submission, str):
+            raise InputError(
+                f"field 'submission': expected a string, got {json_type_name(self.submission)}"
+            )
+        if not isinstance(self.description, str):
+            raise InputError(
+                f"field 'description': expected a string, got {json_type_name(self.description)}"
+            )
+        for name in ("reference_submission", "prompt", "id"):
+            _check_optional_str(name, getattr(self, name))
+        if self.rubric is not None and not isinstance(self.rubric, Rubric):
+            raise InputError(
+                f"field 'rubric': expected a Rubric or None, got {type(self.rubric).__name__}"
+            )
+        if self.ground_truth is None:
+            return
+        if self.rubric is not None:
+            parsed = parse_ground_truth(self.ground_truth, self.rubric)
+            object.__setattr__(self, "ground_truth", parsed)
+            return
+        values = self.ground_truth
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise InputError(
+                f"field 'ground_truth': expected a list or null, got {json_type_name(values)}"
+            )
+        # Values are checked against the effective rubric when the item joins a dataset.
+        object.__setattr__(self, "ground_truth", list(values))
+
+
+def rubric_to_json(rubric: Rubric) -> list[dict[str, Any]]:
+    """A rubric as AutoRubric writes it inside a dataset: a list of criterion objects.
+
+    Keys come in AutoRubric's order (``name``, ``weight``, ``requirement``, then for
+    multi-choice ``scale_type``, ``options`` with ``label``/``value``/``na``, and
+    ``aggregation`` when set), so a dataset file AutoRubric wrote is written back byte for byte.
+    """
+    criteria: list[dict[str, Any]] = []
+    for criterion in rubric.rubric:
+        data: dict[str, Any] = {
+            "name": criterion.name,
+            "weight": criterion.weight,
+            "requirement": criterion.requirement,
+        }
+        if criterion.options is not None:
+            data["scale_type"] = criterion.scale_type
+            data["options"] = [
+                {"label": option.label, "value": option.value, "na": option.na}
+                for option in criterion.options
+            ]
+            if criterion.aggregation is not None:
+                data["aggregation"] = criterion.aggregation
+        criteria.append(data)
+    return criteria
+
+
+def _item_to_dict(item: DataItem) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if item.id is not None:
+        data["id"] = item.id
+    data["submission"] = item.submission
+    data["description"] = item.description
+    if item.ground_truth is None:
+        data["ground_truth"] = None
+    else:
+        data["ground_truth"] = [
+            v.value if isinstance(v, CriterionVerdict) else v for v in item.ground_truth
+        ]
+    if item.rubric is not None:
+        data["rubric"] = rubric_to_json(item.rubric)
+    if item.reference_submission is not None:
+        data["reference_submission"] = item.reference_submission
+    if item.prompt is not None:
+        data["prompt"] = item.prompt
+    return data
+
+
+def _item_from_dict(raw: object) -> DataItem:
+    """Build a DataItem from its JSON object; errors name the field but not the item."""
+    if not isinstance(raw, dict):
+        raise InputError(f"expected a JSON object, got {json_type_name(raw)}")
+    unknown = [key for key in raw if key not in ITEM_FIELDS]
+    if unknown:
+        raise InputError(f"field {unknown[0]!r}: unknown field (allowed: {', '.join(ITEM_FIELDS)})")
+    if "submission" not in raw:
+        raise InputError("field 'submission': missing")
+    item_rubric = None if raw.get("rubric") is None else _parse_rubric(raw["rubric"])
+    description = raw.get("description")
+    return DataItem(
+        submission=raw["submission"],
+        description="" if description is None else description,
+        ground_truth=raw.get("ground_truth"),
+        rubric=item_rubric,
+        reference_submission=raw.get("reference_submission"),
+        prompt=raw.get("prompt"),
+        id=raw.get("id"),
+    )
+
+
+def _checked_item(item: object, rubric: Rubric | None) -> DataItem:
+    """Check an item against its effective rubric; return it with ground truth normalised."""
+    if not isinstance(item, DataItem):
+        raise InputError(f"expected a DataItem, got {type(item).__name__}")
+    effective = item.rubric if item.rubric is not None else rubric
+    if effective is None:
+        raise InputError(f"field 'rubric': {_NO_RUBRIC}")
+    if item.ground_truth is None or item.rubric is not None:
+        return item  # an item's own rubric already checked its ground truth
+    # Always rebuild: "MET" == CriterionVerdict.MET, so comparing cannot tell if anything changed.
+    return replace(item, ground_truth=parse_ground_truth(item.ground_truth, effective))
+
+
+def _check_items(
+    items: Sequence[object],
+    rubric: Rubric | None,
+    where: Sequence[str],
+    problems: ProblemCollector,
+) -> list[DataItem]:
+    """Check every item (effective rubric, ground truth, unique ids), collecting problems."""
+    checked: list[DataItem] = []
+    first_use: dict[str, str] = {}
+    for item, location in zip(items, where):
+        try:
+            good = _checked_item(item, rubric)
+        except InputError as e:
+            problems.add(location, str(e))
+            continue
+        if good.id is not None:
+            if good.id in first_use:
+                problems.add(location, _duplicate_id(good.id, first_use[good.id]))
+                continue
+            first_use[good.id] = location
+        checked.append(good)
+    return checked
+
+
+# ---- RubricDataset -------------------------------------------------------------------------------
+
+
+@dataclass
+class RubricDataset:
+    """Items to grade, with the prompt, rubric and reference submission they share.
+
+    Attributes
+    ----------
+    prompt : str or None
+        The question the submissions answer; ``None`` when items carry their own prompts (or
+        are graded without one).
+    rubric : Rubric or None
+        Global rubric; ``None`` only when every item has its own rubric.
+    items : list of DataItem
+        The items, validated on construction (see the module docstring).
+    name : str or None
+        Optional dataset name, e.g. ``"essay-grading-v1"``.
+    reference_submission : str or None
+        Global exemplar answer; an item's own reference takes precedence.
+
+    Examples
+    --------
+    ::
+
+        dataset = RubricDataset(prompt="Explain photosynthesis", rubric=rubric)  # 2 criteria
+        dataset.add_item("Plants turn light into sugar.", ground_truth=["MET", "UNMET"])
+        dataset.compute_weighted_score(dataset[0].ground_truth)
+    """
+
+    prompt: str | None
+    rubric: Rubric | None
+    items: list[DataItem] = field(default_factory=list)
+    name: str | None = None
+    reference_submission: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("prompt", "name", "reference_submission"):
+            _check_optional_str(name, getattr(self, name))
+        if self.rubric is not None and not isinstance(self.rubric, Rubric):
+            raise InputError(
+                f"field 'rubric': expected a Rubric or None, got {type(self.rubric).__name__}"
+            )
+        problems = ProblemCollector(None)
+        items = list(self.items)
+        where = [f"item {i}" for i in range(len(items))]
+        checked = _check_items(items, self.rubric, where, problems)
+        problems.raise_if_any()
+        self.items = checked
+
+    # ---- items ----------------------------------------------------------------------------
+
+    def add_item(
+        self,
+        submission: str,
+        description: str = "",
+        ground_truth: list[CriterionVerdict | str] | None = None,
+        rubric: Rubric | None = None,
+        reference_submission: str | None = None,
+        prompt: str | None = None,
+        id: str | None = None,
+    ) -> DataItem:
+        """Validate a new item against its effective rubric, append it and return it.
+
+        Raises
+        ------
+        InputError
+            No rubric for the item, ground truth that does not fit it, or a duplicate id.
+        """
+        where = f"item {len(self.items)}"
+        try:
+            item = _checked_item(
+                DataItem(
+                    submission=submission,
+                    description=description,
+                    ground_truth=ground_truth,
+                    rubric=rubric,
+                    reference_submission=reference_submission,
+                    prompt=prompt,
+                    id=id,
+                ),
+                self.rubric,
+            )
+        except InputError as e:
+            raise InputError(f"{where}: {e}") from None
+        if item.id is not None:
+            for i, other in enumerate(self.items):
+                if other.id == item.id:
+                    raise InputError(f"{where}: {_duplicate_id(item.id, f'item {i}')}")
+        self.items.append(item)
+        return item
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[DataItem]:
+        return iter(self.items)
+
+    def __getitem__(self, idx: int) -> DataItem:
+        return self.items[idx]
+
+    def get_item_rubric(self, idx: int) -> Rubric:
+        """The item's own rubric if it has one, else the global rubric.
+
+        Raises
+        ------
+        InputError
+            Neither exists (only possible if ``items`` was modified directly).
+        """
+        item = self.items[idx]
+        if item.rubric is not None:
+            return item.rubric
+        if self.rubric is not None:
+            return self.rubric
+        raise InputError(f"item {idx}: field 'rubric': {_NO_RUBRIC}")
+
+    def get_item_reference_submission(self, idx: int) -> str | None:
+        """The item's reference submission if set, else the global one (possibly ``None``)."""
+        item = self.items[idx]
+        if item.reference_submission is not None:
+            return item.reference_submission
+        return self.reference_submission
+
+    def get_item_prompt(self, idx: int) -> str | None:
+        """The item's prompt if set, else the global prompt (possibly ``None``)."""
+        item = self.items[idx]
+        return item.prompt if item.prompt is not None else self.prompt
+
+    def get_item_query(self, idx: int) -> str | None:
+        """The query to grade item ``idx`` against: same as :meth:`get_item_prompt`."""
+        return self.get_item_prompt(idx)
+
+    # ---- scoring --------------------------------------------------------------------------
+
+    def compute_weighted_score(
+        self,
+        verdicts: list[CriterionVerdict | str],
+        normalize: bool = True,
+        cannot_assess_strategy: CannotAssessStrategy = CannotAssessStrategy.SKIP,
+        partial_credit: float = 0.5,
+        *,
+        rubric: Rubric | None = None,
+    ) -> float:
+        """Score a list of verdicts/labels with ``rubric`` (default: the global rubric).
+
+        Delegates to :meth:`Rubric.compute_score`; see it for the formula and the handling
+        of CANNOT_ASSESS / NA under each strategy. For an item with its own rubric pass
+        ``rubric=dataset.get_item_rubric(i)``.
+
+        Raises
+        ------
+        InputError
+            No rubric given and no global rubric.
+        """
+        effective = rubric if rubric is not None else self.rubric
+        if effective is None:
+            raise InputError(
+                "cannot compute a score: no rubric given and the dataset has no global rubric"
+            )
+        return effective.compute_score(
+            verdicts,
+            normalize=normalize,
+            cannot_assess_strategy=cannot_assess_strategy,
+            partial_credit=partial_credit,
+        )
+
+    # ---- serialisation --------------------------------------------------------------------
+
+    def _header_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.name is not None:
+            data["name"] = self.name
+        if self.prompt is not None:
+            data["prompt"] = self.prompt
+        data["rubric"] = None if self.rubric is None else rubric_to_json(self.rubric)
+        if self.reference_submission is not None:
+            data["reference_submission"] = self.reference_submission
+        return data
+
+    def to_dict(self) -> dict[str, Any]:
+        """The dataset as a JSON-ready dict in AutoRubric's format (plus item ids when set)."""
+        data = self._header_dict()
+        data["items"] = [_item_to_dict(item) for item in self.items]
+        return data
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """Serialise to a JSON string (AutoRubric's format)."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_jsonl(self) -> str:
+        """Serialise to JSONL: a header line, then one line per item; ends with a newline."""
+        lines = [json.dumps(self._header_dict())]
+        lines += [json.dumps(_item_to_dict(item)) for item in self.items]
+        return "\n".join(lines) + "\n"
+
+    def to_file(self, path: str | Path) -> None:
+        """Write to ``path``: JSONL if it ends in ``.jsonl``, else indented JSON."""
+        path = Path(path)
+        # JSON without a final newline, as AutoRubric writes it, so its files round-trip exactly.
+        text = self.to_jsonl() if path.suffix.lower() == ".jsonl" else self.to_json()
+        path.write_text(text, encoding="utf-8")
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        source: str | None = None,
+        rubric: Rubric | None = None,
+    ) -> RubricDataset:
+        """Build and validate a dataset from its decoded JSON object.
+
+        Parameters
+        ----------
+        data : mapping
+            The top-level object (see the module docstring).
+        source : str, optional
+            File name to put at the start of error messages.
+        rubric : Rubric, optional
+            Replaces the data's global rubric (items with their own rubric keep theirs). The
+            data's own rubric is still validated.
+        """
+        if not isinstance(data, Mapping):
+            kind = json_type_name(data)
+            raise InputError(
+                _located(source, f"expected a JSON object with 'rubric' and 'items', got {kind}")
+            )
+        raw_items = data.get("items", [])
+        if not isinstance(raw_items, list):
+            kind = json_type_name(raw_items)
+            raise InputError(_located(source, f"field 'items': expected an array, got {kind}"))
+        header = {key: value for key, value in data.items() if key != "items"}
+        where = [f"item {i}" for i in range(len(raw_items))]
+        return cls._build(header, raw_items, where, source, rubric, allowed=DATASET_FIELDS)
+
+    @classmethod
+    def from_json(
+        cls, json_string: str, *, source: str | None = None, rubric: Rubric | None = None
+    ) -> RubricDataset:
+        """Parse a JSON string (AutoRubric's format); see :meth:`from_dict` for the options."""
+        try:
+            data = json.loads(json_string)
+        except json.JSONDecodeError as e:
+            raise InputError(_located(source, f"invalid JSON: {e}")) from None
+        return cls.from_dict(data, source=source, rubric=rubric)
+
+    @classmethod
+    def from_jsonl(
+        cls, text: str, *, source: str | None = None, rubric: Rubric | None = None
+    ) -> RubricDataset:
+        """Parse JSONL: a header object line, then one item per line; blank lines are skipped."""
+        rows: list[tuple[int, Any]] = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((number, json.loads(line)))
+            except json.JSONDecodeError as e:
+                raise InputError(_located(source, f"line {number}: invalid JSON: {e}")) from None
+        if not rows:
+            raise InputError(_located(source, "empty file: expected a header line with 'rubric'"))
+        header_line, header = rows[0]
+        if not isinstance(header, dict):
+            kind = json_type_name(header)
+            raise InputError(
+                _located(source, f"line {header_line}: expected a header object, got {kind}")
+            )
+        return cls._build(
+            header,
+            [row for _, row in rows[1:]],
+            [f"line {number} (item {i})" for i, (number, _) in enumerate(rows[1:])],
+            source,
+            rubric,
+            allowed=tuple(key for key in DATASET_FIELDS if key != "items"),
+            header_where=f"line {header_line}",
+        )
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, rubric: Rubric | None = None) -> RubricDataset:
+        """Load a ``.json`` (AutoRubric's format) or ``.jsonl`` dataset file.
+
+        Errors, including an unreadable file, are InputErrors that start with the path.
+        """
+        path = Path(path)
+        text = read_text_file(path)
+        if path.suffix.lower() == ".jsonl":
+            return cls.from_jsonl(text, source=str(path), rubric=rubric)
+        return cls.from_json(text, source=str(path), rubric=rubric)
+
+    @classmethod
+    def _build(
+        cls,
+        header: Mapping[str, Any],
+        raw_items: Sequence[object],
+        where: Sequence[str],
+        source: str | None,
+        rubric_override: Rubric | None,
+        *,
+        allowed: tuple[str, ...],
+        header_where: str = "",
+    ) -> RubricDataset:
+        """Validate header and items together, then construct; all problems raised at once."""
+        problems = ProblemCollector(source)
+        for key in header:
+            if key not in allowed:
+                message = f"field {key!r}: unknown field (allowed: {', '.join(allowed)})"
+                problems.add(header_where, message)
+        if "rubric" not in header and rubric_override is None:
+            problems.add(
+                header_where,
+                "field 'rubric': missing (use null when every item carries its own rubric)",
+            )
+        for key in ("name", "prompt", "reference_submission"):
+            try:
+                _check_optional_str(key, header.get(key))
+            except InputError as e:
+                problems.add(header_where, str(e))
+        own_rubric: Rubric | None = None
+        if header.get("rubric") is not None:
+            try:
+                own_rubric = _parse_rubric(header["rubric"])
+            except InputError as e:
+                problems.add(header_where, str(e))
+        problems.raise_if_any()  # items cannot be checked without a sound header
+        global_rubric = rubric_override if rubric_override is not None else own_rubric
+
+        items: list[DataItem] = []
+        item_where: list[str] = []
+        for raw, location in zip(raw_items, where):
+            try:
+                items.append(_item_from_dict(raw))
+                item_where.append(location)
+            except InputError as e:
+                problems.add(location, str(e))
+        checked = _check_items(items, global_rubric, item_where, problems)
+        problems.raise_if_any()
+        return cls(
+            prompt=header.get("prompt"),
+            rubric=global_rubric,
+            items=checked,
+            name=header.get("name"),
+            reference_submission=header.get("reference_submission"),
+        )
+
+
+def _located(source: str | None, message: str) -> str:
+    return f"{source}: {message}" if source else message
+
+
+def _duplicate_id(item_id: str, first_use: str) -> str:
+    return f"field 'id': duplicate id {item_id!r} (first used by {first_use})"
+
+
+def read_text_file(path: Path) -> str:
+    """Read a UTF-8 text file; failures become an InputError naming the path."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read file: {e.strerror or e}") from None

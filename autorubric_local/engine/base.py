@@ -1,0 +1,154 @@
+"""The judge-engine contract: what every backend implements.
+
+An engine answers two kinds of request, always for a whole workload at once, and returns
+results in input order (one result per request, never raising for a single bad request):
+
+- :meth:`Engine.score`: prefill only. For each :class:`ScoreRequest`, the log-probability of
+  every allowed label continuation given ``prefix + suffix`` (multi-token labels summed over
+  all of their tokens, teacher-forced).
+- :meth:`Engine.generate`: constrained generation of a JSON string body (an explanation),
+  continuing ``prefix + suffix`` until the closing quote or ``max_new_tokens``.
+
+Requests are split into a ``prefix`` (everything an item shares across criteria: system prompt,
+query, reference, submission) and a ``suffix`` (criterion, options, assistant opener). The
+prompt of a request is the token sequence ``tokens(prefix) + tokens(suffix)``; an engine may
+compute a shared prefix once and reuse its key/value cache for every suffix, which is what makes
+batched judging cheap (DESIGN.md, "Prompt layout").
+
+A user can plug in another backend by implementing this protocol (see ``ScriptedEngine`` in
+``autorubric_local.engine.scripted`` for a minimal one) and passing it as
+``LLMConfig(engine=...)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """One judgment to score by prefill.
+
+    Attributes
+    ----------
+    prefix : str
+        Shared text (chat-formatted), identical for every criterion of an item and judge.
+    suffix : str
+        Per-criterion text; the verdict label follows it immediately.
+    labels : tuple of str, length n_labels >= 2
+        Allowed continuations, e.g. ``('MET"', 'UNMET"', 'CANNOT_ASSESS"')``. Including the
+        closing delimiter keeps the set prefix-free, so each label is a complete answer.
+    """
+
+    prefix: str
+    suffix: str
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """One constrained generation of a JSON string body.
+
+    Attributes
+    ----------
+    prefix, suffix : str
+        As in :class:`ScoreRequest`; the suffix ends inside an open JSON string (after ``"``).
+    max_new_tokens : int
+        Decoding budget in tokens. A body cut off at the budget is returned with
+        ``truncated=True``; the caller closes the string, so the JSON still parses.
+    """
+
+    prefix: str
+    suffix: str
+    max_new_tokens: int = 96
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token and time accounting of one request.
+
+    ``prompt_tokens`` counts every prompt token the request needs; ``cached_tokens`` those of
+    them served from a shared prefix computed for another request (a prefix-cache hit);
+    ``seconds`` is the request's share of engine wall time.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class LabelScores:
+    """Result of a :class:`ScoreRequest`.
+
+    Attributes
+    ----------
+    logprobs : tuple of float, length n_labels
+        Natural-log probability of each label's token sequence given the prompt; empty on error.
+    usage : Usage
+    error : str or None
+        Set, with a category prefix (``"infrastructure: "``, ``"unknown: "``), when the engine
+        could not score this request (e.g. the prompt exceeds the context length).
+    """
+
+    logprobs: tuple[float, ...]
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+
+    @property
+    def probabilities(self) -> tuple[float, ...]:
+        """Distribution over the labels, shape (n_labels,), summing to 1 (softmax of logprobs)."""
+        return label_distribution(self.logprobs)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Result of a :class:`GenerateRequest`: the body of a JSON string, unescaped form kept."""
+
+    text: str
+    truncated: bool = False
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+
+
+def label_distribution(logprobs: Sequence[float]) -> tuple[float, ...]:
+    """Renormalise label log-probabilities into a distribution over the allowed labels.
+
+    ``p_i = exp(l_i) / sum_j exp(l_j)``, computed stably (max subtracted). Returns an empty
+    tuple for empty input.
+    """
+    if not logprobs:
+        return ()
+    top = max(logprobs)
+    weights = [math.exp(lp - top) for lp in logprobs]
+    total = sum(weights)
+    return tuple(w / total for w in weights)
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """A judge backend. Both methods take the whole workload and return results in input order.
+
+    Attributes
+    ----------
+    model_id : str
+        Identifier of the loaded model, recorded with every judgment.
+    """
+
+    model_id: str
+
+    def format_chat(self, messages: list[dict[str, str]]) -> str:
+        """Render chat ``messages`` with the model's template, assistant turn opened."""
+        ...
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:
+        """Label log-probabilities for each request (prefill only); one result per request."""
+        ...
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
+        """Constrained JSON-string generation for each request; one result per request."""
+        ...

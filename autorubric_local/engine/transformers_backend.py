@@ -1,0 +1,314 @@
+"""Transformers backend: the reference engine and the CPU default.
+
+Scoring computes each distinct prefix once (key/value cache) and runs all of its suffixes and
+label continuations as packed token trees (:mod:`autorubric_local.engine.packing`) in one
+forward pass per chunk, reading logits only where a label token is predicted. Generation is
+grammar-constrained with Outlines: the body of a JSON string, so the assembled judgment always
+parses.
+
+Build one with :func:`from_transformers` from an already-loaded model and tokenizer, or let
+:func:`autorubric_local.loading.load_engine` resolve and load a model from an ``LLMConfig``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from autorubric_local.engine.base import (
+    GenerateRequest,
+    Generation,
+    LabelScores,
+    ScoreRequest,
+    Usage,
+)
+from autorubric_local.engine.packing import PackedRow, chunk_trees, pack_trees, tree_size
+
+if TYPE_CHECKING:
+    import torch
+
+# Body of a JSON string followed by its closing quote: no raw quote, backslash or control
+# character; escapes limited to the JSON ones.
+JSON_STRING_BODY_REGEX = r'([^"\\\x00-\x1f]|\\["\\/bfnrt])*"'
+
+
+class TransformersEngine:
+    """Judge engine over a Hugging Face causal LM.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A causal LM in eval mode.
+    tokenizer : transformers.PreTrainedTokenizerBase
+    model_id : str
+        Identifier recorded with every judgment.
+    context_length : int, optional
+        Longest prompt + label in tokens; defaults to ``model.config.max_position_embeddings``.
+    max_packed_tokens : int
+        Upper bound on suffix tokens per packed forward pass (memory budget of one chunk).
+    temperature : float
+        0 decodes greedily; above 0 samples explanations (seeded by ``seed``).
+    generation_batch_size : int
+        Prompts decoded together in one constrained ``generate`` call.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        model_id: str,
+        context_length: int | None = None,
+        max_packed_tokens: int = 2048,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        generation_batch_size: int = 8,
+    ) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.model_id = model_id
+        self.context_length = context_length or int(
+            getattr(model.config, "max_position_embeddings", 2048)
+        )
+        self.max_packed_tokens = max_packed_tokens
+        self.temperature = temperature
+        self.seed = seed
+        self.generation_batch_size = generation_batch_size
+        self._token_cache: dict[str, list[int]] = {}
+        self._generator: Any = None
+
+    # ------------------------------------------------------------------ tokenisation
+    def tokens(self, text: str) -> list[int]:
+        """Token ids of ``text`` without added special tokens (memoised)."""
+        cached = self._token_cache.get(text)
+        if cached is None:
+            cached = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            if len(self._token_cache) < 100_000:
+                self._token_cache[text] = cached
+        return cached
+
+    def format_chat(self, messages: list[dict[str, str]]) -> str:
+        """Render ``messages`` with the tokenizer's chat template (plain text when it has none)."""
+        if getattr(self.tokenizer, "chat_template", None):
+            return str(
+                self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            )
+        return "".join(f"{m['role'].upper()}:\n{m['content']}\n\n" for m in messages) + "ASSISTANT:\n"
+
+    # ------------------------------------------------------------------ scoring
+    def score(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:
+        """Label log-probabilities for every request; see :class:`~.base.Engine`."""
+        import torch
+
+        results: list[LabelScores | None] = [None] * len(requests)
+        by_prefix: dict[str, list[int]] = defaultdict(list)
+        for index, request in enumerate(requests):
+            by_prefix[request.prefix].append(index)
+        with torch.inference_mode():
+            for prefix, indices in by_prefix.items():
+                for index, result in zip(indices, self._score_group(prefix, [requests[i] for i in indices])):
+                    results[index] = result
+        return [r for r in results if r is not None]
+
+    def _score_group(self, prefix: str, requests: list[ScoreRequest]) -> list[LabelScores]:
+        """Score requests sharing one prefix: prefix once, suffix trees packed in chunks."""
+        import torch
+        from transformers import DynamicCache
+
+        start = time.perf_counter()
+        prefix_ids = self.tokens(prefix)
+        trees: list[tuple[list[int], list[list[int]]]] = []
+        fits: list[int] = []
+        results: list[LabelScores | None] = [None] * len(requests)
+        for index, request in enumerate(requests):
+            suffix_ids = self.tokens(request.suffix)
+            label_ids = [self.tokens(label) for label in request.labels]
+            longest = len(prefix_ids) + len(suffix_ids) + max(len(ids) for ids in label_ids)
+            if longest > self.context_length:
+                results[index] = LabelScores(
+                    (),
+                    error=(
+                        f"infrastructure: prompt of {longest} tokens exceeds the judge's "
+                        f"context length of {self.context_length} tokens"
+                    ),
+                )
+                continue
+            fits.append(index)
+            trees.append((suffix_ids, label_ids))
+        if not trees:
+            return [r for r in results if r is not None]
+
+        cache = DynamicCache(config=self.model.config)
+        self.model(
+            input_ids=torch.tensor([prefix_ids], device=self.model.device),
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        sizes = [tree_size(s, labels) for s, labels in trees]
+        logprobs: list[tuple[float, ...]] = []
+        for chunk in chunk_trees(sizes, self.max_packed_tokens):
+            row = pack_trees(len(prefix_ids), [trees[i] for i in chunk])
+            logprobs.extend(self._score_row(row, cache))
+        elapsed = time.perf_counter() - start
+
+        total_tokens = len(prefix_ids) + sum(sizes)
+        for position, (index, lps, size) in enumerate(zip(fits, logprobs, sizes)):
+            own = size + (len(prefix_ids) if position == 0 else 0)
+            usage = Usage(
+                prompt_tokens=len(prefix_ids) + len(trees[position][0]),
+                cached_tokens=0 if position == 0 else len(prefix_ids),
+                seconds=elapsed * own / total_tokens,
+            )
+            results[index] = LabelScores(lps, usage=usage)
+        return [r for r in results if r is not None]
+
+    def _score_row(self, row: PackedRow, cache: Any) -> list[tuple[float, ...]]:
+        """One forward pass over a packed row on top of the prefix cache; cache restored after."""
+        import torch
+
+        keep = row.keep_positions
+        output = self.model(
+            input_ids=torch.tensor([row.token_ids], device=self.model.device),
+            position_ids=torch.tensor([row.positions], device=self.model.device),
+            attention_mask=self._row_mask(row),
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=torch.tensor(keep, device=self.model.device),
+        )
+        cache.crop(-len(row.token_ids))
+        logsoftmax = output.logits[0].float().log_softmax(-1)
+        where = {pos: i for i, pos in enumerate(keep)}
+        return [
+            tuple(
+                float(sum(logsoftmax[where[pos], token].item() for pos, token in label))
+                for label in tree
+            )
+            for tree in row.targets
+        ]
+
+    def _row_mask(self, row: PackedRow) -> torch.Tensor:
+        """Additive 4D mask, shape (1, 1, n_row, prefix_len + n_row): 0 where attention is allowed."""
+        import torch
+
+        groups = torch.tensor(row.groups)
+        branches = torch.tensor(row.branches)
+        orders = torch.tensor(row.orders)
+        allowed = (
+            (groups[:, None] == groups[None, :])
+            & ((branches[None, :] == 0) | (branches[:, None] == branches[None, :]))
+            & (orders[None, :] <= orders[:, None])
+        )
+        n = len(row.token_ids)
+        full = torch.ones(n, row.prefix_len + n, dtype=torch.bool)
+        full[:, row.prefix_len :] = allowed
+        dtype = self.model.dtype
+        mask = torch.zeros(full.shape, dtype=dtype)
+        mask.masked_fill_(~full, torch.finfo(dtype).min)
+        return mask[None, None].to(self.model.device)
+
+    # ------------------------------------------------------------------ generation
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
+        """Constrained JSON-string bodies for every request; see :class:`~.base.Engine`."""
+        import torch
+
+        results: list[Generation] = []
+        order = sorted(range(len(requests)), key=lambda i: -len(requests[i].prefix + requests[i].suffix))
+        by_index: dict[int, Generation] = {}
+        for begin in range(0, len(order), self.generation_batch_size):
+            batch = order[begin : begin + self.generation_batch_size]
+            with torch.inference_mode():
+                for index, generation in zip(batch, self._generate_batch([requests[i] for i in batch])):
+                    by_index[index] = generation
+        results = [by_index[i] for i in range(len(requests))]
+        return results
+
+    def _generate_batch(self, requests: list[GenerateRequest]) -> list[Generation]:
+        import torch
+
+        prompts = [r.prefix + r.suffix for r in requests]
+        lengths = [len(self.tokens(r.prefix)) + len(self.tokens(r.suffix)) for r in requests]
+        budget = max(r.max_new_tokens for r in requests)
+        too_long = [n + budget > self.context_length for n in lengths]
+        runnable = [i for i, bad in enumerate(too_long) if not bad]
+        out: list[Generation] = [
+            Generation(
+                "",
+                error=(
+                    f"infrastructure: prompt of {lengths[i]} tokens plus {budget} new tokens "
+                    f"exceeds the judge's context length of {self.context_length} tokens"
+                ),
+            )
+            for i in range(len(requests))
+        ]
+        if not runnable:
+            return out
+        start = time.perf_counter()
+        kwargs: dict[str, Any] = {"max_new_tokens": budget}
+        if self.temperature > 0:
+            if self.seed is not None:
+                torch.manual_seed(self.seed)
+            kwargs.update(do_sample=True, temperature=self.temperature)
+        else:
+            kwargs.update(do_sample=False)
+        texts = self._constrained_generator().batch([prompts[i] for i in runnable], **kwargs)
+        elapsed = time.perf_counter() - start
+        for i, raw in zip(runnable, texts):
+            body, truncated = split_string_body(raw)
+            completion = len(self.tokens(raw))
+            out[i] = Generation(
+                body,
+                truncated=truncated,
+                usage=Usage(
+                    prompt_tokens=lengths[i],
+                    completion_tokens=completion,
+                    seconds=elapsed / len(runnable),
+                ),
+            )
+        return out
+
+    def _constrained_generator(self) -> Any:
+        """Outlines generator for a JSON string body, compiled once and reused."""
+        if self._generator is None:
+            import outlines
+            from outlines.types import Regex
+
+            outlines_model = outlines.from_transformers(self.model, self.tokenizer)
+            self._generator = outlines.Generator(outlines_model, Regex(JSON_STRING_BODY_REGEX))
+        return self._generator
+
+
+def split_string_body(raw: str) -> tuple[str, bool]:
+    """Decode a generated JSON string body (closing quote included if it was reached).
+
+    Returns ``(text, truncated)``: the unescaped text, and whether decoding stopped at the token
+    budget before the closing quote. A dangling escape at a cut is dropped.
+    """
+    closed = raw.endswith('"') and _trailing_backslashes(raw[:-1]) % 2 == 0
+    body = raw[:-1] if closed else raw
+    if not closed and _trailing_backslashes(body) % 2 == 1:
+        body = body[:-1]
+    truncated = not closed
+    try:
+        return json.loads('"' + body + '"'), truncated
+    except json.JSONDecodeError:
+        # Only possible for a cut inside an escape sequence: keep the text without escapes.
+        return body.replace("\\", ""), truncated
+
+
+def _trailing_backslashes(text: str) -> int:
+    return len(text) - len(text.rstrip("\\"))
+
+
+def from_transformers(model: Any, tokenizer: Any, **kwargs: Any) -> TransformersEngine:
+    """Wrap an already-loaded Hugging Face model and tokenizer as a judge engine.
+
+    ``kwargs`` are passed to :class:`TransformersEngine` (``model_id`` defaults to the model's
+    ``name_or_path``).
+    """
+    kwargs.setdefault("model_id", str(getattr(model, "name_or_path", "") or type(model).__name__))
+    model.eval()
+    return TransformersEngine(model, tokenizer, **kwargs)

@@ -1,0 +1,25 @@
+"""Exception hierarchy for autorubric-local.
+
+Every error the library raises on purpose derives from :class:`AutorubricError`, so a caller
+(the CLI in particular) can catch the library's own failures without a blanket ``except``.
+Errors about user input also derive from :class:`ValueError`, matching AutoRubric, whose
+loaders raise ``ValueError``.
+"""
+
+from __future__ import annotations
+
+
+class AutorubricError(Exception):
+    """Base class of every error raised on purpose by autorubric-local."""
+
+
+class InputError(AutorubricError, ValueError):
+    """Bad user input (rubric, dataset, configuration); the message names file, item and field."""
+
+
+class ModelNotFoundError(AutorubricError, FileNotFoundError):
+    """A judge model could not be located; the message lists every place that was searched."""
+
+
+class EngineError(AutorubricError, RuntimeError):
+    """A judge engine failed on a request (model error, context overflow, backend failure)."""

@@ -1,0 +1,154 @@
+"""Run planned judgment tasks through their judges' engines, the whole workload at once.
+
+Three ways to judge, all ending in a label distribution read from log-probabilities:
+
+- ``score``: prefill only; the verdict is the argmax of the label distribution.
+- ``explain`` (verdict first): score, then generate a constrained explanation conditioned on
+  the chosen verdict (``{"criterion_status": "MET", "explanation": "..."}``).
+- reasoning first (``explanation_first=True`` or ``LLMConfig.thinking``): generate the
+  explanation, then read the verdict distribution after it
+  (``{"explanation": "...", "criterion_status": "..."}``).
+
+Each engine receives one ``score`` call and at most one ``generate`` call per stage with all of
+its tasks, so it can batch and share prefixes across the whole job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from autorubric_local.engine.base import Engine, GenerateRequest, LabelScores, ScoreRequest, Usage
+from autorubric_local.graders.planning import JudgmentTask
+from autorubric_local.prompts import explanation_after_verdict
+
+
+class JudgeMode(str, Enum):
+    """How a judgment is obtained (see the module docstring)."""
+
+    SCORE = "score"
+    EXPLAIN = "explain"
+
+
+@dataclass(frozen=True)
+class JudgmentResult:
+    """What the judge said on one task.
+
+    Attributes
+    ----------
+    probabilities : tuple of float, shape (n_labels,), in *shown* label order; empty on error
+    chosen : int or None
+        Shown position of the verdict (argmax of ``probabilities``); None on error.
+    explanation : str or None
+        Generated explanation (explain modes); None in score mode.
+    explanation_truncated : bool
+    usage : Usage
+        Summed over the task's engine calls.
+    error : str or None
+        Category-prefixed error of a failed engine call.
+    """
+
+    task: JudgmentTask
+    probabilities: tuple[float, ...]
+    chosen: int | None
+    explanation: str | None
+    explanation_truncated: bool
+    usage: Usage
+    error: str | None
+
+
+def _argmax(values: Sequence[float]) -> int:
+    return max(range(len(values)), key=lambda i: (values[i], -i))
+
+
+def _add(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        a.prompt_tokens + b.prompt_tokens,
+        a.completion_tokens + b.completion_tokens,
+        a.cached_tokens + b.cached_tokens,
+        a.seconds + b.seconds,
+    )
+
+
+def _checked(results: list, expected: int, what: str) -> list:
+    if len(results) != expected:
+        raise RuntimeError(f"engine {what} returned {len(results)} results for {expected} requests")
+    return results
+
+
+def run_tasks(
+    engine: Engine,
+    tasks: Sequence[JudgmentTask],
+    *,
+    mode: JudgeMode,
+    reasoning_first: bool,
+    explanation_tokens: int,
+) -> list[JudgmentResult]:
+    """Judge ``tasks`` (all for this engine's judge) and return results in task order."""
+    if reasoning_first:
+        return _run_reasoning_first(engine, tasks, explanation_tokens)
+    scores: list[LabelScores] = _checked(
+        engine.score([ScoreRequest(t.prefix, t.suffix, t.labels()) for t in tasks]), len(tasks), "score"
+    )
+    results = [_from_scores(t, s, None, False, s.usage) for t, s in zip(tasks, scores)]
+    if mode is JudgeMode.SCORE:
+        return results
+    pending = [i for i, r in enumerate(results) if r.error is None]
+    requests = [
+        GenerateRequest(
+            tasks[i].prefix,
+            tasks[i].suffix + explanation_after_verdict(tasks[i].labels()[results[i].chosen or 0]),
+            explanation_tokens,
+        )
+        for i in pending
+    ]
+    generations = _checked(engine.generate(requests), len(requests), "generate")
+    for i, generation in zip(pending, generations):
+        base = results[i]
+        results[i] = JudgmentResult(
+            task=base.task,
+            probabilities=base.probabilities,
+            chosen=base.chosen,
+            explanation=generation.text if generation.error is None else None,
+            explanation_truncated=generation.truncated,
+            usage=_add(base.usage, generation.usage),
+            error=generation.error,
+        )
+    return results
+
+
+def _run_reasoning_first(
+    engine: Engine, tasks: Sequence[JudgmentTask], explanation_tokens: int
+) -> list[JudgmentResult]:
+    generations = _checked(
+        engine.generate(
+            [GenerateRequest(t.prefix, t.reasoning_suffix(None), explanation_tokens) for t in tasks]
+        ),
+        len(tasks),
+        "generate",
+    )
+    results: list[JudgmentResult | None] = [None] * len(tasks)
+    ok = [i for i, g in enumerate(generations) if g.error is None]
+    for i, generation in enumerate(generations):
+        if generation.error is not None:
+            results[i] = JudgmentResult(tasks[i], (), None, None, False, generation.usage, generation.error)
+    requests = [
+        ScoreRequest(tasks[i].prefix, tasks[i].reasoning_suffix(generations[i].text), tasks[i].labels(True))
+        for i in ok
+    ]
+    scores = _checked(engine.score(requests), len(requests), "score")
+    for i, score in zip(ok, scores):
+        g = generations[i]
+        results[i] = _from_scores(tasks[i], score, g.text, g.truncated, _add(g.usage, score.usage))
+    return [r for r in results if r is not None]
+
+
+def _from_scores(
+    task: JudgmentTask, scores: LabelScores, explanation: str | None, truncated: bool, usage: Usage
+) -> JudgmentResult:
+    if scores.error is not None or not scores.logprobs:
+        error = scores.error or "unknown: engine returned no label scores"
+        return JudgmentResult(task, (), None, explanation, truncated, usage, error)
+    probabilities = scores.probabilities
+    return JudgmentResult(task, probabilities, _argmax(probabilities), explanation, truncated, usage, None)

@@ -1,0 +1,148 @@
+"""Pure planning of a grading job: items x criteria x judges -> a flat list of judgment tasks.
+
+No model is touched here. Each task carries its prompt split into the item's shared prefix and
+the criterion's suffix (:mod:`autorubric_local.prompts`), the label continuations to score, and
+the option order shown to the judge (``option_order[k]`` = original index of the option shown
+at position ``k``; AutoRubric's ``shuffle_order``).
+
+Shuffles are reproducible and independent of processing order: the permutation of a criterion
+is drawn from a generator seeded by ``(seed, submission hash, criterion index, judge id)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from autorubric_local.prompts import criterion_text, labels_for, render_item, verdict_opener
+from autorubric_local.types import Criterion
+
+
+@dataclass(frozen=True)
+class GradeItem:
+    """One submission to grade against its rubric.
+
+    ``submission`` is the text the judge sees (the output part of a thinking/output input).
+    """
+
+    submission: str
+    rubric: tuple[Criterion, ...]
+    query: str | None = None
+    reference_submission: str | None = None
+    item_id: str = ""
+
+
+@dataclass(frozen=True)
+class JudgmentTask:
+    """One (item, criterion, judge) judgment, planned.
+
+    Attributes
+    ----------
+    item_index, criterion_index, judge_index : int
+        Positions in the job's items, the item's rubric, and the grader's judges.
+    criterion : Criterion
+        The criterion as judged (with the NA option appended when the grader adds one).
+    option_order : tuple of int or None
+        Shown position -> original option index; None for binary criteria.
+    prefix, suffix : str
+        Prompt split; the suffix ends where the verdict label begins (verdict-first layout).
+    labels : tuple of str
+        Label continuations in *shown* order (option numbers for multi-choice).
+    """
+
+    item_index: int
+    criterion_index: int
+    judge_index: int
+    criterion: Criterion
+    option_order: tuple[int, ...] | None
+    prefix: str
+    criterion_block: str
+    turn_switch: str
+
+    @property
+    def suffix(self) -> str:
+        """Suffix for verdict-first scoring."""
+        return self.criterion_block + self.turn_switch + verdict_opener(self.criterion)
+
+    def labels(self, reasoning_first: bool = False) -> tuple[str, ...]:
+        """Label continuations in shown order."""
+        return labels_for(self.criterion, reasoning_first)
+
+    def reasoning_suffix(self, explanation: str | None) -> str:
+        """Suffix that opens (``None``) or contains the explanation, before the verdict."""
+        if explanation is None:
+            return self.criterion_block + self.turn_switch + '{"explanation": "'
+        return self.criterion_block + self.turn_switch + verdict_opener(self.criterion, explanation)
+
+
+def shuffle_order(seed: int, submission: str, criterion_index: int, judge_id: str, n_options: int) -> tuple[int, ...]:
+    """Reproducible permutation of ``range(n_options)`` for one judgment."""
+    digest = hashlib.sha256(
+        f"{seed}\x1f{criterion_index}\x1f{judge_id}\x1f{submission}".encode()
+    ).digest()
+    order = list(range(n_options))
+    random.Random(int.from_bytes(digest[:8], "big")).shuffle(order)
+    return tuple(order)
+
+
+def plan_tasks(
+    items: Sequence[GradeItem],
+    judges: Sequence[tuple[str, Callable[[list[dict[str, str]]], str]]],
+    *,
+    system_prompt: str | None = None,
+    shuffle_options: bool = True,
+    seed: int = 0,
+    auto_na_option: bool = False,
+) -> list[JudgmentTask]:
+    """Every judgment of the job, item-major, then judge, then criterion.
+
+    Parameters
+    ----------
+    items : sequence of GradeItem
+    judges : sequence of (judge_id, format_chat)
+        ``format_chat`` renders messages with that judge's chat template.
+    system_prompt : str, optional
+        Replaces :data:`autorubric_local.prompts.DEFAULT_SYSTEM_PROMPT`.
+    shuffle_options : bool
+        Present multi-choice options in a seeded random order.
+    seed : int
+    auto_na_option : bool
+        Give every multi-choice criterion an NA option (``Criterion.with_guaranteed_na_option``).
+    """
+    tasks: list[JudgmentTask] = []
+    for item_index, item in enumerate(items):
+        for judge_index, (judge_id, format_chat) in enumerate(judges):
+            parts = render_item(
+                format_chat,
+                item.submission,
+                query=item.query,
+                reference_submission=item.reference_submission,
+                system_prompt=system_prompt,
+            )
+            for criterion_index, original in enumerate(item.rubric):
+                criterion = original
+                order: tuple[int, ...] | None = None
+                if criterion.options is not None:
+                    if auto_na_option:
+                        criterion = criterion.with_guaranteed_na_option()
+                    n = len(criterion.options or [])
+                    order = (
+                        shuffle_order(seed, item.submission, criterion_index, judge_id, n)
+                        if shuffle_options
+                        else tuple(range(n))
+                    )
+                tasks.append(
+                    JudgmentTask(
+                        item_index=item_index,
+                        criterion_index=criterion_index,
+                        judge_index=judge_index,
+                        criterion=criterion,
+                        option_order=order,
+                        prefix=parts.prefix,
+                        criterion_block=criterion_text(criterion, order),
+                        turn_switch=parts.turn_switch,
+                    )
+                )
+    return tasks

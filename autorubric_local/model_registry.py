@@ -1,0 +1,164 @@
+"""Judge model presets (``models/*.yaml``) and resolution of ``LLMConfig.model`` to files.
+
+``LLMConfig.model`` may be a preset name, a local Hugging Face model folder, or a ``.gguf``
+file. Nothing is ever downloaded: a model that cannot be found raises
+:class:`~autorubric_local.errors.ModelNotFoundError` listing every place that was searched.
+
+Preset folders are searched in order: each entry of ``$AUTORUBRIC_LOCAL_MODELS``
+(``os.pathsep``-separated), then the project's ``models/`` folder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from autorubric_local.errors import InputError, ModelNotFoundError
+
+PROJECT_MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    """A known judge model: where its weights are expected and how to run it.
+
+    ``weights`` holds one of: ``python_package`` + ``file`` (weights inside an installed
+    package, located without importing it), ``env`` (a variable naming a path) and/or
+    ``paths`` (candidate paths, ``~`` expanded).
+    """
+
+    name: str
+    description: str
+    weights: dict[str, Any]
+    context_length: int | None = None
+    chat_template: str = ""
+    license: str = ""
+    source_file: Path | None = None
+
+    def candidate_paths(self) -> list[Path]:
+        """Every path where this preset's weights may be, in search order."""
+        candidates: list[Path] = []
+        env = self.weights.get("env")
+        if env and os.environ.get(env):
+            candidates.append(Path(os.environ[env]).expanduser())
+        package = self.weights.get("python_package")
+        if package:
+            spec = importlib.util.find_spec(package)
+            if spec is not None and spec.submodule_search_locations:
+                base = Path(list(spec.submodule_search_locations)[0])
+                candidates.append(base / self.weights.get("file", ""))
+        candidates.extend(Path(p).expanduser() for p in self.weights.get("paths", []))
+        return candidates
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model located on disk: a Hugging Face folder or a GGUF file."""
+
+    kind: Literal["hf_folder", "gguf"]
+    path: Path
+    model_id: str
+    preset: ModelPreset | None = None
+    searched: tuple[str, ...] = field(default_factory=tuple)
+
+
+def preset_dirs() -> list[Path]:
+    """Folders searched for preset files, in order."""
+    extra = [Path(p).expanduser() for p in os.environ.get("AUTORUBRIC_LOCAL_MODELS", "").split(os.pathsep) if p]
+    return [*extra, PROJECT_MODELS_DIR]
+
+
+def list_presets() -> list[ModelPreset]:
+    """All presets found, the first definition of each name winning."""
+    seen: dict[str, ModelPreset] = {}
+    for folder in preset_dirs():
+        if not folder.is_dir():
+            continue
+        for file in sorted(folder.glob("*.yaml")):
+            preset = _load_preset(file)
+            seen.setdefault(preset.name, preset)
+    return list(seen.values())
+
+
+def get_preset(name: str) -> ModelPreset | None:
+    """The preset called ``name``, or None."""
+    for preset in list_presets():
+        if preset.name == name:
+            return preset
+    return None
+
+
+def _load_preset(file: Path) -> ModelPreset:
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise InputError(f"{file}: invalid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"{file}: a model preset must be a mapping")
+    for key in ("name", "weights"):
+        if key not in data:
+            raise InputError(f"{file}: field '{key}': missing")
+    if not isinstance(data["weights"], dict):
+        raise InputError(f"{file}: field 'weights': expected a mapping")
+    return ModelPreset(
+        name=str(data["name"]),
+        description=str(data.get("description", "")),
+        weights=data["weights"],
+        context_length=data.get("context_length"),
+        chat_template=str(data.get("chat_template", "")),
+        license=str(data.get("license", "")),
+        source_file=file,
+    )
+
+
+def _classify(path: Path) -> Literal["hf_folder", "gguf"] | None:
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        return "gguf"
+    if path.is_dir() and (path / "config.json").is_file():
+        return "hf_folder"
+    return None
+
+
+def resolve_model(spec: str) -> ResolvedModel:
+    """Locate the model named by ``spec`` (preset name, HF folder or ``.gguf`` path).
+
+    Raises
+    ------
+    ModelNotFoundError
+        If nothing usable exists; the message lists every path searched and the presets known.
+    """
+    searched: list[str] = []
+    preset = get_preset(spec)
+    if preset is not None:
+        for candidate in preset.candidate_paths():
+            searched.append(str(candidate))
+            kind = _classify(candidate)
+            if kind:
+                return ResolvedModel(kind, candidate, preset.name, preset, tuple(searched))
+        hint = ""
+        if preset.weights.get("python_package"):
+            hint = (
+                f"\nThe weights ship in the Python package '{preset.weights['python_package']}'; "
+                "install it (see the preset file for the exact command)."
+            )
+        raise ModelNotFoundError(
+            f"model preset '{spec}' ({preset.source_file}): weights not found. Looked in:\n  "
+            + "\n  ".join(searched or ["(no candidate paths)"])
+            + hint
+        )
+    path = Path(spec).expanduser()
+    searched.append(str(path))
+    kind = _classify(path)
+    if kind:
+        return ResolvedModel(kind, path, str(path), None, tuple(searched))
+    known = ", ".join(p.name for p in list_presets()) or "none"
+    raise ModelNotFoundError(
+        f"model '{spec}' not found: it is not a preset (known presets: {known}; preset folders: "
+        + ", ".join(str(d) for d in preset_dirs())
+        + f"), and {path} is neither a Hugging Face model folder (with config.json) nor a .gguf file."
+    )

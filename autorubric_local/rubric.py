@@ -1,0 +1,396 @@
+"""``Rubric``: a list of criteria, its loaders, serialisation and score computation.
+
+Accepted formats and loader error messages follow the AutoRubric API reference (spec
+``003_a216d4fbcf834065.txt``, ``Rubric``) and README (``001_732b54dc4a0c7747.txt``,
+"Loading Rubrics"). Input errors are raised as
+:class:`~autorubric_local.errors.InputError`, a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+import yaml
+from pydantic import ValidationError
+
+from autorubric_local.errors import InputError
+from autorubric_local.penalty import ToGradeInput
+from autorubric_local.reports import (
+    CriterionReport,
+    EnsembleEvaluationReport,
+    EvaluationReport,
+)
+from autorubric_local.scoring import score_reports
+from autorubric_local.types import (
+    CannotAssessConfig,
+    CannotAssessStrategy,
+    Criterion,
+    CriterionVerdict,
+    MultiChoiceVerdict,
+)
+
+__all__ = ["Grader", "Rubric"]
+
+_SUPPORTED = "Supported formats: .yaml, .yml, .json"
+
+
+class Grader(Protocol):
+    """Anything ``Rubric.grade`` can delegate to (the graders implement it)."""
+
+    async def grade(
+        self,
+        *,
+        to_grade: ToGradeInput,
+        rubric: list[Criterion],
+        query: str | None = None,
+        reference_submission: str | None = None,
+    ) -> EvaluationReport | EnsembleEvaluationReport: ...
+
+
+class Rubric:
+    """An ordered list of weighted criteria.
+
+    Parameters
+    ----------
+    rubric : list of Criterion
+        Stored as the attribute ``rubric`` (spec 003).
+
+    Raises
+    ------
+    TypeError
+        If an item is not a :class:`Criterion` (build from dicts with :meth:`from_dict`).
+    """
+
+    def __init__(self, rubric: list[Criterion]) -> None:
+        criteria = list(rubric)
+        for idx, criterion in enumerate(criteria):
+            if not isinstance(criterion, Criterion):
+                raise TypeError(
+                    f"Rubric expects Criterion objects, got {type(criterion).__name__} at "
+                    f"index {idx}; use Rubric.from_dict for plain data"
+                )
+        self.rubric: list[Criterion] = criteria
+
+    def __len__(self) -> int:
+        return len(self.rubric)
+
+    def __iter__(self) -> Iterator[Criterion]:
+        return iter(self.rubric)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Rubric):
+            return NotImplemented
+        return self.rubric == other.rubric
+
+    __hash__ = None  # type: ignore[assignment]  # mutable container
+
+    def __repr__(self) -> str:
+        return f"Rubric({self.rubric!r})"
+
+    async def grade(
+        self,
+        to_grade: ToGradeInput,
+        grader: Grader,
+        query: str | None = None,
+        reference_submission: str | None = None,
+    ) -> EvaluationReport | EnsembleEvaluationReport:
+        """Grade ``to_grade`` against this rubric with ``grader``.
+
+        Parameters
+        ----------
+        to_grade : str or ThinkingOutputDict
+            The submission; a string may carry ``<thinking>``/``<output>`` markers.
+        grader : Grader
+            Required. Length penalty and normalisation are configured on the grader.
+        query : str or None
+            The prompt the submission answers.
+        reference_submission : str or None
+            An exemplar answer given to the judge for calibration.
+
+        Raises
+        ------
+        TypeError
+            If ``grader`` is None.
+        """
+        if grader is None:
+            raise TypeError("Rubric.grade() requires a grader, e.g. grader=CriterionGrader(...)")
+        return await grader.grade(
+            to_grade=to_grade,
+            rubric=self.rubric,
+            query=query,
+            reference_submission=reference_submission,
+        )
+
+    # ------------------------------------------------------------------ loading
+
+    @staticmethod
+    def validate_and_create_criteria(data: Any) -> list[Criterion]:
+        """Build criteria from parsed rubric data.
+
+        Accepted shapes: a flat list of criterion dicts; a list of sections
+        (``{"name": ..., "criteria": [...]}``, mixed freely with criteria);
+        ``{"sections": [...]}``; ``{"rubric": {"sections": [...]}}``; ``{"rubric": [...]}``.
+        Sections are flattened in order.
+
+        Raises
+        ------
+        InputError
+            With the spec's messages: wrong container types, "No criteria found", a
+            non-dict item, or an invalid criterion ("Invalid criterion at index i:" followed
+            by one "field: message" line per validation error).
+        """
+        if isinstance(data, dict):
+            if "rubric" in data:
+                data = data["rubric"]
+            if isinstance(data, dict):
+                if "sections" not in data:
+                    raise InputError(
+                        "Invalid rubric format. Dict must contain either 'sections' or "
+                        "'rubric' key"
+                    )
+                data = data["sections"]
+                if not isinstance(data, list):
+                    raise InputError(
+                        "Invalid rubric format. Expected 'sections' to be a list, "
+                        f"got {type(data).__name__}"
+                    )
+        if not isinstance(data, list):
+            raise InputError(f"Invalid rubric format. Expected a list, got {type(data).__name__}")
+        if not data:
+            raise InputError("No criteria found")
+
+        flat: list[Any] = []
+        for idx, item in enumerate(data):
+            if not isinstance(item, dict):
+                raise InputError(
+                    f"Invalid item at index {idx}: expected a dictionary, got {type(item).__name__}"
+                )
+            if "criteria" in item:
+                section = item["criteria"]
+                if not isinstance(section, list):
+                    raise InputError(
+                        f"Invalid section at index {idx}: 'criteria' must be a list, "
+                        f"got {type(section).__name__}"
+                    )
+                flat.extend(section)
+            else:
+                flat.append(item)
+        if not flat:
+            raise InputError("No criteria found")
+
+        criteria: list[Criterion] = []
+        for idx, entry in enumerate(flat):
+            if not isinstance(entry, dict):
+                raise InputError(
+                    f"Invalid criterion at index {idx}: expected a dictionary, "
+                    f"got {type(entry).__name__}"
+                )
+            try:
+                criteria.append(Criterion.model_validate(entry))
+            except ValidationError as exc:
+                details = [
+                    f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+                    for error in exc.errors()
+                ]
+                raise InputError(
+                    f"Invalid criterion at index {idx}:\n  " + "\n  ".join(details)
+                ) from exc
+        return criteria
+
+    @classmethod
+    def from_dict(cls, data: list[dict[str, Any]] | dict[str, Any]) -> Rubric:
+        """Rubric from already-parsed data (see :meth:`validate_and_create_criteria`)."""
+        return cls(cls.validate_and_create_criteria(data))
+
+    @classmethod
+    def from_json(cls, json_string: str) -> Rubric:
+        """Rubric from a JSON string.
+
+        Raises
+        ------
+        InputError
+            "Failed to parse JSON string: ..." or a format error.
+        """
+        try:
+            data = json.loads(json_string)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"Failed to parse JSON string: {exc}") from exc
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_yaml(cls, yaml_string: str) -> Rubric:
+        """Rubric from a YAML string (parsed with ``yaml.safe_load``).
+
+        Raises
+        ------
+        InputError
+            "Failed to parse YAML string: ..." or a format error.
+        """
+        try:
+            data = yaml.safe_load(yaml_string)
+        except yaml.YAMLError as exc:
+            raise InputError(f"Failed to parse YAML string: {exc}") from exc
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_file(cls, source: str | os.PathLike[str] | IO[str] | IO[bytes]) -> Rubric:
+        """Rubric from a ``.yaml``/``.yml``/``.json`` file, chosen by extension.
+
+        Parameters
+        ----------
+        source : str, os.PathLike or file object
+            A path, or an open file whose ``name`` attribute carries the extension.
+
+        Raises
+        ------
+        FileNotFoundError
+            "File not found: <path>".
+        InputError
+            Unsupported extension, a file object without a usable name, a parse error
+            ("Failed to parse YAML file: ...", "Failed to parse JSON from file object: ...",
+            ...), a format error, or an unsupported ``source`` type.
+        """
+        if hasattr(source, "read"):
+            return cls._from_file_object(source)  # type: ignore[arg-type]
+        if not isinstance(source, (str, os.PathLike)):
+            raise InputError(
+                "Invalid source type: expected str (file path) or file-like object, "
+                f"got {type(source).__name__}"
+            )
+        path = Path(source)
+        if not path.exists():
+            raise FileNotFoundError(f"File not found: {source}")
+        extension = path.suffix.lower()
+        if extension not in (".yaml", ".yml", ".json"):
+            raise InputError(
+                f"Unsupported file format '{extension}' for file: {source}\n{_SUPPORTED}"
+            )
+        with path.open(encoding="utf-8") as handle:
+            if extension == ".json":
+                try:
+                    data = json.load(handle)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"Failed to parse JSON file: {exc}") from exc
+            else:
+                try:
+                    data = yaml.safe_load(handle)
+                except yaml.YAMLError as exc:
+                    raise InputError(f"Failed to parse YAML file: {exc}") from exc
+        return cls.from_dict(data)
+
+    @classmethod
+    def _from_file_object(cls, handle: IO[str] | IO[bytes]) -> Rubric:
+        name = getattr(handle, "name", "")
+        extension = Path(name).suffix.lower() if isinstance(name, str) and name else ""
+        if not extension:
+            raise InputError(
+                "Cannot determine file format from file object. "
+                "File object must have a 'name' attribute with a file extension."
+            )
+        if extension not in (".yaml", ".yml", ".json"):
+            raise InputError(
+                f"Unsupported file format '{extension}' for file object: {name}\n{_SUPPORTED}"
+            )
+        try:
+            content = handle.read()
+        except (OSError, ValueError) as exc:  # closed file, unreadable mode, bad encoding
+            raise InputError(f"Failed to read from file object: {exc}") from exc
+        if extension == ".json":
+            try:
+                data = json.loads(content)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"Failed to parse JSON from file object: {exc}") from exc
+        else:
+            try:
+                data = yaml.safe_load(content)
+            except yaml.YAMLError as exc:
+                raise InputError(f"Failed to parse YAML from file object: {exc}") from exc
+        return cls.from_dict(data)
+
+    # ------------------------------------------------------------ serialisation
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """Criteria as a flat list of plain dicts; ``Rubric.from_dict`` reads it back.
+
+        ``None`` fields are omitted, as is ``scale_type`` of binary criteria (it has no
+        meaning there); every value is JSON- and YAML-safe.
+        """
+        items: list[dict[str, Any]] = []
+        for criterion in self.rubric:
+            item = criterion.model_dump(mode="json", exclude_none=True)
+            if criterion.is_binary:
+                item.pop("scale_type", None)
+            items.append(item)
+        return items
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"rubric": self.to_list()}``; ``Rubric.from_dict`` reads it back."""
+        return {"rubric": self.to_list()}
+
+    # ------------------------------------------------------------------ scoring
+
+    def compute_score(
+        self,
+        verdicts: Sequence[CriterionVerdict | str],
+        normalize: bool = True,
+        cannot_assess_strategy: CannotAssessStrategy = CannotAssessStrategy.SKIP,
+        partial_credit: float = 0.5,
+    ) -> float:
+        """Score a list of verdicts (e.g. ground truth) against this rubric.
+
+        Builds one :class:`CriterionReport` per criterion and delegates to
+        :func:`autorubric_local.scoring.score_reports`, so it agrees with live grading.
+
+        Parameters
+        ----------
+        verdicts : sequence, length len(self)
+            Binary criteria: a ``CriterionVerdict`` or its string value ("MET", "UNMET",
+            "CANNOT_ASSESS"). Multi-choice criteria: an option label (matched ignoring
+            case and surrounding whitespace).
+        normalize : bool, default True
+            True: score in [0, 1]; False: raw weighted sum.
+        cannot_assess_strategy : CannotAssessStrategy, default SKIP
+        partial_credit : float in [0, 1], default 0.5
+
+        Raises
+        ------
+        ValueError
+            Wrong number of verdicts, an invalid binary verdict, a non-string verdict for
+            a multi-choice criterion, or an unknown label.
+        """
+        if len(verdicts) != len(self.rubric):
+            raise InputError(f"Expected {len(self.rubric)} verdicts, got {len(verdicts)}")
+        reports = [
+            _report_from_verdict(criterion, verdict)
+            for criterion, verdict in zip(self.rubric, verdicts)
+        ]
+        config = CannotAssessConfig(strategy=cannot_assess_strategy, partial_credit=partial_credit)
+        return score_reports(reports, config, normalize)
+
+
+def _report_from_verdict(criterion: Criterion, verdict: CriterionVerdict | str) -> CriterionReport:
+    """A reason-less report carrying ``verdict`` for ``criterion``."""
+    if criterion.is_multi_choice:
+        if isinstance(verdict, CriterionVerdict) or not isinstance(verdict, str):
+            raise InputError(
+                f"Multi-choice criterion '{criterion.name}' requires a label string, "
+                f"got {type(verdict).__name__}"
+            )
+        index = criterion.find_option_by_label(verdict)
+        option = criterion.options[index]  # type: ignore[index]
+        mc_verdict = MultiChoiceVerdict(
+            selected_index=index, selected_label=option.label, value=option.value, na=option.na
+        )
+        return CriterionReport.from_criterion(criterion, multi_choice_verdict=mc_verdict, reason="")
+    if not isinstance(verdict, CriterionVerdict):
+        try:
+            verdict = CriterionVerdict(verdict)
+        except ValueError:
+            raise InputError(
+                f"Invalid binary verdict '{verdict}'. Must be 'MET', 'UNMET', or 'CANNOT_ASSESS'."
+            ) from None
+    return CriterionReport.from_criterion(criterion, verdict=verdict, reason="")
