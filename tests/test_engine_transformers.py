@@ -1,0 +1,419 @@
+"""The transformers engine on a tiny random Llama: batched prefix-shared scoring must equal scoring
+every ``prefix + suffix + label`` sequence on its own, and constrained generation must give
+JSON string bodies that parse.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from autorubric_local.engine import Engine, GenerateRequest, ScoreRequest, from_transformers
+from autorubric_local.engine.transformers_backend import (
+    JSON_STRING_BODY_REGEX,
+    TransformersEngine,
+    split_string_body,
+)
+from autorubric_local.prompts import BINARY_LABELS
+from autorubric_local.types import CriterionJudgment
+
+torch = pytest.importorskip("torch")
+
+TOL = 1e-4
+BINARY = tuple(f'{label}"' for label in BINARY_LABELS)
+CHOICE4 = ("1,", "2,", "3,", "4,")
+
+
+def ids(tokenizer: Any, text: str) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def reference_logprobs(model: Any, tokenizer: Any, request: ScoreRequest) -> tuple[float, ...]:
+    """Score each label by one plain forward pass over tokens(prefix)+tokens(suffix)+tokens(label)."""
+    prompt = ids(tokenizer, request.prefix) + ids(tokenizer, request.suffix)
+    out = []
+    with torch.inference_mode():
+        for label in request.labels:
+            label_ids = ids(tokenizer, label)
+            sequence = prompt + label_ids
+            logits = model(input_ids=torch.tensor([sequence])).logits[0].float().log_softmax(-1)
+            out.append(
+                float(sum(logits[len(prompt) - 1 + j, token].item() for j, token in enumerate(label_ids)))
+            )
+    return tuple(out)
+
+
+def softmax(values: Sequence[float]) -> list[float]:
+    top = max(values)
+    weights = [math.exp(v - top) for v in values]
+    return [w / sum(weights) for w in weights]
+
+
+def max_abs_diff(a: Sequence[float], b: Sequence[float]) -> float:
+    assert len(a) == len(b)
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
+def make_prefix(engine: Any, submission: str) -> str:
+    return engine.format_chat(
+        [
+            {"role": "system", "content": "You are a strict, impartial grader."},
+            {"role": "user", "content": f"<submission>\n{submission}\n</submission>\n\n"},
+        ]
+    )
+
+
+SUBMISSIONS = [
+    "NMC cells reach 250-300 Wh/kg.",
+    "LFP is cheaper, has no cobalt and lasts 2000-5000 cycles; thermal runaway near 270 C.",
+    "Batteries store energy.",
+]
+CRITERIA = [
+    "States NMC energy density",
+    "Identifies LFP thermal stability as higher",
+    "Incorrectly claims LFP has higher density",
+    "Says LFP is cheaper",
+]
+
+
+def make_requests(engine: Any) -> list[ScoreRequest]:
+    """3 prefixes x 4 suffixes, binary and 4-option labels, prefixes interleaved."""
+    requests = []
+    for c, criterion in enumerate(CRITERIA):
+        for s, submission in enumerate(SUBMISSIONS):
+            prefix = make_prefix(engine, submission)
+            if (c + s) % 2 == 0:
+                suffix = f"<criterion>{criterion}</criterion><|im_end|>\n<|im_start|>assistant\n" + '{"criterion_status": "'
+                labels = BINARY
+            else:
+                suffix = (
+                    f"<criterion>{criterion}\nOptions:\n1. none\n2. some\n3. most\n4. all</criterion>"
+                    '<|im_end|>\n<|im_start|>assistant\n{"selected_option": '
+                )
+                labels = CHOICE4
+            requests.append(ScoreRequest(prefix, suffix, labels))
+    return requests
+
+
+@pytest.fixture(scope="module")
+def requests(tiny_engine: Any) -> list[ScoreRequest]:
+    return make_requests(tiny_engine)
+
+
+@pytest.fixture(scope="module")
+def expected(tiny_model: Any, requests: list[ScoreRequest]) -> list[tuple[float, ...]]:
+    return [reference_logprobs(tiny_model.model, tiny_model.tokenizer, r) for r in requests]
+
+
+# ---------------------------------------------------------------------------- set-up sanity
+
+
+def test_engine_satisfies_protocol(tiny_engine: Any) -> None:
+    assert isinstance(tiny_engine, TransformersEngine)
+    assert isinstance(tiny_engine, Engine)
+    assert tiny_engine.model_id == "tiny"
+    assert tiny_engine.context_length == 512
+
+
+def test_tiny_tokenizer_makes_multi_token_labels(tiny_model: Any) -> None:
+    tokenizer = tiny_model.tokenizer
+    assert len(ids(tokenizer, 'CANNOT_ASSESS"')) > 1
+    for text in [*BINARY, *CHOICE4, '{"explanation": "', "0123456789"]:
+        assert tokenizer.decode(ids(tokenizer, text)) == text
+
+
+def test_reference_is_sensitive(expected: list[tuple[float, ...]]) -> None:
+    """The label distributions are far from uniform and differ between requests, so the
+    equivalence tests below could detect a wrong attention mask or position."""
+    spreads = [max(lp) - min(lp) for lp in expected]
+    assert min(spreads) > 0.1
+    assert len({round(lp[0], 3) for lp in expected}) == len(expected)
+
+
+# ---------------------------------------------------------------------------- equivalence
+
+
+def test_batched_scoring_equals_single_full_sequence_scoring(
+    tiny_engine: Any, requests: list[ScoreRequest], expected: list[tuple[float, ...]]
+) -> None:
+    results = tiny_engine.score(requests)
+    assert len(results) == len(requests)
+    for request, result, reference in zip(requests, results, expected):
+        assert result.error is None
+        assert len(result.logprobs) == len(request.labels)
+        assert max_abs_diff(result.logprobs, reference) <= TOL
+        assert max_abs_diff(result.probabilities, softmax(reference)) <= TOL
+        assert math.isclose(sum(result.probabilities), 1.0, abs_tol=1e-9)
+        assert all(lp <= 0 for lp in result.logprobs)
+
+
+@pytest.mark.parametrize("max_packed_tokens", [1, 8, 40])
+def test_scoring_in_several_chunks_is_unchanged(
+    tiny_model: Any, requests: list[ScoreRequest], expected: list[tuple[float, ...]], max_packed_tokens: int
+) -> None:
+    """Small packing budgets split trees into many chunks (1: every tree alone, oversize)."""
+    engine = from_transformers(
+        tiny_model.model, tiny_model.tokenizer, model_id="tiny", max_packed_tokens=max_packed_tokens
+    )
+    results = engine.score(requests)
+    for result, reference in zip(results, expected):
+        assert result.error is None
+        assert max_abs_diff(result.logprobs, reference) <= TOL
+
+
+def test_eager_attention_gives_the_same_equivalence(tiny_eager_model: Any, requests: list[ScoreRequest]) -> None:
+    model, tokenizer = tiny_eager_model.model, tiny_eager_model.tokenizer
+    assert model.config._attn_implementation == "eager"
+    engine = from_transformers(model, tokenizer, model_id="tiny-eager", max_packed_tokens=32)
+    sample = requests[:6]
+    for request, result in zip(sample, engine.score(sample)):
+        assert result.error is None
+        assert max_abs_diff(result.logprobs, reference_logprobs(model, tokenizer, request)) <= TOL
+
+
+def test_results_in_input_order_when_prefixes_interleave(
+    tiny_engine: Any, requests: list[ScoreRequest], expected: list[tuple[float, ...]]
+) -> None:
+    # Reverse and rotate so groups of one prefix are scattered differently than before.
+    order = list(reversed(range(len(requests))))
+    order = order[5:] + order[:5]
+    shuffled = [requests[i] for i in order]
+    results = tiny_engine.score(shuffled)
+    for i, result in zip(order, results):
+        assert max_abs_diff(result.logprobs, expected[i]) <= TOL
+
+
+def test_duplicate_requests_get_identical_scores(tiny_engine: Any, requests: list[ScoreRequest]) -> None:
+    results = tiny_engine.score([requests[0], requests[1], requests[0]])
+    assert max_abs_diff(results[0].logprobs, results[2].logprobs) <= TOL
+
+
+def test_usage_counts_prefix_once_as_cache_hits(tiny_engine: Any, tiny_model: Any) -> None:
+    prefix = make_prefix(tiny_engine, SUBMISSIONS[0])
+    suffixes = ['a {"criterion_status": "', 'bb {"criterion_status": "', 'ccc {"criterion_status": "']
+    results = tiny_engine.score([ScoreRequest(prefix, s, BINARY) for s in suffixes])
+    n_prefix = len(ids(tiny_model.tokenizer, prefix))
+    for position, (suffix, result) in enumerate(zip(suffixes, results)):
+        assert result.usage.prompt_tokens == n_prefix + len(ids(tiny_model.tokenizer, suffix))
+        assert result.usage.cached_tokens == (0 if position == 0 else n_prefix)
+        assert result.usage.completion_tokens == 0
+        assert result.usage.seconds >= 0
+
+
+def test_empty_workloads(tiny_engine: Any) -> None:
+    assert tiny_engine.score([]) == []
+    assert tiny_engine.generate([]) == []
+
+
+# ---------------------------------------------------------------------------- context length
+
+
+def test_prompt_longer_than_context_is_an_error_for_that_request_only(tiny_model: Any) -> None:
+    tokenizer = tiny_model.tokenizer
+    short = ScoreRequest("<|im_start|>user\nshort<|im_end|>\n", 'x {"criterion_status": "', BINARY)
+    long_prefix = ScoreRequest("<|im_start|>user\n" + "long text " * 40 + "<|im_end|>\n", 'y "', BINARY)
+    long_suffix = ScoreRequest(short.prefix, "z " * 60 + '"', BINARY)
+    n_short = len(ids(tokenizer, short.prefix + "")) + len(ids(tokenizer, short.suffix))
+    context = n_short + max(len(ids(tokenizer, label)) for label in BINARY) + 4
+    assert len(ids(tokenizer, long_prefix.prefix)) > context
+    assert len(ids(tokenizer, long_suffix.suffix)) > context
+    engine = from_transformers(tokenizer=tokenizer, model=tiny_model.model, model_id="tiny", context_length=context)
+    other = ScoreRequest(short.prefix, 'w {"criterion_status": "', BINARY)
+    batch = [short, long_prefix, long_suffix, other]
+    results = engine.score(batch)
+    assert len(results) == 4
+    for i in (1, 2):
+        assert results[i].error is not None and results[i].error.startswith("infrastructure:")
+        assert str(context) in results[i].error
+        assert results[i].logprobs == ()
+        assert results[i].probabilities == ()
+    for i in (0, 3):
+        assert results[i].error is None
+        reference = reference_logprobs(tiny_model.model, tokenizer, batch[i])
+        assert max_abs_diff(results[i].logprobs, reference) <= TOL
+    # The usage of the first fitting request carries the prefix (no cache hit there).
+    assert results[0].usage.cached_tokens == 0
+    assert results[3].usage.cached_tokens == len(ids(tokenizer, short.prefix))
+
+
+def test_generation_longer_than_context_is_an_infrastructure_error(tiny_model: Any) -> None:
+    engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="tiny", context_length=40)
+    request = GenerateRequest("<|im_start|>user\n" + "word " * 50, '{"explanation": "', max_new_tokens=4)
+    (result,) = engine.generate([request])
+    assert result.error is not None and result.error.startswith("infrastructure:")
+    assert result.text == ""
+
+
+# ---------------------------------------------------------------------------- generation
+
+
+def generate_requests(engine: Any) -> list[GenerateRequest]:
+    opener = '<|im_end|>\n<|im_start|>assistant\n{"criterion_status": "MET", "explanation": "'
+    return [
+        GenerateRequest(make_prefix(engine, submission), f"<criterion>{criterion}</criterion>" + opener, 12)
+        for submission, criterion in zip(SUBMISSIONS, CRITERIA)
+    ]
+
+
+@pytest.fixture(scope="module")
+def generations(tiny_engine: Any) -> list[Any]:
+    return tiny_engine.generate(generate_requests(tiny_engine))
+
+
+def test_generated_bodies_assemble_into_valid_judgments(generations: list[Any]) -> None:
+    assert len(generations) == len(SUBMISSIONS)
+    for generation in generations:
+        assert generation.error is None
+        assert isinstance(generation.text, str)
+        assembled = '{"criterion_status": "MET", "explanation": ' + json.dumps(generation.text) + "}"
+        judgment = CriterionJudgment.model_validate_json(assembled)
+        assert judgment.explanation == generation.text
+        assert generation.usage.completion_tokens >= 1
+        assert generation.usage.seconds >= 0
+
+
+def test_generation_results_in_input_order(tiny_engine: Any, tiny_model: Any, generations: list[Any]) -> None:
+    """Requests are decoded longest first internally; results come back in input order."""
+    tokenizer = tiny_model.tokenizer
+    for request, generation in zip(generate_requests(tiny_engine), generations):
+        assert generation.usage.prompt_tokens == len(ids(tokenizer, request.prefix)) + len(ids(tokenizer, request.suffix))
+
+
+def test_tiny_budget_truncates_and_still_parses(tiny_engine: Any) -> None:
+    request = generate_requests(tiny_engine)[0]
+    (generation,) = tiny_engine.generate([GenerateRequest(request.prefix, request.suffix, max_new_tokens=2)])
+    assert generation.error is None
+    assert generation.truncated is True
+    assembled = '{"criterion_status": "MET", "explanation": ' + json.dumps(generation.text) + "}"
+    assert CriterionJudgment.model_validate_json(assembled).criterion_status.value == "MET"
+
+
+def test_greedy_generation_is_deterministic(tiny_engine: Any) -> None:
+    request = generate_requests(tiny_engine)[1]
+    short = GenerateRequest(request.prefix, request.suffix, max_new_tokens=6)
+    first, second = tiny_engine.generate([short, short])
+    assert first.text == second.text
+    assert first.truncated == second.truncated
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG: transformers_backend._constrained_generator passes already chat-formatted prompts "
+        "as plain strings to an Outlines model whose type adapter (has_chat_template=True) wraps "
+        "them again in the chat template as a new user turn, so generation does not continue "
+        "prefix+suffix (the open JSON string) but starts a fresh assistant turn"
+    ),
+)
+def test_generation_continues_exactly_the_given_prompt(tiny_model: Any) -> None:
+    model, tokenizer = tiny_model.model, tiny_model.tokenizer
+    engine = from_transformers(model, tokenizer, model_id="tiny")
+    seen: list[str] = []
+    original = model.generate
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        for row, mask in zip(kwargs["input_ids"], kwargs["attention_mask"]):
+            seen.append(tokenizer.decode(row[mask.bool()]))
+        return original(*args, **kwargs)
+
+    request = generate_requests(engine)[0]
+    model.generate = spy
+    try:
+        engine.generate([GenerateRequest(request.prefix, request.suffix, max_new_tokens=2)])
+    finally:
+        del model.generate
+    assert seen == [request.prefix + request.suffix]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG: TransformersEngine._generate_batch decodes a whole batch with "
+        "max(r.max_new_tokens for r in batch), so a request batched with a larger budget "
+        "gets more tokens than its own max_new_tokens"
+    ),
+)
+def test_each_request_keeps_its_own_token_budget(tiny_engine: Any) -> None:
+    request = generate_requests(tiny_engine)[2]
+    small = GenerateRequest(request.prefix, request.suffix, max_new_tokens=2)
+    large = GenerateRequest(request.prefix, request.suffix, max_new_tokens=24)
+    (alone,) = tiny_engine.generate([small])
+    assert alone.truncated  # the budget of 2 really cuts it (checked on its own above as well)
+    batched_small, _ = tiny_engine.generate([small, large])
+    assert batched_small.text == alone.text
+    assert batched_small.truncated
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "BUG: TransformersEngine._generate_batch reports completion_tokens as "
+        "len(self.tokens(raw)), re-tokenising the decoded text instead of counting the generated "
+        "ids; decoding loses special tokens and turns partial UTF-8 byte tokens into U+FFFD "
+        "(3 bytes, re-encoded as several tokens), so a request can report more completion tokens "
+        "than its max_new_tokens"
+    ),
+)
+def test_completion_tokens_never_exceed_the_budget(tiny_engine: Any) -> None:
+    for request in generate_requests(tiny_engine):
+        (generation,) = tiny_engine.generate([request])  # one request: its own budget applies
+        assert generation.error is None
+        assert 1 <= generation.usage.completion_tokens <= request.max_new_tokens
+
+
+# ---------------------------------------------------------------------------- split_string_body
+
+
+@pytest.mark.parametrize(
+    ("raw", "text", "truncated"),
+    [
+        ('hello"', "hello", False),
+        ('"', "", False),
+        ("", "", True),
+        ("hello", "hello", True),
+        ('say \\"hi\\""', 'say "hi"', False),  # escaped quotes inside, closed
+        ('abc\\"', 'abc"', True),  # escaped quote at the end: not closed
+        ("abc\\", "abc", True),  # dangling backslash at the cut is dropped
+        ('abc\\\\"', "abc\\", False),  # escaped backslash then the closing quote
+        ("abc\\\\", "abc\\", True),  # escaped backslash at the cut
+        ('line\\nnext\\ttab"', "line\nnext\ttab", False),
+        ('a\\/b"', "a/b", False),
+        ('caf\\u00e9"', "café", False),  # unicode escape
+        ('\\ud83d\\ude00"', "\U0001f600", False),  # surrogate pair
+        ('café 中文"', "café 中文", False),  # raw non-ASCII
+    ],
+)
+def test_split_string_body(raw: str, text: str, truncated: bool) -> None:
+    assert split_string_body(raw) == (text, truncated)
+
+
+def test_split_string_body_cut_inside_unicode_escape() -> None:
+    text, truncated = split_string_body("caf\\u00")
+    assert truncated is True
+    assert text.startswith("caf")
+    assert "\\" not in text
+
+
+@pytest.mark.parametrize(
+    ("body", "ok"),
+    [
+        ('plain text"', True),
+        ('"', True),
+        ('with \\"escaped\\" quote"', True),
+        ('tab\\t newline\\n slash\\/ backslash\\\\"', True),
+        ('unicode é 中"', True),
+        ('raw "quote" inside"', False),
+        ('raw\nnewline"', False),
+        ('bad \\x escape"', False),
+        ("unterminated", False),
+    ],
+)
+def test_json_string_body_regex(body: str, ok: bool) -> None:
+    assert (re.fullmatch(JSON_STRING_BODY_REGEX, body) is not None) is ok
+    if ok:
+        assert isinstance(json.loads('"' + body), str)
