@@ -3,8 +3,8 @@
 Scoring computes each distinct prefix once (key/value cache) and runs all of its suffixes and
 label continuations as packed token trees (:mod:`autorubric_local.engine.packing`) in one
 forward pass per chunk, reading logits only where a label token is predicted. Generation is
-grammar-constrained with Outlines: the body of a JSON string, so the assembled judgment always
-parses.
+grammar-constrained (an Outlines-compiled regex of a JSON string body), decoded as branches of
+the same packed trees, so the assembled judgment always parses.
 
 Build one with :func:`from_transformers` from an already-loaded model and tokenizer, or let
 :func:`autorubric_local.loading.load_engine` resolve and load a model from an ``LLMConfig``.
@@ -16,6 +16,7 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from autorubric_local.engine.base import (
@@ -51,8 +52,6 @@ class TransformersEngine:
         Upper bound on suffix tokens per packed forward pass (memory budget of one chunk).
     temperature : float
         0 decodes greedily; above 0 samples explanations (seeded by ``seed``).
-    generation_batch_size : int
-        Prompts decoded together in one constrained ``generate`` call.
     """
 
     def __init__(
@@ -65,7 +64,6 @@ class TransformersEngine:
         max_packed_tokens: int = 2048,
         temperature: float = 0.0,
         seed: int | None = None,
-        generation_batch_size: int = 8,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
@@ -76,9 +74,8 @@ class TransformersEngine:
         self.max_packed_tokens = max_packed_tokens
         self.temperature = temperature
         self.seed = seed
-        self.generation_batch_size = generation_batch_size
         self._token_cache: dict[str, list[int]] = {}
-        self._generator: Any = None
+        self._grammar: Any = None
 
     # ------------------------------------------------------------------ tokenisation
     def tokens(self, text: str) -> list[int]:
@@ -115,9 +112,6 @@ class TransformersEngine:
 
     def _score_group(self, prefix: str, requests: list[ScoreRequest]) -> list[LabelScores]:
         """Score requests sharing one prefix: prefix once, suffix trees packed in chunks."""
-        import torch
-        from transformers import DynamicCache
-
         start = time.perf_counter()
         prefix_ids = self.tokens(prefix)
         trees: list[tuple[list[int], list[list[int]]]] = []
@@ -141,13 +135,7 @@ class TransformersEngine:
         if not trees:
             return [r for r in results if r is not None]
 
-        cache = DynamicCache(config=self.model.config)
-        self.model(
-            input_ids=torch.tensor([prefix_ids], device=self.model.device),
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
+        cache = self._prefix_cache(prefix_ids)
         sizes = [tree_size(s, labels) for s, labels in trees]
         logprobs: list[tuple[float, ...]] = []
         for chunk in chunk_trees(sizes, self.max_packed_tokens):
@@ -166,13 +154,28 @@ class TransformersEngine:
             results[index] = LabelScores(lps, usage=usage)
         return [r for r in results if r is not None]
 
+    def _prefix_cache(self, prefix_ids: list[int]) -> Any:
+        """Key/value cache of the prefix (empty for an empty prefix)."""
+        import torch
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        if prefix_ids:
+            self.model(
+                input_ids=torch.tensor([prefix_ids], dtype=torch.long, device=self.model.device),
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+        return cache
+
     def _score_row(self, row: PackedRow, cache: Any) -> list[tuple[float, ...]]:
         """One forward pass over a packed row on top of the prefix cache; cache restored after."""
         import torch
 
         keep = row.keep_positions
         output = self.model(
-            input_ids=torch.tensor([row.token_ids], device=self.model.device),
+            input_ids=torch.tensor([row.token_ids], dtype=torch.long, device=self.model.device),
             position_ids=torch.tensor([row.positions], device=self.model.device),
             attention_mask=self._row_mask(row),
             past_key_values=cache,
@@ -212,73 +215,161 @@ class TransformersEngine:
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
-        """Constrained JSON-string bodies for every request; see :class:`~.base.Engine`."""
+        """Constrained JSON-string bodies for every request; see :class:`~.base.Engine`.
+
+        Requests sharing a prefix decode together as branches of one packed tree: the prefix
+        is computed once, all suffixes in one pass, then one token per open branch per step,
+        each branch attending to the prefix, its own suffix and its own tokens. Every step is
+        masked by the Outlines-compiled grammar of a JSON string body.
+        """
         import torch
 
-        results: list[Generation] = []
-        order = sorted(range(len(requests)), key=lambda i: -len(requests[i].prefix + requests[i].suffix))
-        by_index: dict[int, Generation] = {}
-        for begin in range(0, len(order), self.generation_batch_size):
-            batch = order[begin : begin + self.generation_batch_size]
-            with torch.inference_mode():
-                for index, generation in zip(batch, self._generate_batch([requests[i] for i in batch])):
-                    by_index[index] = generation
-        results = [by_index[i] for i in range(len(requests))]
-        return results
+        results: list[Generation | None] = [None] * len(requests)
+        by_prefix: dict[str, list[int]] = defaultdict(list)
+        for index, request in enumerate(requests):
+            by_prefix[request.prefix].append(index)
+        with torch.inference_mode():
+            for prefix, indices in by_prefix.items():
+                group = [requests[i] for i in indices]
+                for index, generation in zip(indices, self._generate_group(prefix, group)):
+                    results[index] = generation
+        return [r for r in results if r is not None]
 
-    def _generate_batch(self, requests: list[GenerateRequest]) -> list[Generation]:
-        import torch
-
-        prompts = [r.prefix + r.suffix for r in requests]
-        lengths = [len(self.tokens(r.prefix)) + len(self.tokens(r.suffix)) for r in requests]
-        budget = max(r.max_new_tokens for r in requests)
-        too_long = [n + budget > self.context_length for n in lengths]
-        runnable = [i for i, bad in enumerate(too_long) if not bad]
-        out: list[Generation] = [
-            Generation(
-                "",
-                error=(
-                    f"infrastructure: prompt of {lengths[i]} tokens plus {budget} new tokens "
-                    f"exceeds the judge's context length of {self.context_length} tokens"
-                ),
-            )
-            for i in range(len(requests))
-        ]
-        if not runnable:
-            return out
+    def _generate_group(self, prefix: str, requests: list[GenerateRequest]) -> list[Generation]:
         start = time.perf_counter()
-        kwargs: dict[str, Any] = {"max_new_tokens": budget}
-        if self.temperature > 0:
-            if self.seed is not None:
-                torch.manual_seed(self.seed)
-            kwargs.update(do_sample=True, temperature=self.temperature)
-        else:
-            kwargs.update(do_sample=False)
-        texts = self._constrained_generator().batch([prompts[i] for i in runnable], **kwargs)
-        elapsed = time.perf_counter() - start
-        for i, raw in zip(runnable, texts):
-            body, truncated = split_string_body(raw)
-            completion = len(self.tokens(raw))
-            out[i] = Generation(
-                body,
-                truncated=truncated,
-                usage=Usage(
-                    prompt_tokens=lengths[i],
-                    completion_tokens=completion,
-                    seconds=elapsed / len(runnable),
-                ),
+        prefix_ids = self.tokens(prefix)
+        results: list[Generation | None] = [None] * len(requests)
+        runnable: list[int] = []
+        for index, request in enumerate(requests):
+            needed = len(prefix_ids) + len(self.tokens(request.suffix)) + request.max_new_tokens
+            if needed > self.context_length:
+                results[index] = Generation(
+                    "",
+                    error=(
+                        f"infrastructure: prompt plus {request.max_new_tokens} new tokens needs "
+                        f"{needed} tokens, over the judge's context length of {self.context_length}"
+                    ),
+                )
+            else:
+                runnable.append(index)
+        if runnable:
+            cache = self._prefix_cache(prefix_ids)
+            sizes = [len(self.tokens(requests[i].suffix)) + requests[i].max_new_tokens for i in runnable]
+            for chunk in chunk_trees(sizes, self.max_packed_tokens):
+                members = [runnable[c] for c in chunk]
+                decoded = self._decode_branches(len(prefix_ids), cache, [requests[i] for i in members])
+                for index, (ids, closed) in zip(members, decoded):
+                    body, truncated = split_string_body(self.tokenizer.decode(ids))
+                    results[index] = Generation(
+                        body,
+                        truncated=truncated or not closed,
+                        usage=Usage(
+                            prompt_tokens=len(prefix_ids) + len(self.tokens(requests[index].suffix)),
+                            completion_tokens=len(ids),
+                            cached_tokens=len(prefix_ids),
+                        ),
+                    )
+            elapsed = time.perf_counter() - start
+            for index in runnable:
+                generation = results[index]
+                assert generation is not None
+                results[index] = replace(
+                    generation, usage=replace(generation.usage, seconds=elapsed / len(runnable))
+                )
+        return [r for r in results if r is not None]
+
+    def _decode_branches(
+        self, prefix_len: int, cache: Any, requests: list[GenerateRequest]
+    ) -> list[tuple[list[int], bool]]:
+        """Decode one branch per request on top of the prefix cache; cache restored after.
+
+        Returns, per request, the generated token ids and whether the grammar finished (the
+        closing quote was produced) within the budget.
+        """
+        import torch
+
+        device = self.model.device
+        suffixes = [self.tokens(r.suffix) for r in requests]
+        row = pack_trees(prefix_len, [(s, []) for s in suffixes])
+        ends, offset = [], 0
+        own: list[list[int]] = []  # per branch: its row-relative key indices
+        for s in suffixes:
+            own.append(list(range(offset, offset + len(s))))
+            offset += len(s)
+            ends.append(offset - 1)
+        output = self.model(
+            input_ids=torch.tensor([row.token_ids], dtype=torch.long, device=device),
+            position_ids=torch.tensor([row.positions], device=device),
+            attention_mask=self._row_mask(row),
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=torch.tensor(ends, device=device),
+        )
+        appended = len(row.token_ids)
+        logits = output.logits[0]
+        grammar = self._json_string_grammar()
+        guides = [grammar.new_guide() for _ in requests]
+        generated: list[list[int]] = [[] for _ in requests]
+        active = list(range(len(requests)))
+        sampler = self._sampler()
+        while active:
+            chosen = []
+            for row_index, branch in enumerate(active):
+                token = grammar.choose(guides[branch], logits[row_index], sampler)
+                generated[branch].append(token)
+                chosen.append(token)
+            still = [
+                (b, t)
+                for b, t in zip(active, chosen)
+                if not guides[b].is_finished() and len(generated[b]) < requests[b].max_new_tokens
+            ]
+            if not still:
+                break
+            active = [b for b, _ in still]
+            # Keys of each branch so far: prefix, its suffix and its generated tokens (already
+            # in the cache except the one being fed now, which is appended below).
+            n_new = len(active)
+            allowed = torch.zeros(n_new, prefix_len + appended + n_new, dtype=torch.bool)
+            allowed[:, :prefix_len] = True
+            for row_index, branch in enumerate(active):
+                allowed[row_index, [prefix_len + k for k in own[branch]]] = True
+                allowed[row_index, prefix_len + appended + row_index] = True
+            mask = torch.zeros(allowed.shape, dtype=self.model.dtype)
+            mask.masked_fill_(~allowed, torch.finfo(self.model.dtype).min)
+            positions = [prefix_len + len(suffixes[b]) + len(generated[b]) - 1 for b in active]
+            output = self.model(
+                input_ids=torch.tensor([[t for _, t in still]], dtype=torch.long, device=device),
+                position_ids=torch.tensor([positions], device=device),
+                attention_mask=mask[None, None].to(device),
+                past_key_values=cache,
+                use_cache=True,
             )
-        return out
+            for row_index, branch in enumerate(active):
+                own[branch].append(appended + row_index)
+            appended += n_new
+            logits = output.logits[0]
+        cache.crop(-appended)
+        return [(ids, guide.is_finished()) for ids, guide in zip(generated, guides)]
 
-    def _constrained_generator(self) -> Any:
-        """Outlines generator for a JSON string body, compiled once and reused."""
-        if self._generator is None:
-            import outlines
-            from outlines.types import Regex
+    def _sampler(self) -> Any:
+        """``None`` for greedy decoding, else a seeded torch generator for sampling."""
+        if self.temperature <= 0:
+            return None
+        import torch
 
-            outlines_model = outlines.from_transformers(self.model, self.tokenizer)
-            self._generator = outlines.Generator(outlines_model, Regex(JSON_STRING_BODY_REGEX))
-        return self._generator
+        generator = torch.Generator(device="cpu")
+        generator.manual_seed(self.seed if self.seed is not None else 0)
+        return generator
+
+    def _json_string_grammar(self) -> Any:
+        """The Outlines-compiled grammar of a JSON string body (built once per engine)."""
+        if self._grammar is None:
+            from autorubric_local.engine.constrained import RegexGrammar
+
+            self._grammar = RegexGrammar.from_transformers(
+                self.model, self.tokenizer, JSON_STRING_BODY_REGEX, temperature=self.temperature
+            )
+        return self._grammar
 
 
 def split_string_body(raw: str) -> tuple[str, bool]:

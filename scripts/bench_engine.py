@@ -1,0 +1,236 @@
+"""Benchmark the judge engine against a per-call grader on a fixed synthetic workload.
+
+Workload (``bench_workload.py``): N seeded pseudo-essays (150-400 words) x 8 criteria (6 binary,
+2 multi-choice with 4 options, each shown in its 4 cyclic option orders) = 14 judgments per item;
+32 items (448 judgments) by default, 4 items with ``--quick``.
+
+Numbers (judgments per second, "jps", higher is better):
+
+- ``naive_jps`` (a): what a per-call API grader pays. Each judgment alone, batch size 1, no
+  prefix shared with any other judgment: one ``engine.score`` call with that single request
+  (prefill of system + submission + criterion, verdict read from the labels), then one
+  ``engine.generate`` call with that single request (the whole prompt prefilled again plus
+  the verdict, explanation decoded under the JSON-string constraint). This is the same output
+  as explain mode. It is slow, so it runs on a fixed sample spread over items and criteria
+  (``--naive-sample``); jps is from that sample. ``naive_single_call_jps`` counts the generate
+  call alone (one prefill + decode, as one API call would); speedups over it are conservative.
+- ``score_jps`` (b): ``run_tasks(mode=SCORE)`` over the whole workload at once (each prefix once,
+  suffixes packed; nothing decoded).
+- ``explain_jps`` (c): ``run_tasks(mode=EXPLAIN)``, verdict first then a constrained explanation,
+  over the first ``--explain-items`` items (all by default; the printout says which).
+- ``bound_jps`` (d): the prefill bound. ``unique_tokens`` = tokens of each distinct prefix once +
+  every suffix + every label's tokens but its last (what packed scoring must compute);
+  ``prefill_tokens_per_s`` = best throughput of a plain forward pass of the same model over
+  random ids (shapes [1, 2048] and [4, 512], logits of the last position only, best of 3 after a
+  warm-up); ``bound_seconds = unique_tokens / prefill_tokens_per_s``.
+- ``score_speedup`` = b / a, ``explain_speedup`` = c / a,
+  ``efficiency`` = min(1, bound_seconds / score seconds): how close score mode is to the bound.
+- ``peak_rss_mib``: peak resident memory of this process (``ru_maxrss``).
+- ``naive_max_prob_diff``: largest difference between a naive and a score-mode label
+  probability on the sample (the engine promises they agree; a sanity check, not a timing).
+
+The last line printed is one JSON object with all of these. Run:
+``python scripts/bench_engine.py [--quick] [--model PRESET_OR_FOLDER]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_workload import build_items, spread_sample, with_cyclic_orders  # noqa: E402
+
+from autorubric_local.config import LLMConfig  # noqa: E402
+from autorubric_local.engine.base import GenerateRequest, ScoreRequest  # noqa: E402
+from autorubric_local.engine.transformers_backend import TransformersEngine  # noqa: E402
+from autorubric_local.graders.execution import JudgeMode, JudgmentResult, run_tasks  # noqa: E402
+from autorubric_local.graders.planning import JudgmentTask, plan_tasks  # noqa: E402
+from autorubric_local.loading import load_engine  # noqa: E402
+from autorubric_local.prompts import explanation_after_verdict  # noqa: E402
+
+JUDGE_ID = "bench"
+
+
+def plan(engine: TransformersEngine, n_items: int, seed: int) -> list[JudgmentTask]:
+    """All judgments of the workload, item-major, multi-choice criteria in 4 cyclic orders."""
+    items = build_items(n_items, seed)
+    return with_cyclic_orders(plan_tasks(items, [(JUDGE_ID, engine.format_chat)], shuffle_options=False))
+
+
+def unique_tokens(engine: TransformersEngine, tasks: Sequence[JudgmentTask]) -> int:
+    """Tokens packed scoring must compute: each distinct prefix once, suffixes, labels but last token."""
+    prefixes = sum(len(engine.tokens(prefix)) for prefix in {t.prefix for t in tasks})
+    suffixes = sum(
+        len(engine.tokens(t.suffix)) + sum(len(engine.tokens(label)) - 1 for label in t.labels())
+        for t in tasks
+    )
+    return prefixes + suffixes
+
+
+def unshared_tokens(engine: TransformersEngine, tasks: Sequence[JudgmentTask]) -> int:
+    """Prompt tokens when every judgment is prefilled on its own (prefix + suffix each time)."""
+    return sum(len(engine.tokens(t.prefix)) + len(engine.tokens(t.suffix)) for t in tasks)
+
+
+def prefill_throughput(engine: TransformersEngine, repeats: int = 3) -> float:
+    """Best tokens/s of a plain forward pass (last-position logits) over random ids."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    vocab = int(engine.model.config.vocab_size)
+    best = 0.0
+    for batch, length in ((1, 2048), (4, 512)):
+        ids = torch.randint(0, vocab, (batch, length), generator=generator).to(engine.model.device)
+        with torch.inference_mode():
+            for attempt in range(repeats + 1):
+                start = time.perf_counter()
+                engine.model(input_ids=ids, use_cache=False, logits_to_keep=1)
+                seconds = time.perf_counter() - start
+                if attempt > 0:  # the first pass is a warm-up
+                    best = max(best, batch * length / seconds)
+    return best
+
+
+def warm_up(engine: TransformersEngine) -> None:
+    """Compile the output constraint and touch the model once, outside every timing."""
+    engine.score([ScoreRequest("Is the sky blue?", ' Answer: "', ('MET"', 'UNMET"'))])
+    engine.generate([GenerateRequest("Say something", ': "', 4)])
+
+
+def argmax(values: Sequence[float]) -> int:
+    return max(range(len(values)), key=lambda i: (values[i], -i))
+
+
+def time_naive(
+    engine: TransformersEngine, tasks: Sequence[JudgmentTask], explanation_tokens: int
+) -> tuple[float, float, list[tuple[float, ...]]]:
+    """Per-call grading of ``tasks``: seconds in score calls, in generate calls, probabilities.
+
+    Each request is alone in its engine call, so its prefix is computed for it alone and
+    nothing is shared with another judgment. (Requests keep the task's prefix/suffix split
+    rather than ``prefix=""``: the engine crashes on an empty prefix.)
+    """
+    score_seconds = generate_seconds = 0.0
+    probabilities: list[tuple[float, ...]] = []
+    for task in tasks:
+        labels = task.labels()
+        start = time.perf_counter()
+        scores = engine.score([ScoreRequest(task.prefix, task.suffix, labels)])[0]
+        middle = time.perf_counter()
+        chosen = argmax(scores.probabilities) if scores.error is None else 0
+        suffix = task.suffix + explanation_after_verdict(labels[chosen])
+        engine.generate([GenerateRequest(task.prefix, suffix, explanation_tokens)])
+        end = time.perf_counter()
+        score_seconds += middle - start
+        generate_seconds += end - middle
+        probabilities.append(scores.probabilities)
+    return score_seconds, generate_seconds, probabilities
+
+
+def time_engine(
+    engine: TransformersEngine, tasks: Sequence[JudgmentTask], mode: JudgeMode, explanation_tokens: int
+) -> tuple[float, list[JudgmentResult]]:
+    """Seconds for one ``run_tasks`` call over ``tasks``, and its results."""
+    start = time.perf_counter()
+    results = run_tasks(engine, tasks, mode=mode, reasoning_first=False, explanation_tokens=explanation_tokens)
+    return time.perf_counter() - start, results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="smollm2-135m-instruct", help="preset name or model folder")
+    parser.add_argument("--quick", action="store_true", help="4 items, naive sample 6 (smoke test)")
+    parser.add_argument("--items", type=int, default=None, help="items in the workload (default 32; 4 quick)")
+    parser.add_argument("--naive-sample", type=int, default=None, help="judgments timed naively (24; 6 quick)")
+    parser.add_argument("--explain-items", type=int, default=0, help="items timed in explain mode (0 = all)")
+    parser.add_argument("--explanation-tokens", type=int, default=48, help="explanation budget in tokens")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    n_items = args.items or (4 if args.quick else 32)
+    n_naive = args.naive_sample or (6 if args.quick else 24)
+
+    engine = load_engine(LLMConfig(model=args.model))
+    if not isinstance(engine, TransformersEngine):
+        parser.error(f"--model {args.model!r}: expected a transformers engine, got {type(engine).__name__}")
+    tasks = plan(engine, n_items, args.seed)
+    per_item = len(tasks) // n_items
+    print(f"model {engine.model_id}: {n_items} items x {per_item} judgments = {len(tasks)} judgments")
+    warm_up(engine)
+
+    sample = spread_sample(n_items, per_item, n_naive)
+    naive_score_s, naive_generate_s, naive_probs = time_naive(
+        engine, [tasks[i] for i in sample], args.explanation_tokens
+    )
+    naive_s = naive_score_s + naive_generate_s
+    print(f"(a) naive, batch 1, no sharing, on a sample of {len(sample)} judgments: {naive_s:.1f} s "
+          f"(score calls {naive_score_s:.1f} s, generate calls {naive_generate_s:.1f} s)")
+
+    score_s, score_results = time_engine(engine, tasks, JudgeMode.SCORE, args.explanation_tokens)
+    print(f"(b) score mode, whole workload: {score_s:.1f} s")
+
+    n_explain_items = min(args.explain_items or n_items, n_items)
+    explain_tasks = [t for t in tasks if t.item_index < n_explain_items]
+    explain_s, explain_results = time_engine(engine, explain_tasks, JudgeMode.EXPLAIN, args.explanation_tokens)
+    which = "whole workload" if n_explain_items == n_items else f"first {n_explain_items} items (fixed subsample)"
+    print(f"(c) explain mode, {which}, {len(explain_tasks)} judgments: {explain_s:.1f} s")
+
+    unique = unique_tokens(engine, tasks)
+    unshared = unshared_tokens(engine, tasks)
+    throughput = prefill_throughput(engine)
+    bound_s = unique / throughput
+    print(f"(d) prefill bound: {unique} unique tokens (vs {unshared} prompt tokens unshared) "
+          f"at {throughput:.0f} tok/s = {bound_s:.1f} s")
+
+    errors = sum(r.error is not None for r in [*score_results, *explain_results])
+    prob_diff = max(
+        (abs(a - b) for i, probs in zip(sample, naive_probs) for a, b in zip(probs, score_results[i].probabilities)),
+        default=0.0,
+    )
+    completion = sum(r.usage.completion_tokens for r in explain_results)
+    naive_jps = len(sample) / naive_s
+    report = {
+        "model": engine.model_id,
+        "judgments": len(tasks),
+        "naive_sample": len(sample),
+        "explain_sample": len(explain_tasks),
+        "naive_jps": naive_jps,
+        "naive_single_call_jps": len(sample) / naive_generate_s,
+        "score_jps": len(tasks) / score_s,
+        "explain_jps": len(explain_tasks) / explain_s,
+        "bound_jps": len(tasks) / bound_s,
+        "score_speedup": len(tasks) / score_s / naive_jps,
+        "explain_speedup": len(explain_tasks) / explain_s / naive_jps,
+        "score_speedup_conservative": len(tasks) / score_s / (len(sample) / naive_generate_s),
+        "efficiency": min(1.0, bound_s / score_s),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "unique_tokens": unique,
+        "unshared_prompt_tokens": unshared,
+        "explain_completion_tokens": completion,
+        "prefill_tokens_per_s": throughput,
+        "explanation_tokens": args.explanation_tokens,
+        "seconds_naive": naive_s,
+        "seconds_score": score_s,
+        "seconds_explain": explain_s,
+        "seconds_bound": bound_s,
+        "naive_max_prob_diff": prob_diff,
+        "errors": errors,
+    }
+    print(f"judgments/s: naive {report['naive_jps']:.3f} (single-call {report['naive_single_call_jps']:.3f}) | "
+          f"score {report['score_jps']:.2f} | explain {report['explain_jps']:.2f} | bound {report['bound_jps']:.2f}")
+    print(f"speedup over naive: score {report['score_speedup']:.1f}x "
+          f"(>= {report['score_speedup_conservative']:.1f}x vs single-call), explain {report['explain_speedup']:.1f}x; "
+          f"efficiency {report['efficiency']:.2f}; peak RSS {report['peak_rss_mib']:.0f} MiB")
+    print(f"explain completion tokens {completion}; errors {errors}; naive vs score max |dp| {prob_diff:.2e}")
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

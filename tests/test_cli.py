@@ -1,0 +1,273 @@
+"""The ``autorubric-local`` CLI through click's CliRunner: help text, ``grade`` end to end on the
+bundled example with a tiny random judge saved as a local Hugging Face folder, clean errors for
+bad inputs and a missing model, and ``models``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlite_utils
+from click.testing import CliRunner, Result
+
+from autorubric_local.cli import main
+from autorubric_local.rubric import Rubric
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+RUBRIC_FILE = EXAMPLES / "battery_rubric.yaml"
+DATA_FILE = EXAMPLES / "battery_submissions.jsonl"
+BINARY_LABELS = {"MET", "UNMET", "CANNOT_ASSESS"}
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_model: Any) -> Path:
+    """The tiny random judge and its tokenizer saved as a local Hugging Face model folder.
+
+    The saved config allows 4096 positions (RoPE: no weights depend on it) because the bundled
+    example's prompts are ~1200 tokens with the tiny tokenizer, beyond the in-memory model's 512.
+    """
+    folder = tmp_path_factory.mktemp("tiny-judge")
+    tiny_model.model.save_pretrained(folder)
+    tiny_model.tokenizer.save_pretrained(folder)
+    config_file = folder / "config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    config["max_position_embeddings"] = 4096
+    config_file.write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner(env={"COLUMNS": "240"})  # wide tables: no folded item ids
+
+
+def invoke(runner: CliRunner, *args: str | Path) -> Result:
+    return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def invoke_grade(runner: CliRunner, *args: str | Path) -> Result:
+    """`grade` with torch kept single-threaded.
+
+    Loading a judge sets torch's thread count to every core, process-wide; on a busy 2-core
+    machine that makes these tiny matrices ~8x slower (see conftest's ``tiny_model``). The
+    loader's call is skipped here, so the suite keeps its one thread.
+    """
+    import torch
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch, "set_num_threads", lambda n: None)
+        return invoke(runner, "grade", *args)
+
+
+def example_ids(limit: int) -> list[str]:
+    lines = [json.loads(line) for line in DATA_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row["id"] for row in lines[:limit]]
+
+
+# ------------------------------------------------------------------------------------ help
+
+
+@pytest.mark.parametrize("command", sorted(main.commands))
+def test_every_command_has_help_with_an_example(runner: CliRunner, command: str) -> None:
+    result = invoke(runner, command, "--help")
+    assert result.exit_code == 0, result.output
+    assert "Example:" in result.output
+    assert "autorubric-local " + command in result.output
+
+
+def test_group_help_lists_every_command(runner: CliRunner) -> None:
+    result = invoke(runner, "--help")
+    assert result.exit_code == 0, result.output
+    for command in main.commands:
+        assert command in result.output
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: cli.py main() (the click group) has no 'Example:' in its docstring, so "
+    "`autorubric-local --help` shows no example (STYLE conventions 9 and 13)",
+)
+def test_group_help_has_an_example(runner: CliRunner) -> None:
+    result = invoke(runner, "--help")
+    assert result.exit_code == 0
+    assert "Example:" in result.output
+
+
+def test_grade_help_documents_every_option(runner: CliRunner) -> None:
+    result = invoke(runner, "grade", "--help")
+    for option in ("--model", "--db", "--mode", "--explanation-first", "--seed", "--no-shuffle",
+                   "--limit", "--run", "--json"):
+        assert option in result.output
+
+
+# ----------------------------------------------------------------------------------- grade
+
+
+@pytest.fixture(scope="module")
+def graded_db(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> tuple[Path, Result]:
+    """One table-mode `grade --limit 2` run of the bundled example with the tiny judge."""
+    db_path = tmp_path_factory.mktemp("cli") / "results.sqlite"
+    result = invoke_grade(
+        CliRunner(env={"COLUMNS": "240"}),
+        RUBRIC_FILE, DATA_FILE, "--model", tiny_model_dir, "--db", db_path, "--limit", "2",
+        "--seed", "5", "--run", "cli-test",
+    )
+    return db_path, result
+
+
+def test_grade_prints_a_table_with_every_item(graded_db: tuple[Path, Result]) -> None:
+    _, result = graded_db
+    assert result.exit_code == 0, result.output
+    for item_id in example_ids(2):
+        assert item_id in result.stdout
+    for criterion in Rubric.from_file(str(RUBRIC_FILE)).rubric:
+        assert criterion.name in result.stdout
+    assert "2 items, 16 judgments" in result.stderr
+
+
+def test_grade_writes_the_database(graded_db: tuple[Path, Result], tiny_model_dir: Path) -> None:
+    db_path, result = graded_db
+    assert result.exit_code == 0, result.output
+    db = sqlite_utils.Database(db_path)
+    (run,) = list(db["runs"].rows)
+    assert run["name"] == "cli-test"
+    assert run["status"] == "finished" and run["finished_utc"]
+    assert run["data_path"] == str(DATA_FILE)
+    assert json.loads(run["grader_json"])["seed"] == 5
+    assert json.loads(run["judges_json"])[0]["model"] == str(tiny_model_dir)
+    assert run["id"] in result.stderr
+    items = list(db["items"].rows_where(order_by="item_index"))
+    assert [i["item_id"] for i in items] == example_ids(2)
+    assert all(i["run_id"] == run["id"] and i["score"] is not None for i in items)
+    judgments = list(db["judgments"].rows)
+    assert len(judgments) == 2 * 8
+    assert {(j["item_id"], j["criterion_index"]) for j in judgments} == {
+        (item_id, c) for item_id in example_ids(2) for c in range(8)
+    }
+    assert all(j["error"] is None for j in judgments)
+    assert all(j["model_id"] == str(tiny_model_dir) for j in judgments)
+    for j in judgments:
+        multi_choice = j["criterion_index"] >= 6
+        assert (j["verdict"] is None) == multi_choice
+        assert (j["selected_index"] is not None) == multi_choice
+        assert sum(json.loads(j["label_probabilities_json"]).values()) == pytest.approx(1.0)
+
+
+def test_grade_json(runner: CliRunner, tmp_path: Path, tiny_model_dir: Path) -> None:
+    result = invoke_grade(
+        runner, RUBRIC_FILE, DATA_FILE, "--model", tiny_model_dir, "--db", tmp_path / "r.sqlite",
+        "--limit", "2", "--json", "--no-shuffle",
+    )
+    assert result.exit_code == 0, result.output
+    entries = json.loads(result.stdout)
+    assert [e["item_id"] for e in entries] == example_ids(2)
+    rubric = Rubric.from_file(str(RUBRIC_FILE)).rubric
+    for entry in entries:
+        assert entry["error"] is None
+        assert 0.0 <= entry["score"] <= 1.0
+        assert [c["name"] for c in entry["criteria"]] == [c.name for c in rubric]
+        for criterion, spec in zip(entry["criteria"], rubric):
+            valid = BINARY_LABELS if spec.options is None else {o.label for o in spec.options}
+            assert criterion["verdict"] in valid
+            assert 0.0 <= criterion["probability"] <= 1.0
+            assert criterion["probability"] == pytest.approx(criterion["label_probabilities"][criterion["verdict"]])
+            assert criterion["error"] is None
+    db = sqlite_utils.Database(tmp_path / "r.sqlite")
+    assert json.loads(next(iter(db["runs"].rows))["grader_json"])["shuffle_options"] is False
+    assert {j["shuffle_order_json"] for j in db["judgments"].rows if j["criterion_index"] >= 6} == {
+        "[0, 1, 2, 3]", "[0, 1, 2]"
+    }
+
+
+# --------------------------------------------------------------------------------- errors
+
+
+def grade_error(runner: CliRunner, rubric: Path, data: Path, tmp_path: Path, *extra: str | Path) -> str:
+    """Run `grade` expecting a clean failure; return its message."""
+    db_path = tmp_path / "errors.sqlite"
+    result = invoke(runner, "grade", rubric, data, "--db", db_path, *extra)
+    assert result.exit_code != 0
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    assert result.output.startswith("Error: ") or "\nError: " in result.output
+    assert not db_path.exists()  # nothing is recorded for a run that never started
+    return result.output
+
+
+def test_invalid_rubric_criterion(runner: CliRunner, tmp_path: Path) -> None:
+    rubric = tmp_path / "bad_rubric.yaml"
+    rubric.write_text(
+        '- name: ok\n  weight: 1\n  requirement: "x"\n- name: bad\n  weight: high\n  requirement: "y"\n',
+        encoding="utf-8",
+    )
+    message = grade_error(runner, rubric, DATA_FILE, tmp_path)
+    assert str(rubric) in message
+    assert "index 1" in message
+    assert "weight" in message
+
+
+def test_submission_missing_on_line_2(runner: CliRunner, tmp_path: Path) -> None:
+    data = tmp_path / "subs.jsonl"
+    data.write_text('{"id": "a", "submission": "NMC is dense."}\n{"id": "b", "query": "q"}\n', encoding="utf-8")
+    message = grade_error(runner, RUBRIC_FILE, data, tmp_path)
+    assert f"{data}: line 2: field 'submission': missing" in message
+
+
+def test_invalid_json_line(runner: CliRunner, tmp_path: Path) -> None:
+    data = tmp_path / "subs.jsonl"
+    data.write_text('{"id": "a", "submission": "NMC is dense."}\n{"id": "b", submission: \n', encoding="utf-8")
+    message = grade_error(runner, RUBRIC_FILE, data, tmp_path)
+    assert f"{data}: line 2: invalid JSON" in message
+
+
+def test_unknown_field(runner: CliRunner, tmp_path: Path) -> None:
+    data = tmp_path / "subs.jsonl"
+    data.write_text(
+        '{"id": "a", "submission": "NMC is dense."}\n{"id": "b", "sumbission": "LFP"}\n', encoding="utf-8"
+    )
+    message = grade_error(runner, RUBRIC_FILE, data, tmp_path)
+    assert f"{data}: line 2: field 'sumbission': unknown field" in message
+
+
+def test_missing_model_path(runner: CliRunner, tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-model"
+    message = grade_error(runner, RUBRIC_FILE, DATA_FILE, tmp_path, "--model", missing, "--limit", "1")
+    assert "not found" in message
+    assert str(missing) in message  # where it looked
+    assert "preset folders" in message and "smollm2-135m-instruct" in message
+
+
+def test_missing_data_file(runner: CliRunner, tmp_path: Path) -> None:
+    message = grade_error(runner, RUBRIC_FILE, tmp_path / "absent.jsonl", tmp_path)
+    assert "absent.jsonl" in message
+
+
+# --------------------------------------------------------------------------------- models
+
+
+def test_models_lists_the_embedded_judge(runner: CliRunner) -> None:
+    result = invoke(runner, "models")
+    assert result.exit_code == 0, result.output
+    assert "smollm2-135m-instruct" in result.stdout
+    assert "qwen2.5-7b-instruct" in result.stdout
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: store.py ResultStore.record numbers items by their position in the batch "
+    "(`enumerate(graded)`), and cli.py _grade_with_progress records batches of ITEMS_PER_BATCH, "
+    "so items.item_index restarts at 0 in every batch of a run with more than 16 items",
+)
+def test_item_index_counts_across_batches(
+    runner: CliRunner, tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("autorubric_local.cli.ITEMS_PER_BATCH", 1)
+    db_path = tmp_path / "r.sqlite"
+    result = invoke_grade(
+        runner, RUBRIC_FILE, DATA_FILE, "--model", tiny_model_dir, "--db", db_path, "--limit", "2", "--json"
+    )
+    assert result.exit_code == 0, result.output
+    items = {i["item_id"]: i["item_index"] for i in sqlite_utils.Database(db_path)["items"].rows}
+    assert [items[item_id] for item_id in example_ids(2)] == [0, 1]
