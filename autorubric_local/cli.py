@@ -31,7 +31,12 @@ def _fail(exc: BaseException) -> click.ClickException:
 @click.group()
 @click.version_option(package_name="autorubric-local")
 def main() -> None:
-    """Grade text against weighted rubrics with local LLM judges."""
+    """Grade text against weighted rubrics with local LLM judges.
+
+    Example:
+
+        autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl
+    """
 
 
 @main.command()
@@ -155,7 +160,7 @@ def _grade_with_progress(
         for begin in range(0, len(items), ITEMS_PER_BATCH):
             batch = list(items[begin : begin + ITEMS_PER_BATCH])
             done = grader.grade_batch(batch)
-            store.record(run_id, done, {judge_id: model_id})
+            store.record(run_id, done, {judge_id: model_id}, first_index=begin)
             graded.extend(done)
             progress.advance(task, sum(len(item.rubric) for item in batch))
     return graded, time.perf_counter() - started

@@ -124,8 +124,6 @@ def _load_transformers(resolved: ResolvedModel, config: LLMConfig, device: str, 
     from autorubric_local.engine.transformers_backend import from_transformers
 
     folder = ensure_converted(resolved.path) if resolved.kind == "gguf" else resolved.path
-    if device == "cpu":
-        torch.set_num_threads(max(1, os.cpu_count() or 1))
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).to(device)
     context = config.context_length or (resolved.preset.context_length if resolved.preset else None)

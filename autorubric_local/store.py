@@ -30,6 +30,7 @@ from typing import Any
 
 import sqlite_utils
 
+from autorubric_local.errors import InputError
 from autorubric_local.graders.criterion_grader import GradedItem
 from autorubric_local.graders.execution import JudgmentResult
 from autorubric_local.reports import EnsembleCriterionReport
@@ -123,7 +124,7 @@ def open_db(path: str | Path) -> sqlite_utils.Database:
     for number, name, migrate in MIGRATIONS:
         if number in applied:
             continue
-        with db.conn:
+        with db.atomic():
             migrate(db)
             db["_migrations"].insert({"number": number, "name": name, "applied_utc": _now()})
     return db
@@ -163,7 +164,7 @@ class ResultStore:
     ) -> str:
         """Insert a run row (status ``running``) and return its id (``run-<utc>-<hex>``)."""
         run_id = f"run-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
-        with self.db.conn:
+        with self.db.atomic():
             self.db["runs"].insert(
                 {
                     "id": run_id,
@@ -180,11 +181,32 @@ class ResultStore:
             )
         return run_id
 
-    def record(self, run_id: str, graded: Sequence[GradedItem], model_ids: dict[str, str]) -> None:
-        """Write items and their judgments in one transaction."""
+    def record(
+        self,
+        run_id: str,
+        graded: Sequence[GradedItem],
+        model_ids: dict[str, str],
+        *,
+        first_index: int | None = None,
+    ) -> None:
+        """Write items and their judgments in one transaction.
+
+        ``first_index`` is the run-wide index of ``graded[0]`` (items of a run are recorded in
+        batches); an item without an id is stored as ``item-<run-wide index>``.
+
+        Raises
+        ------
+        InputError
+            If an item has no id and ``first_index`` is not given (its row could overwrite
+            another batch's item).
+        """
+        if first_index is None:
+            if any(not entry.item.item_id for entry in graded):
+                raise InputError("items without an id need first_index, their index in the run")
+            first_index = 0
         item_rows: list[dict[str, Any]] = []
         judgment_rows: list[dict[str, Any]] = []
-        for index, entry in enumerate(graded):
+        for index, entry in enumerate(graded, start=first_index):
             report = entry.report
             usage = report.token_usage
             item_rows.append(
@@ -208,13 +230,13 @@ class ResultStore:
                 judgment_rows.append(
                     _judgment_row(run_id, item_rows[-1]["item_id"], result, criterion_report, model_ids)
                 )
-        with self.db.conn:
+        with self.db.atomic():
             self.db["items"].insert_all(item_rows, replace=True)
             self.db["judgments"].insert_all(judgment_rows, replace=True)
 
     def finish_run(self, run_id: str, status: str = "finished") -> None:
         """Mark a run finished (or ``failed``) with its end time."""
-        with self.db.conn:
+        with self.db.atomic():
             self.db["runs"].update(run_id, {"finished_utc": _now(), "status": status})
 
     def judgments(self, run_id: str) -> list[dict[str, Any]]:

@@ -84,11 +84,6 @@ def test_group_help_lists_every_command(runner: CliRunner) -> None:
         assert command in result.output
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: cli.py main() (the click group) has no 'Example:' in its docstring, so "
-    "`autorubric-local --help` shows no example (STYLE conventions 9 and 13)",
-)
 def test_group_help_has_an_example(runner: CliRunner) -> None:
     result = invoke(runner, "--help")
     assert result.exit_code == 0
@@ -254,12 +249,6 @@ def test_models_lists_the_embedded_judge(runner: CliRunner) -> None:
     assert "qwen2.5-7b-instruct" in result.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: store.py ResultStore.record numbers items by their position in the batch "
-    "(`enumerate(graded)`), and cli.py _grade_with_progress records batches of ITEMS_PER_BATCH, "
-    "so items.item_index restarts at 0 in every batch of a run with more than 16 items",
-)
 def test_item_index_counts_across_batches(
     runner: CliRunner, tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -205,13 +205,6 @@ def test_not_a_database_raises(tmp_path: Path) -> None:
         open_db(path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: store.py open_db wraps each migration in `with db.conn:`, but sqlite-utils "
-    "commits every create()/insert() in its own db.atomic() transaction, so a migration that "
-    "fails halfway leaves its first tables behind (and the next open_db fails on them); "
-    "use `with db.atomic():`",
-)
 def test_failed_migration_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(db: sqlite_utils.Database) -> None:
         db["half_done"].create({"a": int})
@@ -440,12 +433,6 @@ def test_file_db_persists_across_connections(tmp_path: Path) -> None:
     assert reopened.db["runs"].get(run_id)["status"] == "finished"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: store.py ResultStore.record wraps both insert_all calls in `with self.db.conn:`, "
-    "but each sqlite-utils insert_all commits in its own db.atomic() transaction, so a failure "
-    "writing judgments leaves the batch's item rows committed; use `with self.db.atomic():`",
-)
 def test_record_is_one_transaction(store: ResultStore, monkeypatch: pytest.MonkeyPatch) -> None:
     graded = grade()
     run_id = start(store)
@@ -459,12 +446,6 @@ def test_record_is_one_transaction(store: ResultStore, monkeypatch: pytest.Monke
     assert store.db["items"].count_where("run_id = ?", [run_id]) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: store.py ResultStore.record names an item without item_id `item-<position in "
-    "the batch>`, so a second batch of id-less items in the same run silently replaces the "
-    "first batch's rows; number items across the run or refuse items without an id",
-)
 def test_batches_of_items_without_ids_are_not_lost(store: ResultStore) -> None:
     run_id = start(store)
     first = grade(ids=("", "", ""))[:2]
