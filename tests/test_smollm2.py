@@ -73,8 +73,7 @@ def reference_logprobs(engine: Any, request: ScoreRequest) -> tuple[float, ...]:
 
 def test_batched_scoring_equals_full_prompt_scoring(smollm2_engine: Any, dataset: Any) -> None:
     """~6 real judge requests (binary and multi-choice, two items) against plain full-prompt scoring."""
-    short = [i for i in range(len(dataset))]
-    short.sort(key=lambda i: len(dataset[i].submission))
+    short = sorted(range(len(dataset)), key=lambda i: len(dataset[i].submission))
     grader = grader_on(smollm2_engine, system_prompt="Grade the submission against the criterion.")
     items = [
         GradeItem(

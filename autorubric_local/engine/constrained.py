@@ -20,12 +20,16 @@ class RegexGrammar:
     Attributes
     ----------
     index : outlines_core.Index
+    banned : tuple of int
+        Token ids never chosen even where the regex would match their text: the tokenizer's
+        special tokens (``<|im_start|>`` inside an explanation would read as a chat turn).
     temperature : float
         0 chooses the most likely allowed token; above 0 samples from the allowed tokens.
     """
 
     index: Any
     temperature: float = 0.0
+    banned: tuple[int, ...] = ()
 
     @classmethod
     def from_transformers(cls, model: Any, tokenizer: Any, regex: str, *, temperature: float = 0.0) -> RegexGrammar:
@@ -34,7 +38,8 @@ class RegexGrammar:
         from outlines.backends import get_regex_logits_processor
 
         processor = get_regex_logits_processor("outlines_core", outlines.from_transformers(model, tokenizer), regex)
-        return cls(index=processor.index, temperature=temperature)
+        banned = tuple(sorted(set(getattr(tokenizer, "all_special_ids", []) or [])))
+        return cls(index=processor.index, temperature=temperature, banned=banned)
 
     def new_guide(self) -> Any:
         """A fresh walker at the grammar's start state."""
@@ -51,6 +56,8 @@ class RegexGrammar:
 
         allowed = torch.tensor(guide.get_tokens(), dtype=torch.long, device=logits.device)
         allowed = allowed[allowed < logits.shape[-1]]
+        if self.banned:
+            allowed = allowed[~torch.isin(allowed, torch.tensor(self.banned, device=allowed.device))]
         scores = logits[allowed].float()
         if self.temperature > 0 and sampler is not None:
             probabilities = torch.softmax(scores / self.temperature, dim=-1).cpu()

@@ -266,7 +266,8 @@ class TransformersEngine:
                         usage=Usage(
                             prompt_tokens=len(prefix_ids) + len(self.tokens(requests[index].suffix)),
                             completion_tokens=len(ids),
-                            cached_tokens=len(prefix_ids),
+                            # The first request of the group pays for the prefix; the rest hit it.
+                            cached_tokens=0 if index == runnable[0] else len(prefix_ids),
                         ),
                     )
             elapsed = time.perf_counter() - start
