@@ -17,9 +17,8 @@ Numbers (judgments per second, "jps", higher is better):
 - ``score_jps`` (b): ``run_tasks(mode=SCORE)`` over the whole workload at once (each prefix once,
   suffixes packed; nothing decoded).
 - ``explain_jps`` (c): ``run_tasks(mode=EXPLAIN)``, verdict first then a constrained explanation,
-  over the first ``--explain-items`` items: 16 of 32 by default (a fixed subsample, since the
-  whole workload would take over ~10 minutes on 2 CPU cores), all with ``--quick`` or ``0``;
-  the printout says which.
+  over the whole workload by default, or over the first ``--explain-items`` items (a fixed
+  subsample, if explanations get too slow for a full pass); the printout says which.
 - ``bound_jps`` (d): the prefill bound. ``unique_tokens`` = tokens of each distinct prefix once +
   every suffix + every label's tokens but its last (what packed scoring must compute);
   ``prefill_tokens_per_s`` = best throughput of a plain forward pass of the same model over
@@ -102,10 +101,10 @@ def prefill_throughput(engine: TransformersEngine, repeats: int = 3) -> dict[str
     return best
 
 
-def warm_up(engine: TransformersEngine) -> None:
-    """Compile the output constraint and touch the model once, outside every timing."""
-    engine.score([ScoreRequest("Is the sky blue?", ' Answer: "', ('MET"', 'UNMET"'))])
-    engine.generate([GenerateRequest("Say something", ': "', 4)])
+def warm_up(engine: TransformersEngine, tasks: Sequence[JudgmentTask]) -> None:
+    """Compile the output constraint and run real-sized passes once, outside every timing."""
+    engine.score([ScoreRequest(t.prefix, t.suffix, t.labels()) for t in tasks])
+    engine.generate([GenerateRequest(tasks[0].prefix, tasks[0].reasoning_suffix(None), 4)])
 
 
 def argmax(values: Sequence[float]) -> int:
@@ -153,9 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="4 items, naive sample 6 (smoke test)")
     parser.add_argument("--items", type=int, default=None, help="items in the workload (default 32; 4 quick)")
     parser.add_argument("--naive-sample", type=int, default=None, help="judgments timed naively (24; 6 quick)")
-    parser.add_argument(
-        "--explain-items", type=int, default=None, help="items timed in explain mode (16; all quick; 0 = all)"
-    )
+    parser.add_argument("--explain-items", type=int, default=0, help="items timed in explain mode (0 = all)")
     parser.add_argument("--explanation-tokens", type=int, default=48, help="explanation budget in tokens")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
@@ -168,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tasks = plan(engine, n_items, args.seed)
     per_item = len(tasks) // n_items
     print(f"model {engine.model_id}: {n_items} items x {per_item} judgments = {len(tasks)} judgments")
-    warm_up(engine)
+    warm_up(engine, [t for t in tasks if t.item_index == 0])
 
     sample = spread_sample(n_items, per_item, n_naive)
     naive_score_s, naive_generate_s, naive_probs = time_naive(
@@ -181,8 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     score_s, score_results = time_engine(engine, tasks, JudgeMode.SCORE, args.explanation_tokens)
     print(f"(b) score mode, whole workload: {score_s:.1f} s")
 
-    explain_items = args.explain_items if args.explain_items is not None else (0 if args.quick else 16)
-    n_explain_items = min(explain_items or n_items, n_items)
+    n_explain_items = min(args.explain_items or n_items, n_items)
     explain_tasks = [t for t in tasks if t.item_index < n_explain_items]
     explain_s, explain_results = time_engine(engine, explain_tasks, JudgeMode.EXPLAIN, args.explanation_tokens)
     which = "whole workload" if n_explain_items == n_items else f"first {n_explain_items} items (fixed subsample)"
