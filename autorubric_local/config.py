@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from autorubric_local.errors import InputError
 
-Backend = Literal["transformers"]
+Backend = Literal["transformers", "vllm"]
 Device = Literal["auto", "cpu", "cuda"]
 DType = Literal["auto", "float32", "bfloat16", "float16"]
 ThinkingLevel = Literal["none", "low", "medium", "high"]
@@ -46,14 +46,18 @@ class LLMConfig(BaseModel):
         Local meaning: the judge writes a reasoning text of this budget (64/128/256 tokens or
         the given number) *before* its verdict, and the verdict's label distribution is read
         after it. ``None``/``"none"``: no reasoning.
-    backend : "transformers"
-        The engine that runs the model.
+    backend : "transformers" | "vllm"
+        The engine that runs the model. ``"vllm"`` needs vLLM installed (a separate venv on
+        CPU: ``scripts/setup_vllm.sh``).
     device, dtype : where and in what precision to run; ``"auto"`` picks CUDA + bfloat16 when a
         GPU is present, else CPU + float32 (bfloat16 is ~10x slower on CPU).
     context_length : int, optional
         Longest prompt in tokens; defaults to the preset's or the model config's value.
     max_packed_tokens : int
-        Memory budget of one packed scoring pass, in suffix tokens.
+        Memory budget of one packed scoring pass, in suffix tokens (transformers backend).
+    gpu_memory_utilization : float in (0, 1], optional
+        vLLM backend only: share of GPU memory (on CPU builds: of host memory) vLLM reserves;
+        defaults to vLLM's own on GPU and 0.3 on CPU.
     explanation_max_tokens : int
         Token budget of one explanation (capped by ``max_tokens``).
     engine : object, optional
@@ -91,6 +95,7 @@ class LLMConfig(BaseModel):
     dtype: DType = "auto"
     context_length: int | None = Field(default=None, ge=16)
     max_packed_tokens: int = Field(default=2048, ge=64)
+    gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0)
     explanation_max_tokens: int = Field(default=96, ge=1)
     engine: Any = Field(default=None, exclude=True)
 

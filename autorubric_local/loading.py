@@ -107,6 +107,13 @@ def load_engine(config: LLMConfig) -> Engine:
     if config.engine is not None:
         return config.engine
     resolved = resolve_model(config.model)
+    if config.backend == "vllm":
+        key: tuple[Any, ...] = ("vllm", str(resolved.path), config.device, config.dtype,
+                                config.context_length, config.gpu_memory_utilization,
+                                config.temperature, config.top_p, config.seed)
+        if key not in _ENGINES:
+            _ENGINES[key] = _load_vllm(resolved, config)
+        return _ENGINES[key]
     device, dtype = _pick_device_dtype(config)
     key = (str(resolved.path), device, str(dtype), config.context_length, config.max_packed_tokens,
            config.temperature, config.seed)
@@ -115,6 +122,23 @@ def load_engine(config: LLMConfig) -> Engine:
         engine = _load_transformers(resolved, config, device, dtype)
         _ENGINES[key] = engine
     return engine
+
+
+def _load_vllm(resolved: ResolvedModel, config: LLMConfig) -> Engine:
+    from autorubric_local.engine.vllm_backend import load_vllm
+
+    folder = ensure_converted(resolved.path) if resolved.kind == "gguf" else resolved.path
+    return load_vllm(
+        folder,
+        model_id=resolved.model_id,
+        context_length=config.context_length or (resolved.preset.context_length if resolved.preset else None),
+        device=config.device,
+        dtype=config.dtype,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        seed=config.seed,
+        gpu_memory_utilization=config.gpu_memory_utilization,
+    )
 
 
 def _load_transformers(resolved: ResolvedModel, config: LLMConfig, device: str, dtype: Any) -> Engine:

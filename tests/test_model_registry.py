@@ -227,7 +227,7 @@ def test_llm_config_defaults() -> None:
         ({"max_packed_tokens": 10}, "max_packed_tokens"),
         ({"device": "tpu"}, "device"),
         ({"dtype": "int8"}, "dtype"),
-        ({"backend": "vllm"}, "backend"),
+        ({"backend": "sglang"}, "backend"),
         ({"temprature": 0.5}, "temprature"),  # unknown field (typo) is rejected
     ],
 )

