@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -81,17 +81,7 @@ class TransformersEngine(HFTextMixin):
     # ------------------------------------------------------------------ scoring
     def score(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:
         """Label log-probabilities for every request; see :class:`~.base.Engine`."""
-        import torch
-
-        results: list[LabelScores | None] = [None] * len(requests)
-        by_prefix: dict[str, list[int]] = defaultdict(list)
-        for index, request in enumerate(requests):
-            by_prefix[request.prefix].append(index)
-        with torch.inference_mode():
-            for prefix, indices in by_prefix.items():
-                for index, result in zip(indices, self._score_group(prefix, [requests[i] for i in indices])):
-                    results[index] = result
-        return [r for r in results if r is not None]
+        return _per_prefix(requests, self._score_group)
 
     def _score_group(self, prefix: str, requests: list[ScoreRequest]) -> list[LabelScores]:
         """Score requests sharing one prefix: prefix once, suffix trees packed in chunks."""
@@ -205,18 +195,7 @@ class TransformersEngine(HFTextMixin):
         each branch attending to the prefix, its own suffix and its own tokens. Every step is
         masked by the Outlines-compiled grammar of a JSON string body.
         """
-        import torch
-
-        results: list[Generation | None] = [None] * len(requests)
-        by_prefix: dict[str, list[int]] = defaultdict(list)
-        for index, request in enumerate(requests):
-            by_prefix[request.prefix].append(index)
-        with torch.inference_mode():
-            for prefix, indices in by_prefix.items():
-                group = [requests[i] for i in indices]
-                for index, generation in zip(indices, self._generate_group(prefix, group)):
-                    results[index] = generation
-        return [r for r in results if r is not None]
+        return _per_prefix(requests, self._generate_group)
 
     def _generate_group(self, prefix: str, requests: list[GenerateRequest]) -> list[Generation]:
         start = time.perf_counter()
@@ -354,6 +333,21 @@ class TransformersEngine(HFTextMixin):
                 self.model, self.tokenizer, JSON_STRING_BODY_REGEX, temperature=self.temperature
             )
         return self._grammar
+
+
+def _per_prefix(requests: Sequence[Any], run_group: Callable[[str, list[Any]], list[Any]]) -> list[Any]:
+    """Run ``run_group(prefix, group)`` once per distinct prefix; results back in input order."""
+    import torch
+
+    results: list[Any] = [None] * len(requests)
+    by_prefix: dict[str, list[int]] = defaultdict(list)
+    for index, request in enumerate(requests):
+        by_prefix[request.prefix].append(index)
+    with torch.inference_mode():
+        for prefix, indices in by_prefix.items():
+            for index, result in zip(indices, run_group(prefix, [requests[i] for i in indices])):
+                results[index] = result
+    return results
 
 
 def split_string_body(raw: str) -> tuple[str, bool]:
