@@ -142,7 +142,6 @@ def _load_vllm(resolved: ResolvedModel, config: LLMConfig) -> Engine:
 
 
 def _load_transformers(resolved: ResolvedModel, config: LLMConfig, device: str, dtype: Any) -> Engine:
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from autorubric_local.engine.transformers_backend import from_transformers
