@@ -14,11 +14,8 @@ from typing import Any
 import pytest
 
 from autorubric_local.engine import Engine, GenerateRequest, ScoreRequest, from_transformers
-from autorubric_local.engine.transformers_backend import (
-    JSON_STRING_BODY_REGEX,
-    TransformersEngine,
-    split_string_body,
-)
+from autorubric_local.engine.constrained import JSON_STRING_BODY_REGEX, split_string_body
+from autorubric_local.engine.transformers_backend import TransformersEngine
 from autorubric_local.prompts import BINARY_LABELS
 from autorubric_local.types import CriterionJudgment
 

@@ -5,12 +5,20 @@ Outlines (``outlines_core``) compiles the regex against the model's vocabulary i
 logits are masked to the tokens the grammar allows, then the token is chosen greedily or by
 temperature sampling, and the guide advances. A branch whose guide is finished has produced a
 complete match.
+
+The one grammar the engines need is the body of a JSON string (:data:`JSON_STRING_BODY_REGEX`);
+:func:`split_string_body` decodes what was generated, whichever backend generated it.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
+
+# Body of a JSON string followed by its closing quote: no raw quote, backslash or control
+# character; escapes limited to the JSON ones.
+JSON_STRING_BODY_REGEX = r'([^"\\\x00-\x1f]|\\["\\/bfnrt])*"'
 
 
 @dataclass
@@ -67,3 +75,25 @@ class RegexGrammar:
         token = int(allowed[pick].item())
         guide.advance(token_id=token, return_tokens=False)
         return token
+
+
+def split_string_body(raw: str) -> tuple[str, bool]:
+    """Decode a generated JSON string body (closing quote included if it was reached).
+
+    Returns ``(text, truncated)``: the unescaped text, and whether decoding stopped at the token
+    budget before the closing quote. A dangling escape at a cut is dropped.
+    """
+    closed = raw.endswith('"') and _trailing_backslashes(raw[:-1]) % 2 == 0
+    body = raw[:-1] if closed else raw
+    if not closed and _trailing_backslashes(body) % 2 == 1:
+        body = body[:-1]
+    truncated = not closed
+    try:
+        return json.loads('"' + body + '"'), truncated
+    except json.JSONDecodeError:
+        # Only possible for a cut inside an escape sequence: keep the text without escapes.
+        return body.replace("\\", ""), truncated
+
+
+def _trailing_backslashes(text: str) -> int:
+    return len(text) - len(text.rstrip("\\"))

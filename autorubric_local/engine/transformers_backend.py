@@ -12,7 +12,6 @@ Build one with :func:`from_transformers` from an already-loaded model and tokeni
 
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -27,14 +26,12 @@ from autorubric_local.engine.base import (
     Usage,
 )
 from autorubric_local.engine.chat_text import HFTextMixin
+from autorubric_local.engine.constrained import JSON_STRING_BODY_REGEX, split_string_body
 from autorubric_local.engine.packing import PackedRow, chunk_trees, pack_trees, tree_size
 
 if TYPE_CHECKING:
     import torch
 
-# Body of a JSON string followed by its closing quote: no raw quote, backslash or control
-# character; escapes limited to the JSON ones.
-JSON_STRING_BODY_REGEX = r'([^"\\\x00-\x1f]|\\["\\/bfnrt])*"'
 
 
 class TransformersEngine(HFTextMixin):
@@ -348,28 +345,6 @@ def _per_prefix(requests: Sequence[Any], run_group: Callable[[str, list[Any]], l
             for index, result in zip(indices, run_group(prefix, [requests[i] for i in indices])):
                 results[index] = result
     return results
-
-
-def split_string_body(raw: str) -> tuple[str, bool]:
-    """Decode a generated JSON string body (closing quote included if it was reached).
-
-    Returns ``(text, truncated)``: the unescaped text, and whether decoding stopped at the token
-    budget before the closing quote. A dangling escape at a cut is dropped.
-    """
-    closed = raw.endswith('"') and _trailing_backslashes(raw[:-1]) % 2 == 0
-    body = raw[:-1] if closed else raw
-    if not closed and _trailing_backslashes(body) % 2 == 1:
-        body = body[:-1]
-    truncated = not closed
-    try:
-        return json.loads('"' + body + '"'), truncated
-    except json.JSONDecodeError:
-        # Only possible for a cut inside an escape sequence: keep the text without escapes.
-        return body.replace("\\", ""), truncated
-
-
-def _trailing_backslashes(text: str) -> int:
-    return len(text) - len(text.rstrip("\\"))
 
 
 def from_transformers(model: Any, tokenizer: Any, **kwargs: Any) -> TransformersEngine:

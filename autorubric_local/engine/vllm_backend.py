@@ -32,7 +32,7 @@ the other backends whenever a label's later tokens are not certain.
 
 Generation
 ----------
-A JSON string body constrained by :data:`~.transformers_backend.JSON_STRING_BODY_REGEX`
+A JSON string body constrained by :data:`~.constrained.JSON_STRING_BODY_REGEX`
 (``StructuredOutputsParams(regex=...)``; ``GuidedDecodingParams`` in older vLLM), at most
 ``max_new_tokens`` tokens; ``truncated`` when the closing quote was not reached.
 
@@ -62,7 +62,7 @@ from autorubric_local.engine.base import (
     ScoreRequest,
     Usage,
 )
-from autorubric_local.engine.transformers_backend import JSON_STRING_BODY_REGEX, split_string_body
+from autorubric_local.engine.constrained import JSON_STRING_BODY_REGEX, split_string_body
 
 ScoreMethod = Literal["auto", "logprob_token_ids", "prompt_logprobs"]
 

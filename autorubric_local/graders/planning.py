@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from autorubric_local.prompts import criterion_text, labels_for, render_item, verdict_opener
+from autorubric_local.prompts import EXPLANATION_OPENER, criterion_text, labels_for, render_item, verdict_opener
 from autorubric_local.types import Criterion
 
 
@@ -73,7 +73,7 @@ class JudgmentTask:
     def reasoning_suffix(self, explanation: str | None) -> str:
         """Suffix that opens (``None``) or contains the explanation, before the verdict."""
         if explanation is None:
-            return self.criterion_block + self.turn_switch + '{"explanation": "'
+            return self.criterion_block + self.turn_switch + EXPLANATION_OPENER
         return self.criterion_block + self.turn_switch + verdict_opener(self.criterion, explanation)
 
 
