@@ -104,6 +104,8 @@ def _migration_1(db: sqlite_utils.Database) -> None:
 
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
+    # 2: runner checkpoints (item reports, content hash)
+    # 3: position-bias sweeps
 )
 
 

@@ -252,7 +252,7 @@ def test_models_lists_the_embedded_judge(runner: CliRunner) -> None:
 def test_item_index_counts_across_batches(
     runner: CliRunner, tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("autorubric_local.cli.ITEMS_PER_BATCH", 1)
+    monkeypatch.setattr("autorubric_local.cli.grade.ITEMS_PER_BATCH", 1)
     db_path = tmp_path / "r.sqlite"
     result = invoke_grade(
         runner, RUBRIC_FILE, DATA_FILE, "--model", tiny_model_dir, "--db", db_path, "--limit", "2", "--json"

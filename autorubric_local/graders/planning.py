@@ -7,6 +7,12 @@ at position ``k``; AutoRubric's ``shuffle_order``).
 
 Shuffles are reproducible and independent of processing order: the permutation of a criterion
 is drawn from a generator seeded by ``(seed, submission hash, criterion index, judge id)``.
+
+Permutation modes (:class:`OptionPermutations`): ``single`` judges each multi-choice criterion
+once, in that order; ``cyclic`` judges it once per cyclic rotation of that order (N tasks for N
+options, ``permutation_index`` 0..N-1), so every option is shown at every position exactly
+once (the Grade Score paper's setting, spec ``004_e603245b92b405ca.txt``). Binary criteria are
+always judged once (``permutation_index`` 0).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import hashlib
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from autorubric_local.prompts import EXPLANATION_OPENER, criterion_text, labels_for, render_item, verdict_opener
 from autorubric_local.types import Criterion
@@ -34,6 +41,13 @@ class GradeItem:
     item_id: str = ""
 
 
+class OptionPermutations(str, Enum):
+    """How many option orders a multi-choice criterion is judged in (module docstring)."""
+
+    SINGLE = "single"
+    CYCLIC = "cyclic"
+
+
 @dataclass(frozen=True)
 class JudgmentTask:
     """One (item, criterion, judge) judgment, planned.
@@ -50,6 +64,8 @@ class JudgmentTask:
         Prompt split; the suffix ends where the verdict label begins (verdict-first layout).
     labels : tuple of str
         Label continuations in *shown* order (option numbers for multi-choice).
+    permutation_index : int
+        Which option order of the criterion this is (0 unless permutations are cyclic).
     """
 
     item_index: int
@@ -60,6 +76,7 @@ class JudgmentTask:
     prefix: str
     criterion_block: str
     turn_switch: str
+    permutation_index: int = 0
 
     @property
     def suffix(self) -> str:
@@ -87,6 +104,15 @@ def shuffle_order(seed: int, submission: str, criterion_index: int, judge_id: st
     return tuple(order)
 
 
+def cyclic_rotations(order: Sequence[int]) -> list[tuple[int, ...]]:
+    """The N cyclic rotations of ``order``; rotation ``r`` shows ``order[(k + r) % N]`` at ``k``.
+
+    Every option appears at every position exactly once across the rotations.
+    """
+    n = len(order)
+    return [tuple(order[(k + r) % n] for k in range(n)) for r in range(n)]
+
+
 def plan_tasks(
     items: Sequence[GradeItem],
     judges: Sequence[tuple[str, Callable[[list[dict[str, str]]], str]]],
@@ -95,6 +121,7 @@ def plan_tasks(
     shuffle_options: bool = True,
     seed: int = 0,
     auto_na_option: bool = False,
+    permutations: OptionPermutations = OptionPermutations.SINGLE,
 ) -> list[JudgmentTask]:
     """Every judgment of the job, item-major, then judge, then criterion.
 
@@ -110,6 +137,8 @@ def plan_tasks(
     seed : int
     auto_na_option : bool
         Give every multi-choice criterion an NA option (``Criterion.with_guaranteed_na_option``).
+    permutations : OptionPermutations
+        ``cyclic`` adds one task per rotation of each multi-choice criterion's options.
     """
     tasks: list[JudgmentTask] = []
     for item_index, item in enumerate(items):
@@ -123,26 +152,29 @@ def plan_tasks(
             )
             for criterion_index, original in enumerate(item.rubric):
                 criterion = original
-                order: tuple[int, ...] | None = None
+                orders: list[tuple[int, ...] | None] = [None]
                 if criterion.options is not None:
                     if auto_na_option:
                         criterion = criterion.with_guaranteed_na_option()
                     n = len(criterion.options or [])
-                    order = (
+                    base = (
                         shuffle_order(seed, item.submission, criterion_index, judge_id, n)
                         if shuffle_options
                         else tuple(range(n))
                     )
-                tasks.append(
-                    JudgmentTask(
-                        item_index=item_index,
-                        criterion_index=criterion_index,
-                        judge_index=judge_index,
-                        criterion=criterion,
-                        option_order=order,
-                        prefix=parts.prefix,
-                        criterion_block=criterion_text(criterion, order),
-                        turn_switch=parts.turn_switch,
+                    orders = cyclic_rotations(base) if permutations is OptionPermutations.CYCLIC else [base]
+                for permutation_index, order in enumerate(orders):
+                    tasks.append(
+                        JudgmentTask(
+                            item_index=item_index,
+                            criterion_index=criterion_index,
+                            judge_index=judge_index,
+                            criterion=criterion,
+                            option_order=order,
+                            prefix=parts.prefix,
+                            criterion_block=criterion_text(criterion, order),
+                            turn_switch=parts.turn_switch,
+                            permutation_index=permutation_index,
+                        )
                     )
-                )
     return tasks

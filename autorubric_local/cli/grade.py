@@ -1,9 +1,8 @@
-"""``autorubric-local`` command line: thin click wrappers over library calls."""
+"""``autorubric-local grade``: grade a dataset against a rubric with local judges."""
 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from autorubric_local.config import DEFAULT_MODEL, LLMConfig
+from autorubric_local.cli.common import fail
 from autorubric_local.errors import AutorubricError
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
@@ -24,22 +24,7 @@ from autorubric_local.rubric import Rubric
 ITEMS_PER_BATCH = 16
 
 
-def _fail(exc: BaseException) -> click.ClickException:
-    return click.ClickException(str(exc))
-
-
-@click.group()
-@click.version_option(package_name="autorubric-local")
-def main() -> None:
-    """Grade text against weighted rubrics with local LLM judges.
-
-    Example:
-
-        autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl
-    """
-
-
-@main.command()
+@click.command()
 @click.argument("rubric_path", metavar="RUBRIC", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("data_path", metavar="DATA", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--model", "-m", default=DEFAULT_MODEL, show_default=True,
@@ -111,7 +96,7 @@ def grade(
         graded, grade_seconds = _grade_with_progress(grader, items, store, run_id, engine.model_id, judge.judge_id, console)
         store.finish_run(run_id)
     except AutorubricError as exc:
-        raise _fail(exc) from exc
+        raise fail(exc) from exc
     judgments = sum(len(g.results) for g in graded)
     if as_json:
         click.echo(json.dumps([_item_json(g) for g in graded], indent=2))
@@ -225,28 +210,3 @@ def _item_json(entry: GradedItem) -> dict[str, Any]:
     }
 
 
-@main.command()
-def models() -> None:
-    """List known judge presets and whether their weights are found.
-
-    Example:
-
-        autorubric-local models
-    """
-    from autorubric_local.errors import ModelNotFoundError
-    from autorubric_local.model_registry import list_presets, resolve_model
-
-    table = Table(title="Judge presets")
-    for column in ("name", "found at", "description"):
-        table.add_column(column, overflow="fold")
-    for preset in list_presets():
-        try:
-            where = str(resolve_model(preset.name).path)
-        except ModelNotFoundError:
-            where = "[yellow]not installed[/yellow]"
-        table.add_row(preset.name, where, preset.description)
-    Console().print(table)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

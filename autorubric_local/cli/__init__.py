@@ -1,0 +1,25 @@
+"""``autorubric-local`` command line: one module per command, each a thin click wrapper over a
+library call. Commands are registered on :func:`main` here."""
+
+from __future__ import annotations
+
+import click
+
+# Modules are imported as modules (not their commands) so that ``autorubric_local.cli.grade``
+# stays the module.
+from autorubric_local.cli import grade, models
+
+
+@click.group()
+@click.version_option(package_name="autorubric-local")
+def main() -> None:
+    """Grade text against weighted rubrics with local LLM judges.
+
+    Example:
+
+        autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl
+    """
+
+
+main.add_command(grade.grade)
+main.add_command(models.models)

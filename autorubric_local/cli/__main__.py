@@ -1,0 +1,5 @@
+"""``python -m autorubric_local.cli``."""
+
+from autorubric_local.cli import main
+
+main()
