@@ -398,6 +398,9 @@ class EnsembleEvaluationReport(BaseModel):
     over the whole rubric, keyed by ``judge_id``) and ``mean_agreement`` (mean of the
     criteria's ``agreement``, 1.0 for a single judge; ``None`` when there was nothing to
     agree on).
+
+    Extension: ``device_seconds``, the local cost of the grade: the engine time (seconds) of
+    its judgments, summed. ``completion_cost`` (USD) stays None for local judges.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -412,3 +415,4 @@ class EnsembleEvaluationReport(BaseModel):
     token_usage: TokenUsage | None = None
     completion_cost: float | None = None
     error: str | None = None
+    device_seconds: float | None = None

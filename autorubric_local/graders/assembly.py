@@ -13,8 +13,9 @@ vote as the worst case, so a failure never raises a score.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from autorubric_local.graders.aggregation import aggregate_binary, aggregate_multi_choice
 from autorubric_local.graders.execution import JudgmentResult
 from autorubric_local.penalty import LengthPenalty, ThinkingOutputDict, compute_length_penalty
 from autorubric_local.prompts import BINARY_LABELS
@@ -26,7 +27,7 @@ from autorubric_local.reports import (
     TokenUsage,
 )
 from autorubric_local.scoring import raw_and_normalized
-from autorubric_local.types import AggregatedMultiChoiceVerdict, CannotAssessConfig, CriterionVerdict
+from autorubric_local.types import CannotAssessConfig, Criterion, CriterionVerdict
 
 
 def binary_vote(result: JudgmentResult, judge_id: str, weight: float) -> JudgeVote:
@@ -83,36 +84,100 @@ def choice_vote(result: JudgmentResult, judge_id: str, weight: float) -> MultiCh
     )
 
 
-def single_judge_criterion_report(result: JudgmentResult, judge_id: str, weight: float) -> EnsembleCriterionReport:
-    """Criterion report of an ensemble of one: the final verdict is the judge's vote."""
-    criterion = result.task.criterion
-    if criterion.options is None:
-        vote = binary_vote(result, judge_id, weight)
-        return EnsembleCriterionReport(
-            criterion=criterion,
-            final_verdict=vote.verdict,
-            final_reason=vote.reason,
-            votes=[vote],
-            error=vote.error,
-            label_probabilities=vote.label_probabilities,
-        )
-    choice = choice_vote(result, judge_id, weight)
-    final = AggregatedMultiChoiceVerdict(
-        selected_index=choice.selected_index,
-        selected_label=choice.selected_label,
-        value=choice.value,
-        na=choice.na,
-        aggregated_value=choice.value,
+def combined_choice_vote(results: Sequence[JudgmentResult], judge_id: str, weight: float) -> MultiChoiceJudgeVote:
+    """One judge's vote on a multi-choice criterion judged in one or more option orders.
+
+    With several orders (cyclic permutations), the label distributions of the orders that
+    did not fail are averaged in original option order and the vote is their argmax (ties,
+    within 1e-9: :meth:`Criterion.worst_option_among`): a position-debiased verdict. ``shuffle_order`` is
+    the order of permutation 0. If every order failed, the vote is an error vote.
+    """
+    if len(results) == 1:
+        return choice_vote(results[0], judge_id, weight)
+    ordered = sorted(results, key=lambda r: r.task.permutation_index)
+    answered = [r for r in ordered if r.error is None and r.chosen is not None]
+    if not answered:
+        return choice_vote(ordered[0], judge_id, weight)
+    criterion = ordered[0].task.criterion
+    options = criterion.options or []
+    mean = [0.0] * len(options)
+    for result in answered:
+        for shown, original in enumerate(result.task.option_order or range(len(options))):
+            mean[original] += result.probabilities[shown] / len(answered)
+    top = max(mean)
+    # Ties within rounding of the averaging (e.g. pure position bias: all equal).
+    selected = criterion.worst_option_among([i for i, p in enumerate(mean) if top - p <= 1e-9])
+    option = options[selected]
+    return MultiChoiceJudgeVote(
+        judge_id=judge_id,
+        selected_index=selected,
+        selected_label=option.label,
+        value=option.value,
+        reason=" | ".join(r.explanation for r in answered if r.explanation),
+        weight=weight,
+        na=option.na,
+        shuffle_order=list(ordered[0].task.option_order or range(len(options))),
+        label_probabilities={opt.label: p for opt, p in zip(options, mean)},
     )
+
+
+def _joined_reason(votes: Sequence[JudgeVote] | Sequence[MultiChoiceJudgeVote]) -> str:
+    if len(votes) == 1:
+        return votes[0].reason
+    return " | ".join(f"{v.judge_id}: {v.reason}" for v in votes if v.reason)
+
+
+def _ensemble_probabilities(
+    votes: Sequence[JudgeVote] | Sequence[MultiChoiceJudgeVote],
+) -> dict[str, float] | None:
+    """Judge-weighted mean of the answered votes' label distributions (None if none has one)."""
+    weighted = [(v.weight, v.label_probabilities) for v in votes if v.label_probabilities and not v.is_error]
+    total = sum(w for w, _ in weighted)
+    if not weighted or total <= 0:
+        return None
+    keys = list(weighted[0][1])
+    return {k: sum(w * probs.get(k, 0.0) for w, probs in weighted) / total for k in keys}
+
+
+def _all_failed(votes: Sequence[JudgeVote] | Sequence[MultiChoiceJudgeVote]) -> str | None:
+    errors = [v.error for v in votes if v.error is not None]
+    return errors[0] if votes and len(errors) == len(votes) else None
+
+
+def binary_criterion_report(criterion: Criterion, votes: Sequence[JudgeVote], strategy: str) -> EnsembleCriterionReport:
+    """An ensemble's report on a binary criterion (:func:`.aggregation.aggregate_binary`)."""
+    return EnsembleCriterionReport(
+        criterion=criterion,
+        final_verdict=aggregate_binary(criterion, votes, strategy),
+        final_reason=_joined_reason(votes),
+        votes=list(votes),
+        error=_all_failed(votes),
+        label_probabilities=_ensemble_probabilities(votes),
+    )
+
+
+def choice_criterion_report(
+    criterion: Criterion, votes: Sequence[MultiChoiceJudgeVote], strategy: str
+) -> EnsembleCriterionReport:
+    """An ensemble's report on a multi-choice criterion (:func:`.aggregation.aggregate_multi_choice`)."""
     return EnsembleCriterionReport(
         criterion=criterion,
         final_verdict=None,
-        final_reason=choice.reason,
-        final_multi_choice_verdict=final,
-        multi_choice_votes=[choice],
-        error=choice.error,
-        label_probabilities=choice.label_probabilities,
+        final_reason=_joined_reason(votes),
+        final_multi_choice_verdict=aggregate_multi_choice(criterion, votes, strategy),
+        multi_choice_votes=list(votes),
+        error=_all_failed(votes),
+        label_probabilities=_ensemble_probabilities(votes),
     )
+
+
+def judge_criterion_report(
+    criterion: Criterion, vote: JudgeVote | MultiChoiceJudgeVote, strategy: str
+) -> EnsembleCriterionReport:
+    """The report of one judge alone on ``criterion`` (for ``judge_scores``)."""
+    if isinstance(vote, JudgeVote):
+        return binary_criterion_report(criterion, [vote], strategy)
+    return choice_criterion_report(criterion, [vote], strategy)
 
 
 def token_usage(results: Sequence[JudgmentResult]) -> TokenUsage:
@@ -127,10 +192,20 @@ def token_usage(results: Sequence[JudgmentResult]) -> TokenUsage:
     )
 
 
+def _score(
+    criteria: Sequence[EnsembleCriterionReport],
+    cannot_assess: CannotAssessConfig,
+    normalize: bool,
+    penalty: float,
+) -> tuple[float, float]:
+    raw, normalized = raw_and_normalized(criteria, cannot_assess)
+    return raw, (max(0.0, normalized - penalty) if normalize else raw - penalty)
+
+
 def evaluation_report(
     criteria: Sequence[EnsembleCriterionReport],
     results: Sequence[JudgmentResult],
-    judge_ids: Sequence[str],
+    judge_criteria: Mapping[str, Sequence[EnsembleCriterionReport]],
     *,
     cannot_assess: CannotAssessConfig,
     normalize: bool,
@@ -139,29 +214,39 @@ def evaluation_report(
 ) -> EnsembleEvaluationReport:
     """The item's report: score through the one scorer, then the length penalty.
 
-    A grade in which every judgment failed has ``score=None`` and ``error`` set (spec 003,
-    ``EvaluationReport.score``).
+    ``judge_criteria`` maps each judge id to that judge's own single-vote criterion reports;
+    they give ``judge_scores`` (each judge's score over the rubric, same scoring rules; None
+    when all of that judge's calls failed). ``device_seconds`` is the engine time of the
+    item's judgments. A grade in which every judgment failed has ``score=None`` and ``error``
+    set (spec 003, ``EvaluationReport.score``).
     """
     usage = token_usage(results)
+    seconds = sum(r.usage.seconds for r in results)
     failures = [r.error for r in results if r.error is not None]
     if results and len(failures) == len(results):
         return EnsembleEvaluationReport(
             score=None,
             report=list(criteria),
+            judge_scores={judge_id: None for judge_id in judge_criteria},
             error=f"all {len(results)} judgments failed; first: {failures[0]}",
             token_usage=usage,
+            device_seconds=seconds,
         )
-    raw, normalized = raw_and_normalized(criteria, cannot_assess)
     penalty = compute_length_penalty(graded_input, length_penalty) if length_penalty else 0.0
-    score = max(0.0, normalized - penalty) if normalize else raw - penalty
+    raw, score = _score(criteria, cannot_assess, normalize, penalty)
+    judge_scores: dict[str, float | None] = {}
+    for judge_id, own in judge_criteria.items():
+        failed = bool(own) and all(c.is_error for c in own)
+        judge_scores[judge_id] = None if failed else _score(own, cannot_assess, normalize, penalty)[1]
     agreements = [c.agreement for c in criteria]
     return EnsembleEvaluationReport(
         score=score,
         raw_score=raw,
         llm_raw_score=raw,
         report=list(criteria),
-        judge_scores={judge_id: score for judge_id in judge_ids},
+        judge_scores=judge_scores,
         mean_agreement=sum(agreements) / len(agreements) if agreements else None,
         cannot_assess_count=sum(1 for c in criteria if c.is_na),
         token_usage=usage,
+        device_seconds=seconds,
     )

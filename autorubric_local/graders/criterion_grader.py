@@ -9,6 +9,8 @@ scorer (:mod:`autorubric_local.scoring`).
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import math
 import secrets
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -18,12 +20,22 @@ from typing import Any, Literal
 from autorubric_local.config import LLMConfig
 from autorubric_local.engine.base import Engine
 from autorubric_local.errors import InputError
-from autorubric_local.graders.assembly import evaluation_report, single_judge_criterion_report
+from autorubric_local.dataset import RubricDataset
+from autorubric_local.graders.aggregation import Strategies, check_criterion_override
+from autorubric_local.graders.assembly import (
+    binary_criterion_report,
+    binary_vote,
+    choice_criterion_report,
+    combined_choice_vote,
+    evaluation_report,
+    judge_criterion_report,
+)
 from autorubric_local.graders.execution import JudgeMode, JudgmentResult, run_tasks
-from autorubric_local.graders.planning import GradeItem, JudgmentTask, plan_tasks
+from autorubric_local.graders.few_shot import FewShotConfig, render_examples, select_examples
+from autorubric_local.graders.planning import GradeItem, JudgmentTask, OptionPermutations, plan_tasks
 from autorubric_local.loading import load_engine
 from autorubric_local.penalty import LengthPenalty, ToGradeInput, normalize_to_grade_input
-from autorubric_local.reports import EnsembleEvaluationReport
+from autorubric_local.reports import EnsembleCriterionReport, EnsembleEvaluationReport, JudgeVote, MultiChoiceJudgeVote
 from autorubric_local.types import (
     AggregationStrategy,
     CannotAssessConfig,
@@ -35,11 +47,28 @@ from autorubric_local.types import (
 
 @dataclass(frozen=True)
 class JudgeSpec:
-    """One judge of an ensemble: ``JudgeSpec(LLMConfig(...), "judge-id", weight=1.0)``."""
+    """One judge of an ensemble: ``JudgeSpec(LLMConfig(...), "judge-id", weight=1.0)``.
+
+    Judges may be different models, or one model with different prompts: ``system_prompt``
+    (extension) replaces the grader's system prompt for this judge only. Judges whose
+    ``llm_config`` load the same model share one engine and one engine workload.
+
+    Raises
+    ------
+    InputError
+        If ``judge_id`` is empty or ``weight`` is not a positive finite number.
+    """
 
     llm_config: LLMConfig
     judge_id: str
     weight: float = 1.0
+    system_prompt: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.judge_id:
+            raise InputError("JudgeSpec: judge_id must be a non-empty string")
+        if not (math.isfinite(self.weight) and self.weight > 0):
+            raise InputError(f"JudgeSpec {self.judge_id!r}: weight must be > 0, got {self.weight!r}")
 
 
 @dataclass(frozen=True)
@@ -62,7 +91,9 @@ class CriterionGrader:
     llm_config : LLMConfig, optional
         The single judge (an ensemble of one). Give this or ``judges``.
     judges : list of JudgeSpec, optional
-        Several judges. Only a single judge is supported so far; more raise ``InputError``.
+        The ensemble. Each criterion's votes are combined by ``aggregation`` (binary),
+        ``ordinal_aggregation`` or ``nominal_aggregation`` (:mod:`.aggregation`), or by the
+        criterion's own ``aggregation``.
     system_prompt : str, optional
         Replaces the default judge system prompt.
     shuffle_options : bool, default True
@@ -77,7 +108,16 @@ class CriterionGrader:
     length_penalty : LengthPenalty, optional
         Subtracted from the score after grading.
     aggregation, ordinal_aggregation, nominal_aggregation
-        Ensemble aggregation strategies (validated; used once ensembles land).
+        Ensemble aggregation strategies (validated up front; ``InputError`` names the field).
+    training_data : RubricDataset, optional
+        Labelled items to draw few-shot examples from (with ``few_shot_config``).
+    few_shot_config : FewShotConfig, optional
+        How many examples per criterion and how to choose them (:mod:`.few_shot`); the same
+        examples are shown to every judge.
+    permutations : "single" or "cyclic", default "single"
+        ``cyclic`` (extension) judges each multi-choice criterion in every cyclic rotation of
+        its options and votes with the argmax of the averaged label distributions: a
+        position-debiased verdict at N times the criterion's suffix cost.
     mode : "score" or "explain", default "score"
         ``score``: verdicts from label probabilities, no text generated (fast). ``explain``:
         also a grammar-constrained explanation per judgment.
@@ -105,6 +145,9 @@ class CriterionGrader:
         mode: Literal["score", "explain"] = "score",
         explanation_first: bool = False,
         auto_na_option: bool = False,
+        training_data: RubricDataset | None = None,
+        few_shot_config: FewShotConfig | None = None,
+        permutations: Literal["single", "cyclic"] = "single",
     ) -> None:
         if (llm_config is None) == (judges is None):
             raise InputError("CriterionGrader: give exactly one of llm_config or judges")
@@ -113,15 +156,11 @@ class CriterionGrader:
         )
         if not self.judges:
             raise InputError("CriterionGrader: judges must not be empty")
-        if len(self.judges) > 1:
-            raise InputError(
-                f"CriterionGrader: {len(self.judges)} judges given; ensembles of several judges "
-                "are not supported yet (single judge only)"
-            )
         if len({j.judge_id for j in self.judges}) != len(self.judges):
             raise InputError("CriterionGrader: judge_id values must be unique")
         self.system_prompt = system_prompt
         self.shuffle_options = shuffle_options
+        self.seed_given = seed is not None
         self.seed = seed if seed is not None else secrets.randbelow(2**31)
         self.cannot_assess_config = cannot_assess_config or CannotAssessConfig()
         self.normalize = normalize
@@ -129,6 +168,18 @@ class CriterionGrader:
         self.aggregation = aggregation
         self.ordinal_aggregation = ordinal_aggregation
         self.nominal_aggregation = nominal_aggregation
+        self.strategies = Strategies(aggregation, ordinal_aggregation, nominal_aggregation)
+        try:
+            self.permutations = OptionPermutations(permutations)
+        except ValueError:
+            raise InputError(
+                f"CriterionGrader: permutations must be 'single' or 'cyclic', got {permutations!r}"
+            ) from None
+        if (training_data is None) != (few_shot_config is None):
+            raise InputError("CriterionGrader: give both training_data and few_shot_config, or neither")
+        self.training_data = training_data
+        self.few_shot_config = few_shot_config
+        self._examples: dict[str, str] = {}
         try:
             self.mode = JudgeMode(mode)
         except ValueError:
@@ -145,6 +196,47 @@ class CriterionGrader:
             engine = load_engine(judge.llm_config)
             self._engines[judge.judge_id] = engine
         return engine
+
+    def describe(self) -> dict[str, Any]:
+        """Every setting that can change a verdict, as JSON-able data (for run records and the
+        content hash of a resumable run). Judges are described by their ``LLMConfig`` fields."""
+        return {
+            "judges": [
+                {
+                    "judge_id": j.judge_id,
+                    "weight": j.weight,
+                    "system_prompt": j.system_prompt,
+                    "llm_config": j.llm_config.model_dump(mode="json", exclude={"engine"}),
+                    "engine": None if j.llm_config.engine is None else type(j.llm_config.engine).__name__,
+                }
+                for j in self.judges
+            ],
+            "system_prompt": self.system_prompt,
+            "shuffle_options": self.shuffle_options,
+            "seed": self.seed,
+            "permutations": self.permutations.value,
+            "aggregation": self.aggregation,
+            "ordinal_aggregation": self.ordinal_aggregation,
+            "nominal_aggregation": self.nominal_aggregation,
+            "mode": self.mode.value,
+            "explanation_first": self.explanation_first,
+            "auto_na_option": self.auto_na_option,
+            "few_shot": None
+            if self.few_shot_config is None or self.training_data is None
+            else {
+                "config": self.few_shot_config.model_dump(mode="json"),
+                "training_data_sha256": hashlib.sha256(self.training_data.to_json().encode()).hexdigest(),
+            },
+        }
+
+    def _examples_for(self, criterion: Criterion) -> str:
+        if self.training_data is None or self.few_shot_config is None:
+            return ""
+        key = criterion.model_dump_json()
+        if key not in self._examples:
+            chosen = select_examples(self.training_data, criterion, self.few_shot_config)
+            self._examples[key] = render_examples(criterion, chosen)
+        return self._examples[key]
 
     def _reasoning_first(self, judge: JudgeSpec) -> bool:
         return judge.llm_config.thinking_budget > 0 or (
@@ -186,7 +278,7 @@ class CriterionGrader:
 
     def plan(self, items: Sequence[GradeItem]) -> list[JudgmentTask]:
         """Every judgment task of ``items`` (pure; loads the judges' engines for their templates)."""
-        judges = [(j.judge_id, self.engine_for(j).format_chat) for j in self.judges]
+        judges = [(j.judge_id, self.engine_for(j).format_chat, j.system_prompt) for j in self.judges]
         return plan_tasks(
             items,
             judges,
@@ -194,6 +286,8 @@ class CriterionGrader:
             shuffle_options=self.shuffle_options,
             seed=self.seed,
             auto_na_option=self.auto_na_option,
+            permutations=self.permutations,
+            examples=self._examples_for if self.few_shot_config is not None else None,
         )
 
     def grade_batch(
@@ -203,48 +297,90 @@ class CriterionGrader:
         graded_inputs: Sequence[Any] | None = None,
         progress: ProgressCallback | None = None,
     ) -> list[GradedItem]:
-        """Grade many items as one engine workload per judge; reports in item order.
+        """Grade many items as one workload per engine; reports in item order.
 
-        ``progress`` is called with the number of judgments finished after each engine pass.
+        Judges that share an engine (same model loaded once) and judging mode share one
+        workload. ``progress`` is called with the number of judgments finished after each
+        engine pass.
+
+        Raises
+        ------
+        InputError
+            If an item has no criteria or a criterion's ``aggregation`` does not fit it.
         """
         for index, item in enumerate(items):
             if not item.rubric:
                 raise InputError(f"item {index} ({item.item_id or 'no id'}): field 'rubric': no criteria")
+            for c_index, criterion in enumerate(item.rubric):
+                check_criterion_override(criterion, f"item {index} ({item.item_id or 'no id'}) criterion {c_index}")
         tasks = self.plan(items)
-        results: dict[tuple[int, int, int], JudgmentResult] = {}
-        by_judge: dict[int, list[JudgmentTask]] = defaultdict(list)
-        for task in tasks:
-            by_judge[task.judge_index].append(task)
-        for judge_index, judge_tasks in by_judge.items():
-            judge = self.judges[judge_index]
+        results: dict[tuple[int, int, int], list[JudgmentResult]] = defaultdict(list)
+        for workload in self._workloads(tasks):
+            first = self.judges[workload[0].judge_index]
             outcome = run_tasks(
-                self.engine_for(judge),
-                judge_tasks,
+                self.engine_for(first),
+                workload,
                 mode=self.mode,
-                reasoning_first=self._reasoning_first(judge),
-                explanation_tokens=max(judge.llm_config.thinking_budget, judge.llm_config.explanation_budget),
+                reasoning_first=self._reasoning_first(first),
+                explanation_tokens=max(first.llm_config.thinking_budget, first.llm_config.explanation_budget),
             )
             for result in outcome:
                 t = result.task
-                results[(t.item_index, t.criterion_index, t.judge_index)] = result
+                results[(t.item_index, t.criterion_index, t.judge_index)].append(result)
             if progress is not None:
-                progress(len(judge_tasks))
+                progress(len(workload))
         graded: list[GradedItem] = []
-        judge = self.judges[0]
         for item_index, item in enumerate(items):
-            item_results = [results[(item_index, c, 0)] for c in range(len(item.rubric))]
-            criteria = [single_judge_criterion_report(r, judge.judge_id, judge.weight) for r in item_results]
             graded_input = (
                 graded_inputs[item_index] if graded_inputs is not None else {"thinking": "", "output": item.submission}
             )
-            report = evaluation_report(
-                criteria,
-                item_results,
-                [judge.judge_id],
-                cannot_assess=self.cannot_assess_config,
-                normalize=self.normalize,
-                length_penalty=self.length_penalty,
-                graded_input=graded_input,
-            )
-            graded.append(GradedItem(item, report, tuple(item_results)))
+            graded.append(self._assemble(item, item_index, results, graded_input))
         return graded
+
+    def _workloads(self, tasks: Sequence[JudgmentTask]) -> list[list[JudgmentTask]]:
+        """Tasks grouped by (engine, judging mode): one engine call sequence per group."""
+        groups: dict[tuple[int, bool, int], list[JudgmentTask]] = defaultdict(list)
+        for task in tasks:
+            judge = self.judges[task.judge_index]
+            budget = max(judge.llm_config.thinking_budget, judge.llm_config.explanation_budget)
+            groups[(id(self.engine_for(judge)), self._reasoning_first(judge), budget)].append(task)
+        return list(groups.values())
+
+    def _assemble(
+        self,
+        item: GradeItem,
+        item_index: int,
+        results: dict[tuple[int, int, int], list[JudgmentResult]],
+        graded_input: Any,
+    ) -> GradedItem:
+        criteria = []
+        own: dict[str, list[EnsembleCriterionReport]] = {j.judge_id: [] for j in self.judges}
+        item_results: list[JudgmentResult] = []
+        for c_index in range(len(item.rubric)):
+            per_judge = [results[(item_index, c_index, j)] for j in range(len(self.judges))]
+            criterion = per_judge[0][0].task.criterion
+            strategy = self.strategies.for_criterion(criterion)
+            votes = [self._vote(judge, judged) for judge, judged in zip(self.judges, per_judge)]
+            if criterion.is_binary:
+                criteria.append(binary_criterion_report(criterion, votes, strategy))  # type: ignore[arg-type]
+            else:
+                criteria.append(choice_criterion_report(criterion, votes, strategy))  # type: ignore[arg-type]
+            for judge, vote in zip(self.judges, votes):
+                own[judge.judge_id].append(judge_criterion_report(criterion, vote, strategy))
+            item_results.extend(r for judged in per_judge for r in judged)
+        report = evaluation_report(
+            criteria,
+            item_results,
+            own,
+            cannot_assess=self.cannot_assess_config,
+            normalize=self.normalize,
+            length_penalty=self.length_penalty,
+            graded_input=graded_input,
+        )
+        return GradedItem(item, report, tuple(item_results))
+
+    @staticmethod
+    def _vote(judge: JudgeSpec, judged: list[JudgmentResult]) -> JudgeVote | MultiChoiceJudgeVote:
+        if judged[0].task.criterion.is_binary:
+            return binary_vote(judged[0], judge.judge_id, judge.weight)
+        return combined_choice_vote(judged, judge.judge_id, judge.weight)

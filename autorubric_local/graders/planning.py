@@ -115,21 +115,23 @@ def cyclic_rotations(order: Sequence[int]) -> list[tuple[int, ...]]:
 
 def plan_tasks(
     items: Sequence[GradeItem],
-    judges: Sequence[tuple[str, Callable[[list[dict[str, str]]], str]]],
+    judges: Sequence[tuple[str, Callable[[list[dict[str, str]]], str]] | tuple[str, Callable[[list[dict[str, str]]], str], str | None]],
     *,
     system_prompt: str | None = None,
     shuffle_options: bool = True,
     seed: int = 0,
     auto_na_option: bool = False,
     permutations: OptionPermutations = OptionPermutations.SINGLE,
+    examples: Callable[[Criterion], str] | None = None,
 ) -> list[JudgmentTask]:
     """Every judgment of the job, item-major, then judge, then criterion.
 
     Parameters
     ----------
     items : sequence of GradeItem
-    judges : sequence of (judge_id, format_chat)
-        ``format_chat`` renders messages with that judge's chat template.
+    judges : sequence of (judge_id, format_chat) or (judge_id, format_chat, system_prompt)
+        ``format_chat`` renders messages with that judge's chat template; a judge's own
+        ``system_prompt`` (not None) replaces the job's.
     system_prompt : str, optional
         Replaces :data:`autorubric_local.prompts.DEFAULT_SYSTEM_PROMPT`.
     shuffle_options : bool
@@ -139,16 +141,21 @@ def plan_tasks(
         Give every multi-choice criterion an NA option (``Criterion.with_guaranteed_na_option``).
     permutations : OptionPermutations
         ``cyclic`` adds one task per rotation of each multi-choice criterion's options.
+    examples : callable, optional
+        Few-shot block for a criterion (:func:`.few_shot.render_examples`), placed before the
+        criterion in the suffix.
     """
     tasks: list[JudgmentTask] = []
     for item_index, item in enumerate(items):
-        for judge_index, (judge_id, format_chat) in enumerate(judges):
+        for judge_index, judge in enumerate(judges):
+            judge_id, format_chat = judge[0], judge[1]
+            own_prompt = judge[2] if len(judge) > 2 else None
             parts = render_item(
                 format_chat,
                 item.submission,
                 query=item.query,
                 reference_submission=item.reference_submission,
-                system_prompt=system_prompt,
+                system_prompt=own_prompt if own_prompt is not None else system_prompt,
             )
             for criterion_index, original in enumerate(item.rubric):
                 criterion = original
@@ -172,7 +179,7 @@ def plan_tasks(
                             criterion=criterion,
                             option_order=order,
                             prefix=parts.prefix,
-                            criterion_block=criterion_text(criterion, order),
+                            criterion_block=(examples(original) if examples else "") + criterion_text(criterion, order),
                             turn_switch=parts.turn_switch,
                             permutation_index=permutation_index,
                         )

@@ -1,0 +1,123 @@
+"""Few-shot examples: graded exemplars drawn from a labelled training set, per criterion.
+
+README ``001_732b54dc4a0c7747.txt`` ("Grading Strategy": ``training_data`` +
+``few_shot_config``; "all judges get the same examples"). Selection is a pure function of the
+training data, the criterion and the config's seed, so every judge and every graded item sees
+the same examples for a criterion.
+
+Choices where the spec is silent:
+
+- An example for a criterion comes from a training item whose effective rubric has a
+  criterion with the same requirement text and scale (names may differ), labelled in the
+  item's ground truth; its label there is the example's verdict (binary) or option label.
+- ``balance_verdicts``: draw round-robin across the labels present (e.g. MET, UNMET,
+  CANNOT_ASSESS; or the options), in order of the criterion's labels, each label's items in a
+  seeded random order; without it, a seeded random sample.
+- ``include_reason``: the training item's ``description`` is shown as the reason.
+- Examples go into the criterion's part of the prompt (after the submission, before the
+  question), so the submission prefix stays shared across criteria.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from autorubric_local.dataset import RubricDataset
+from autorubric_local.types import Criterion, CriterionVerdict
+
+
+class FewShotConfig(BaseModel):
+    """How many graded examples to show per criterion, and how to choose them.
+
+    Attributes
+    ----------
+    n_examples : int, >= 1
+    balance_verdicts : bool
+        Spread the examples across verdicts/options (module docstring).
+    include_reason : bool
+        Show each example's ``description`` as its reason.
+    seed : int or None
+        Seed of the draw (None: 0, so a grade is reproducible by default).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    n_examples: int = Field(default=3, ge=1)
+    balance_verdicts: bool = True
+    include_reason: bool = False
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class FewShotExample:
+    """One graded exemplar: the submission and its label on the criterion (verdict or option)."""
+
+    submission: str
+    label: str
+    reason: str | None = None
+
+
+def _matches(a: Criterion, b: Criterion) -> bool:
+    return a.requirement == b.requirement and a.is_binary == b.is_binary
+
+
+def _label(value: object) -> str:
+    return value.value if isinstance(value, CriterionVerdict) else str(value)
+
+
+def select_examples(training_data: RubricDataset, criterion: Criterion, config: FewShotConfig) -> list[FewShotExample]:
+    """The examples for ``criterion`` (at most ``n_examples``; fewer if the data has fewer)."""
+    by_label: dict[str, list[FewShotExample]] = defaultdict(list)
+    for index, item in enumerate(training_data.items):
+        if item.ground_truth is None:
+            continue
+        rubric = training_data.get_item_rubric(index).rubric
+        for position, candidate in enumerate(rubric):
+            if _matches(candidate, criterion):
+                label = _label(item.ground_truth[position])
+                reason = item.description if config.include_reason and item.description else None
+                by_label[label].append(FewShotExample(item.submission, label, reason))
+                break
+    digest = hashlib.sha256(f"{config.seed or 0}\x1f{criterion.requirement}".encode()).digest()
+    rng = random.Random(int.from_bytes(digest[:8], "big"))
+    if not config.balance_verdicts:
+        pool = [example for label in sorted(by_label) for example in by_label[label]]
+        return rng.sample(pool, min(config.n_examples, len(pool)))
+    order = (
+        [v.value for v in CriterionVerdict]
+        if criterion.is_binary
+        else [option.label for option in criterion.options or []]
+    )
+    queues = []
+    for label in order + sorted(set(by_label) - set(order)):
+        examples = list(by_label.get(label, []))
+        rng.shuffle(examples)
+        if examples:
+            queues.append(examples)
+    chosen: list[FewShotExample] = []
+    while len(chosen) < config.n_examples and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < config.n_examples:
+                chosen.append(queue.pop(0))
+    return chosen
+
+
+def render_examples(criterion: Criterion, examples: list[FewShotExample]) -> str:
+    """The examples block placed before the criterion in the prompt ('' for no examples)."""
+    if not examples:
+        return ""
+    what = "option" if criterion.is_multi_choice else "verdict"
+    parts = ["<graded_examples>", f"Examples graded by an expert on the criterion below ({what} shown):"]
+    for number, example in enumerate(examples, start=1):
+        parts.append(f'<example number="{number}">\n<submission>\n{example.submission}\n</submission>')
+        parts.append(f"{what.capitalize()}: {example.label}")
+        if example.reason:
+            parts.append(f"Reason: {example.reason}")
+        parts.append("</example>")
+    parts.append("</graded_examples>")
+    return "\n".join(parts) + "\n"
