@@ -345,3 +345,33 @@ def test_two_tiny_model_judges_end_to_end(tiny_engine: Any) -> None:
     again = CriterionGrader(judges=judges, permutations="cyclic", seed=4, aggregation="weighted").grade_batch(items)
     for a, b in zip(again, graded):
         assert a.report.model_dump(exclude={"device_seconds"}) == b.report.model_dump(exclude={"device_seconds"})
+
+
+class FailingEngine(ScriptedEngine):
+    """An engine whose score call raises ``exc`` (a crashed backend, or a bug)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__("failing")
+        self.exc = exc
+
+    def score(self, requests: Any) -> Any:
+        raise self.exc
+
+
+def test_an_engine_failure_is_recorded_as_infrastructure_errors_not_verdicts() -> None:
+    ok = ScriptedEngine("ok", binary_policy("MET"))
+    broken = FailingEngine(RuntimeError("CUDA out of memory"))
+    grader = CriterionGrader(judges=[judge(ok, "ok"), judge(broken, "broken")], seed=0)
+    report = grade(grader, [BINARY, NEGATIVE]).report
+    for criterion in report.report or []:
+        error = criterion.votes[1].error
+        assert error == "infrastructure: engine score call failed: RuntimeError: CUDA out of memory"
+        assert criterion.votes[1].label_probabilities is None
+    assert report.judge_scores["broken"] is None and report.score is not None
+
+    grader = CriterionGrader(judges=[judge(broken, "broken")], seed=0)
+    report = grade(grader, [BINARY]).report
+    assert report.score is None and report.error is not None and "CUDA out of memory" in report.error
+
+    with pytest.raises(TypeError):  # a bug is not disguised as a judge failure
+        grade(CriterionGrader(judges=[judge(FailingEngine(TypeError("bug")), "bug")], seed=0), [BINARY])

@@ -147,3 +147,30 @@ def test_explain_mode_on_one_item(smollm2_engine: Any, dataset: Any, rubric: Rub
             shown = result.chosen + 1
             answer = '{"selected_option": ' + str(shown) + ', "explanation": ' + json.dumps(result.explanation) + "}"
             assert MultiChoiceJudgment.model_validate_json(answer).selected_option == shown
+
+
+def test_ensemble_of_two_prompts_with_cyclic_permutations(smollm2_engine: Any, dataset: Any, rubric: Rubric) -> None:
+    """Two judges on the one SmolLM2 engine (plain and strict prompt), every option rotation."""
+    from autorubric_local.graders import JudgeSpec
+
+    config = LLMConfig(model="smollm2-135m-instruct", engine=smollm2_engine)
+    judges = [
+        JudgeSpec(config, "plain"),
+        JudgeSpec(config, "strict", system_prompt="You are a strict grader. Answer with the JSON asked for."),
+    ]
+    grader = CriterionGrader(judges=judges, permutations="cyclic", seed=0, ordinal_aggregation="median")
+    graded = grader.grade_inputs(inputs_of(dataset, [0, 1]))
+    n_rotations = sum(len(c.options) if c.options else 1 for c in rubric)
+    for entry in graded:
+        report = entry.report
+        assert report.error is None and report.score is not None
+        assert len(entry.results) == 2 * n_rotations
+        assert set(report.judge_scores) == {"plain", "strict"}
+        for criterion, judged in zip(rubric, report.report or []):
+            votes = judged.votes or judged.multi_choice_votes
+            assert [v.judge_id for v in votes] == ["plain", "strict"] and not any(v.is_error for v in votes)
+            if criterion.options is not None:
+                for vote in judged.multi_choice_votes:
+                    probabilities = vote.label_probabilities or {}
+                    assert math.isclose(sum(probabilities.values()), 1.0, abs_tol=1e-6)
+                    assert vote.selected_label == max(probabilities, key=probabilities.__getitem__)

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from autorubric_local.engine.base import Engine, GenerateRequest, LabelScores, ScoreRequest, Usage
+from autorubric_local.engine.base import Engine, GenerateRequest, Generation, LabelScores, ScoreRequest, Usage
+from autorubric_local.errors import EngineError
 from autorubric_local.graders.planning import JudgmentTask
 from autorubric_local.prompts import explanation_after_verdict
 
@@ -77,6 +78,32 @@ def _checked(results: list, expected: int, what: str) -> list:
     return results
 
 
+# Failures of the engine itself (a model or runtime error, out of memory, a backend refusing
+# the batch) become error results for every request of the call; programming errors
+# (TypeError, AttributeError, ...) still raise.
+ENGINE_FAILURES: tuple[type[BaseException], ...] = (EngineError, RuntimeError, MemoryError, OSError)
+
+
+def _score(engine: Engine, requests: list[ScoreRequest]) -> list[LabelScores]:
+    if not requests:
+        return []
+    try:
+        return _checked(engine.score(requests), len(requests), "score")
+    except ENGINE_FAILURES as exc:
+        error = f"infrastructure: engine score call failed: {type(exc).__name__}: {exc}"
+        return [LabelScores((), error=error) for _ in requests]
+
+
+def _generate(engine: Engine, requests: list[GenerateRequest]) -> list[Generation]:
+    if not requests:
+        return []
+    try:
+        return _checked(engine.generate(requests), len(requests), "generate")
+    except ENGINE_FAILURES as exc:
+        error = f"infrastructure: engine generate call failed: {type(exc).__name__}: {exc}"
+        return [Generation("", error=error) for _ in requests]
+
+
 def run_tasks(
     engine: Engine,
     tasks: Sequence[JudgmentTask],
@@ -88,9 +115,7 @@ def run_tasks(
     """Judge ``tasks`` (all for this engine's judge) and return results in task order."""
     if reasoning_first:
         return _run_reasoning_first(engine, tasks, explanation_tokens)
-    scores: list[LabelScores] = _checked(
-        engine.score([ScoreRequest(t.prefix, t.suffix, t.labels()) for t in tasks]), len(tasks), "score"
-    )
+    scores = _score(engine, [ScoreRequest(t.prefix, t.suffix, t.labels()) for t in tasks])
     results = [_from_scores(t, s, None, False, s.usage) for t, s in zip(tasks, scores)]
     if mode is JudgeMode.SCORE:
         return results
@@ -103,7 +128,7 @@ def run_tasks(
         )
         for i in pending
     ]
-    generations = _checked(engine.generate(requests), len(requests), "generate")
+    generations = _generate(engine, requests)
     for i, generation in zip(pending, generations):
         base = results[i]
         results[i] = JudgmentResult(
@@ -121,12 +146,8 @@ def run_tasks(
 def _run_reasoning_first(
     engine: Engine, tasks: Sequence[JudgmentTask], explanation_tokens: int
 ) -> list[JudgmentResult]:
-    generations = _checked(
-        engine.generate(
-            [GenerateRequest(t.prefix, t.reasoning_suffix(None), explanation_tokens) for t in tasks]
-        ),
-        len(tasks),
-        "generate",
+    generations = _generate(
+        engine, [GenerateRequest(t.prefix, t.reasoning_suffix(None), explanation_tokens) for t in tasks]
     )
     results: list[JudgmentResult | None] = [None] * len(tasks)
     ok = [i for i, g in enumerate(generations) if g.error is None]
@@ -137,7 +158,7 @@ def _run_reasoning_first(
         ScoreRequest(tasks[i].prefix, tasks[i].reasoning_suffix(generations[i].text), tasks[i].labels(True))
         for i in ok
     ]
-    scores = _checked(engine.score(requests), len(requests), "score")
+    scores = _score(engine, requests)
     for i, score in zip(ok, scores):
         g = generations[i]
         results[i] = _from_scores(tasks[i], score, g.text, g.truncated, _add(g.usage, score.usage))
