@@ -9,6 +9,8 @@ from autorubric_local.dataset import DataItem, RubricDataset
 from autorubric_local.engine import Engine, ScriptedEngine
 from autorubric_local.errors import AutorubricError, EngineError, InputError, ModelNotFoundError
 from autorubric_local.graders import CriterionGrader, Grader, JudgeSpec
+from autorubric_local.graders.few_shot import FewShotConfig, FewShotExample
+from autorubric_local.judges_file import JudgesFile, load_judges_file
 from autorubric_local.penalty import (
     CountFn,
     LengthPenalty,
@@ -70,10 +72,13 @@ __all__ = [
     "EnsembleCriterionReport",
     "EnsembleEvaluationReport",
     "EvaluationReport",
+    "FewShotConfig",
+    "FewShotExample",
     "Grader",
     "InputError",
     "JudgeSpec",
     "JudgeVote",
+    "JudgesFile",
     "LLMConfig",
     "LengthPenalty",
     "ModelNotFoundError",
@@ -97,6 +102,7 @@ __all__ = [
     "aggregate_evaluation_usage",
     "aggregate_token_usage",
     "compute_length_penalty",
+    "load_judges_file",
     "normalize_to_grade_input",
     "parse_thinking_output",
     "word_count",
