@@ -28,6 +28,7 @@ Rules common to every strategy (decisions where the spec is silent are marked *)
 
 from __future__ import annotations
 
+import math
 import statistics
 import warnings
 from collections import defaultdict
@@ -51,6 +52,11 @@ ORDINAL_STRATEGIES: tuple[str, ...] = get_args(OrdinalAggregation)
 NOMINAL_STRATEGIES: tuple[str, ...] = get_args(NominalAggregation)
 
 _SNAP_TOLERANCE = 1e-9
+
+
+def _same_mass(a: float, b: float) -> bool:
+    """Equal vote masses up to summation rounding (0.1 + 0.2 ties 0.3), whatever the judge order."""
+    return abs(a - b) <= _SNAP_TOLERANCE * max(1.0, abs(a), abs(b))
 
 
 @dataclass(frozen=True)
@@ -122,13 +128,11 @@ def aggregate_binary(criterion: Criterion, votes: Sequence[JudgeVote], strategy:
     if strategy == "majority":
         met_mass, unmet_mass = float(len(met)), float(len(deciding) - len(met))
     else:  # weighted
-        met_mass = sum(v.weight for v in met)
-        unmet_mass = sum(v.weight for v in deciding) - met_mass
-    if met_mass > unmet_mass:
-        return CriterionVerdict.MET
-    if unmet_mass > met_mass:
-        return CriterionVerdict.UNMET
-    return _worst_binary(criterion)
+        met_mass = math.fsum(v.weight for v in met)
+        unmet_mass = math.fsum(v.weight for v in deciding if v.verdict == CriterionVerdict.UNMET)
+    if _same_mass(met_mass, unmet_mass):
+        return _worst_binary(criterion)
+    return CriterionVerdict.MET if met_mass > unmet_mass else CriterionVerdict.UNMET
 
 
 # ------------------------------------------------------------------------------ multi-choice
@@ -158,12 +162,13 @@ def _snap(criterion: Criterion, target: float) -> int:
 
 
 def _mode(criterion: Criterion, votes: Sequence[MultiChoiceJudgeVote], weighted: bool) -> int:
-    mass: dict[int, float] = defaultdict(float)
+    weights: dict[int, list[float]] = defaultdict(list)
     for vote in votes:
         assert vote.selected_index is not None
-        mass[vote.selected_index] += vote.weight if weighted else 1.0
+        weights[vote.selected_index].append(vote.weight if weighted else 1.0)
+    mass = {index: math.fsum(values) for index, values in weights.items()}
     top = max(mass.values())
-    return criterion.worst_option_among([i for i, m in mass.items() if m == top])
+    return criterion.worst_option_among([i for i, m in mass.items() if _same_mass(m, top)])
 
 
 def _abstention(criterion: Criterion, answered: Sequence[MultiChoiceJudgeVote]) -> AggregatedMultiChoiceVerdict:
