@@ -93,7 +93,7 @@ def test_group_help_has_an_example(runner: CliRunner) -> None:
 def test_grade_help_documents_every_option(runner: CliRunner) -> None:
     result = invoke(runner, "grade", "--help")
     for option in ("--model", "--db", "--mode", "--explanation-first", "--seed", "--no-shuffle",
-                   "--limit", "--run", "--json"):
+                   "--limit", "--run", "--resume", "--no-resume", "--chunk-judgments", "--json"):
         assert option in result.output
 
 
@@ -249,14 +249,44 @@ def test_models_lists_the_embedded_judge(runner: CliRunner) -> None:
     assert "qwen2.5-7b-instruct" in result.stdout
 
 
-def test_item_index_counts_across_batches(
-    runner: CliRunner, tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("autorubric_local.cli.grade.ITEMS_PER_BATCH", 1)
+def test_item_index_counts_across_batches(runner: CliRunner, tmp_path: Path, tiny_model_dir: Path) -> None:
     db_path = tmp_path / "r.sqlite"
     result = invoke_grade(
-        runner, RUBRIC_FILE, DATA_FILE, "--model", tiny_model_dir, "--db", db_path, "--limit", "2", "--json"
+        runner, RUBRIC_FILE, DATA_FILE, "--model", tiny_model_dir, "--db", db_path, "--limit", "2", "--json",
+        "--chunk-judgments", "8",  # 8 criteria per item: one item per committed chunk
     )
     assert result.exit_code == 0, result.output
     items = {i["item_id"]: i["item_index"] for i in sqlite_utils.Database(db_path)["items"].rows}
     assert [items[item_id] for item_id in example_ids(2)] == [0, 1]
+
+
+def test_grade_resumes_a_named_run_and_refuses_changed_data(
+    runner: CliRunner, tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    db_path = tmp_path / "r.sqlite"
+    common = (RUBRIC_FILE, DATA_FILE, "--model", tiny_model_dir, "--db", db_path, "--run", "nightly",
+              "--seed", "3", "--no-progress")
+    first = invoke_grade(runner, *common, "--limit", "1", "--json")
+    assert first.exit_code == 0, first.output
+    again = invoke_grade(runner, *common, "--limit", "1", "--json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout) == json.loads(first.stdout)
+    assert "1 items from the checkpoint" in again.stderr
+    db = sqlite_utils.Database(db_path)
+    assert db["runs"].count == 1 and db["judgments"].count == 8
+
+    changed = invoke_grade(runner, *common, "--limit", "2")
+    assert changed.exit_code != 0
+    assert "cannot be resumed" in changed.output and "--no-resume" in changed.output
+    assert "the dataset has 2 items, the run has 1" in changed.output
+
+    fresh = invoke_grade(runner, *common, "--limit", "2", "--no-resume")
+    assert fresh.exit_code == 0, fresh.output
+    assert "2 items, 16 judgments" in fresh.stderr
+    assert db["runs"].count == 2
+
+
+def test_grade_prints_the_timing_summary(graded_db: tuple[Path, Result]) -> None:
+    _, result = graded_db
+    for part in ("items/s", "judgments/s", "s wall", "p95", "results in"):
+        assert part in result.stderr

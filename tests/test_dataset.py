@@ -593,3 +593,78 @@ def test_unnamed_criteria_are_numbered_in_messages() -> None:
     )
     with pytest.raises(InputError, match="binary criterion 'C2'"):
         parse_ground_truth(["MET", "maybe"], rubric)
+
+
+# ---- split_train_test ----------------------------------------------------------------------------
+
+
+def split_dataset() -> RubricDataset:
+    """12 MET/Clear/UNMET, 6 UNMET/Unclear/UNMET, 3 without ground truth (21 items)."""
+    dataset = RubricDataset(prompt="Q", rubric=make_rubric(), name="split")
+    for i in range(12):
+        dataset.add_item(f"good {i}", ground_truth=["MET", "Clear", "UNMET"])
+    for i in range(6):
+        dataset.add_item(f"bad {i}", ground_truth=["UNMET", "Unclear", "UNMET"])
+    for i in range(3):
+        dataset.add_item(f"unlabelled {i}")
+    return dataset
+
+
+def strata_counts(dataset: RubricDataset) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in dataset:
+        key = item.submission.split()[0]
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def test_stratified_split_keeps_proportions() -> None:
+    dataset = split_dataset()
+    train, test = dataset.split_train_test(n_train=7, stratify=True, seed=1)
+    assert len(train) == 7 and len(test) == 14
+    assert strata_counts(train) == {"good": 4, "bad": 2, "unlabelled": 1}
+    assert strata_counts(test) == {"good": 8, "bad": 4, "unlabelled": 2}
+    assert {i.submission for i in train}.isdisjoint({i.submission for i in test})
+    assert len(dataset) == 21  # unchanged
+
+
+def test_split_largest_remainder_and_order() -> None:
+    dataset = split_dataset()
+    train, _ = dataset.split_train_test(n_train=10, seed=3)
+    counts = strata_counts(train)
+    # exact shares 5.71 / 2.86 / 1.43 -> floors 5 / 2 / 1; the two left over go to the largest
+    # remainders: "bad" (0.86) and "good" (0.71)
+    assert counts == {"good": 6, "bad": 3, "unlabelled": 1}
+    positions = [dataset.items.index(item) for item in train]
+    assert positions == sorted(positions)  # original order kept
+    assert train.rubric == dataset.rubric and train.prompt == "Q" and train.name == "split"
+
+
+def test_split_is_reproducible_with_a_seed() -> None:
+    dataset = split_dataset()
+    first = dataset.split_train_test(8, seed=42)
+    second = dataset.split_train_test(8, seed=42)
+    assert [i.submission for i in first[0]] == [i.submission for i in second[0]]
+    others = {tuple(i.submission for i in dataset.split_train_test(8, seed=s)[0]) for s in range(10)}
+    assert len(others) > 1
+
+
+def test_unstratified_split_sizes() -> None:
+    train, test = split_dataset().split_train_test(n_train=20, stratify=False, seed=0)
+    assert len(train) == 20 and len(test) == 1
+
+
+def test_split_per_item_rubrics_are_kept() -> None:
+    own = Rubric([Criterion(name="own", weight=1.0, requirement="r")])
+    dataset = RubricDataset(prompt=None, rubric=None)
+    for i in range(4):
+        dataset.add_item(f"s{i}", rubric=own, ground_truth=["MET" if i % 2 else "UNMET"], prompt=f"p{i}")
+    train, test = dataset.split_train_test(2, seed=0)
+    assert sorted(i.ground_truth[0].value for i in train) == ["MET", "UNMET"]
+    assert all(i.rubric == own and i.prompt for i in [*train, *test])
+
+
+@pytest.mark.parametrize("n_train", [0, 21, 22, -1, 2.5, True, "3"])
+def test_split_n_train_out_of_range(n_train: Any) -> None:
+    with pytest.raises(InputError, match=r"n_train must be an integer with 0 < n_train < 21 \(the dataset has 21 items\)"):
+        split_dataset().split_train_test(n_train)

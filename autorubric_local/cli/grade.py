@@ -1,4 +1,8 @@
-"""``autorubric-local grade``: grade a dataset against a rubric with local judges."""
+"""``autorubric-local grade``: grade a dataset against a rubric with local judges.
+
+The work goes through :class:`~autorubric_local.runner.EvalRunner`: chunked engine workloads,
+each committed to the SQLite file, so an interrupted run resumes with ``--run NAME``.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +14,15 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from autorubric_local.config import DEFAULT_MODEL, LLMConfig
 from autorubric_local.cli.common import fail
+from autorubric_local.config import DEFAULT_MODEL, LLMConfig
 from autorubric_local.errors import AutorubricError
-from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
-from autorubric_local.graders.planning import GradeItem
-from autorubric_local.reports import EnsembleCriterionReport
+from autorubric_local.graders.criterion_grader import CriterionGrader
+from autorubric_local.reports import EnsembleCriterionReport, EnsembleEvaluationReport
 from autorubric_local.rubric import Rubric
-
-ITEMS_PER_BATCH = 16
+from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
 
 @click.command()
@@ -36,8 +37,14 @@ ITEMS_PER_BATCH = 16
 @click.option("--explanation-first", is_flag=True, help="In explain mode, reason before the verdict.")
 @click.option("--seed", type=int, default=None, help="Seed of the option shuffles (recorded).")
 @click.option("--no-shuffle", is_flag=True, help="Show multi-choice options in their original order.")
-@click.option("--limit", type=int, default=None, help="Grade only the first N items.")
-@click.option("--run", "run_name", default=None, help="Name of this run in the database.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Grade only the first N items.")
+@click.option("--run", "run_name", default=None,
+              help="Name of this run in the database; grading again with the same name resumes it.")
+@click.option("--resume/--no-resume", default=True, show_default=True,
+              help="Continue the run named by --run (only missing items are graded), or start a new one.")
+@click.option("--chunk-judgments", type=click.IntRange(min=1), default=DEFAULT_CHUNK_JUDGMENTS,
+              show_default=True, help="Most judgments per engine chunk; each chunk is committed at once.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON instead of a table.")
 def grade(
     rubric_path: Path,
@@ -50,18 +57,23 @@ def grade(
     no_shuffle: bool,
     limit: int | None,
     run_name: str | None,
+    resume: bool,
+    chunk_judgments: int,
+    no_progress: bool,
     as_json: bool,
 ) -> None:
     """Grade every submission in DATA against RUBRIC (YAML or JSON).
 
     DATA is JSONL or JSON of submissions ({"submission", "id", "query",
-    "reference_submission"}) or an AutoRubric dataset JSON.
+    "reference_submission"}) or an AutoRubric dataset JSON. Results go to the
+    SQLite file --db; after a crash or Ctrl-C, run the same command with the same
+    --run NAME to grade only what is missing.
 
     Example:
 
-        autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl
+        autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl --run battery-v1
     """
-    from autorubric_local.store import ResultStore, open_db
+    from autorubric_local.runner import EvalConfig, EvalRunner
     from autorubric_local.submissions import load_grading_data
 
     console = Console(stderr=True)
@@ -71,84 +83,53 @@ def grade(
         raise click.ClickException(f"{rubric_path}: {exc}") from exc
     try:
         dataset = load_grading_data(data_path, rubric)
-        items = _grade_items(dataset, limit)
+        if limit is not None:
+            dataset.items = dataset.items[:limit]
+        grader = _make_grader(model, mode, explanation_first, seed, not no_shuffle)
         started = time.perf_counter()
-        grader = CriterionGrader(
-            llm_config=LLMConfig(model=model),
-            mode=mode,  # type: ignore[arg-type]
-            explanation_first=explanation_first,
-            seed=seed,
-            shuffle_options=not no_shuffle,
-        )
-        judge = grader.judges[0]
         with console.status(f"loading judge {model} ..."):
-            engine = grader.engine_for(judge)
+            for judge in grader.judges:
+                grader.engine_for(judge)
         load_seconds = time.perf_counter() - started
-        store = ResultStore(open_db(db_path))
-        run_id = store.start_run(
-            name=run_name,
-            judges=[{"judge_id": judge.judge_id, "model": model, "model_id": engine.model_id}],
-            grader={"mode": mode, "explanation_first": explanation_first, "seed": grader.seed,
-                    "shuffle_options": not no_shuffle},
-            rubric=rubric.to_list(),
-            data_path=str(data_path),
-        )
-        graded, grade_seconds = _grade_with_progress(grader, items, store, run_id, engine.model_id, judge.judge_id, console)
-        store.finish_run(run_id)
+        config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume,
+                            chunk_judgments=chunk_judgments, show_progress=not no_progress)
+        result = EvalRunner(dataset, grader, config, data_path=str(data_path)).run_sync()
+    except KeyboardInterrupt:
+        console.print(f"interrupted: committed chunks are kept in {db_path}; run again with the same --run to resume")
+        raise SystemExit(130) from None
     except AutorubricError as exc:
         raise fail(exc) from exc
-    judgments = sum(len(g.results) for g in graded)
     if as_json:
-        click.echo(json.dumps([_item_json(g) for g in graded], indent=2))
+        click.echo(json.dumps([_item_json(r.item_id, r.report) for r in result.item_results], indent=2))
     else:
-        Console().print(_results_table(graded))
-    console.print(
-        f"run {run_id}: {len(graded)} items, {judgments} judgments in {grade_seconds:.1f} s "
-        f"({judgments / grade_seconds if grade_seconds else 0:.1f} judgments/s; judge load "
-        f"{load_seconds:.1f} s); results in {db_path}"
+        Console().print(_results_table([(r.item_id, r.report) for r in result.item_results]))
+    console.print(_summary(result, load_seconds, db_path))
+
+
+def _make_grader(model: str, mode: str, explanation_first: bool, seed: int | None, shuffle: bool) -> CriterionGrader:
+    """The grader of this command's options (the one place a grader is built)."""
+    return CriterionGrader(
+        llm_config=LLMConfig(model=model),
+        mode=mode,  # type: ignore[arg-type]
+        explanation_first=explanation_first,
+        seed=seed,
+        shuffle_options=shuffle,
     )
 
 
-def _grade_items(dataset: Any, limit: int | None) -> list[GradeItem]:
-    items = []
-    for index, item in enumerate(dataset.items[:limit] if limit is not None else dataset.items):
-        items.append(
-            GradeItem(
-                submission=item.submission,
-                rubric=tuple(dataset.get_item_rubric(index).rubric),
-                query=dataset.get_item_query(index),
-                reference_submission=dataset.get_item_reference_submission(index),
-                item_id=item.id or f"item-{index}",
-            )
-        )
-    return items
-
-
-def _grade_with_progress(
-    grader: CriterionGrader,
-    items: Sequence[GradeItem],
-    store: Any,
-    run_id: str,
-    model_id: str,
-    judge_id: str,
-    console: Console,
-) -> tuple[list[GradedItem], float]:
-    """Grade in batches of items, committing each batch, with a progress bar."""
-    graded: list[GradedItem] = []
-    total = sum(len(item.rubric) for item in items)
-    started = time.perf_counter()
-    with Progress(
-        TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TextColumn("judgments"),
-        TimeElapsedColumn(), console=console, transient=True,
-    ) as progress:
-        task = progress.add_task("grading", total=total)
-        for begin in range(0, len(items), ITEMS_PER_BATCH):
-            batch = list(items[begin : begin + ITEMS_PER_BATCH])
-            done = grader.grade_batch(batch)
-            store.record(run_id, done, {judge_id: model_id}, first_index=begin)
-            graded.extend(done)
-            progress.advance(task, sum(len(item.rubric) for item in batch))
-    return graded, time.perf_counter() - started
+def _summary(result: Any, load_seconds: float, db_path: Path) -> str:
+    """One line: items, judgments, wall time, rates, per-item engine time, where the results are."""
+    stats = result.timing_stats
+    failed = f" ({result.failed_items} failed)" if result.failed_items else ""
+    resumed = f"; {result.resumed_items} items from the checkpoint" if result.resumed_items else ""
+    return (
+        f"run {result.experiment_name} ({result.run_id}): {len(result.item_results)} items{failed}, "
+        f"{result.total_judgments} judgments in {stats.total_duration_seconds:.1f} s wall "
+        f"({stats.items_per_second:.2f} items/s, {stats.judgments_per_second:.1f} judgments/s; "
+        f"engine time per item p50 {stats.p50_item_duration_seconds:.2f} s, "
+        f"p95 {stats.p95_item_duration_seconds:.2f} s; judge load {load_seconds:.1f} s{resumed}); "
+        f"results in {db_path}"
+    )
 
 
 def _verdict_cell(report: EnsembleCriterionReport) -> tuple[str, float | None]:
@@ -162,13 +143,12 @@ def _verdict_cell(report: EnsembleCriterionReport) -> tuple[str, float | None]:
     return verdict.selected_label, probabilities.get(verdict.selected_label)
 
 
-def _results_table(graded: Sequence[GradedItem]) -> Table:
+def _results_table(graded: Sequence[tuple[str, EnsembleEvaluationReport]]) -> Table:
     table = Table(title="Grades: each criterion's verdict and the judge's P(verdict)")
     for column, justify in (("item", "left"), ("score", "right"), ("criterion", "left"),
                             ("weight", "right"), ("verdict", "left"), ("P", "right")):
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for entry in graded:
-        report = entry.report
+    for item_id, report in graded:
         score = "[red]failed[/red]" if report.score is None else f"{report.score:.3f}"
         for index, criterion in enumerate(report.report or []):
             name = criterion.criterion.name or f"criterion {index + 1}"
@@ -179,14 +159,13 @@ def _results_table(graded: Sequence[GradedItem]) -> Table:
                 label, p = _verdict_cell(criterion)
                 verdict, probability = label, ("" if p is None else f"{p:.2f}")
             first = index == 0
-            table.add_row(entry.item.item_id if first else "", score if first else "", name, weight,
+            table.add_row(item_id if first else "", score if first else "", name, weight,
                           verdict, probability)
         table.add_section()
     return table
 
 
-def _item_json(entry: GradedItem) -> dict[str, Any]:
-    report = entry.report
+def _item_json(item_id: str, report: EnsembleEvaluationReport) -> dict[str, Any]:
     criteria = []
     for criterion in report.report or []:
         label, p = _verdict_cell(criterion)
@@ -202,7 +181,7 @@ def _item_json(entry: GradedItem) -> dict[str, Any]:
             }
         )
     return {
-        "item_id": entry.item.item_id,
+        "item_id": item_id,
         "score": report.score,
         "raw_score": report.raw_score,
         "error": report.error,

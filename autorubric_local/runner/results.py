@@ -1,14 +1,17 @@
 """Results of an evaluation run: per-item results, timing statistics, the run's totals.
 
 Spec: README ``001_732b54dc4a0c7747.txt``, "Batch Evaluation with EvalRunner" ("EvalResult
-Fields", "Timing Statistics"). Extension: ``judgments_per_second`` and p50 latency in
-:class:`EvalTimingStats`; ``device_seconds`` (the engine's own time, summed over judgments).
+Fields", "Timing Statistics"). Extensions: ``judgments_per_second`` and p50 latency in
+:class:`EvalTimingStats`; ``total_judgments``, ``resumed_items`` and ``status`` in
+:class:`EvalResult`. Rates are per wall-clock second of the run, summed over the sessions of a
+resumed run; per-item durations are the engine's own time (its judgments' seconds).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autorubric_local.dataset import DataItem
@@ -81,6 +84,23 @@ class EvalResult:
     experiment_name: str | None = None
     run_id: str | None = None
     db_path: str | None = None
+    total_judgments: int = 0
+    resumed_items: int = 0
+    status: str | None = None
+
+    @classmethod
+    def from_experiment(cls, path: str | Path, run: str | None = None) -> EvalResult:
+        """Load a stored run: ``path`` is an experiment folder (``<dir>/<name>``, holding
+        ``results.sqlite``) or a database file; ``run`` a run name or id (default: the latest).
+
+        Raises
+        ------
+        InputError
+            No such database or run.
+        """
+        from autorubric_local.runner.load import load_result
+
+        return load_result(path, run)[0]
 
     def compute_metrics(self, dataset: RubricDataset, **kwargs: Any) -> Any:
         """Agreement with the dataset's ground truth: :func:`autorubric_local.metrics.compute_metrics`."""

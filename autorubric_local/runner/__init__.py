@@ -1,0 +1,30 @@
+"""Batch evaluation: ``EvalRunner`` / ``evaluate`` with SQLite checkpoints and resume, stored
+results (``load_result``, ``EvalResult.from_experiment``) and ``fill_ground_truth``."""
+
+from autorubric_local.runner.config import EvalConfig
+from autorubric_local.runner.ground_truth import fill_ground_truth
+from autorubric_local.runner.load import ExperimentManifest, load_manifest, load_result
+from autorubric_local.runner.results import EvalResult, EvalTimingStats, ItemResult
+from autorubric_local.runner.runner import (
+    ChunkReport,
+    EvalAbortedError,
+    EvalInterruptedError,
+    EvalRunner,
+    evaluate,
+)
+
+__all__ = [
+    "ChunkReport",
+    "EvalAbortedError",
+    "EvalConfig",
+    "EvalInterruptedError",
+    "EvalResult",
+    "EvalRunner",
+    "EvalTimingStats",
+    "ExperimentManifest",
+    "ItemResult",
+    "evaluate",
+    "fill_ground_truth",
+    "load_manifest",
+    "load_result",
+]

@@ -1,0 +1,282 @@
+"""Checkpoint planning: validate a dataset, key and hash its items, and decide whether a stored
+run may be resumed.
+
+A run's content hash (``sha256:v1:<hex>``) is the SHA-256 of the canonical JSON (sorted keys,
+no whitespace) of ``{"scheme", "items": [item hashes], "grader": grader description}``. An
+item's hash covers what the judge sees and what its row is keyed by: its key, submission,
+effective query, effective reference submission and effective rubric. Ground truth,
+description and the dataset's name are left out on purpose: they never change a verdict, so
+correcting a label does not block a resume (the stored labels are refreshed instead).
+
+The grader description is ``grader.describe()`` (every setting that changes verdicts); for a
+grader without that method a local fallback lists the same settings from its attributes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel
+
+from autorubric_local.dataset import DataItem, RubricDataset, rubric_to_json
+from autorubric_local.dataset_validation import ProblemCollector
+from autorubric_local.errors import InputError
+from autorubric_local.graders.planning import GradeItem
+from autorubric_local.penalty import ThinkingOutputDict, normalize_to_grade_input
+
+HASH_SCHEME = "sha256:v1"
+
+
+@dataclass(frozen=True)
+class PlannedItem:
+    """One dataset item, ready to grade and to store.
+
+    Attributes
+    ----------
+    index : int
+        Position in the dataset.
+    key : str
+        Row key: the item's id, or ``item-<index>``.
+    item : DataItem
+    grade_item : GradeItem
+        What the grader judges (the output part of a thinking/output submission).
+    graded_input : ThinkingOutputDict
+        The parsed submission (for the length penalty).
+    item_hash : str
+        ``sha256:v1:<hex>`` of the item's judged content (module docstring).
+    """
+
+    index: int
+    key: str
+    item: DataItem
+    grade_item: GradeItem
+    graded_input: ThinkingOutputDict
+    item_hash: str
+
+    def row(self) -> dict[str, Any]:
+        """The planned item row for :meth:`ResultStore.plan_items`."""
+        item_json = _item_json(self.item)
+        return {
+            "item_id": self.key,
+            "item_index": self.index,
+            "submission": self.grade_item.submission,
+            "query": self.grade_item.query,
+            "reference_submission": self.grade_item.reference_submission,
+            "item_json": json.dumps(item_json),
+            "ground_truth_json": None if self.item.ground_truth is None else json.dumps(ground_truth_json(self.item)),
+            "item_hash": self.item_hash,
+        }
+
+
+def canonical_hash(value: Any) -> str:
+    """``sha256:v1:<hex>`` of the canonical JSON of ``value``."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return f"{HASH_SCHEME}:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+
+
+def ground_truth_json(item: DataItem) -> list[str] | None:
+    """The item's ground truth as JSON values (verdict names, option labels)."""
+    if item.ground_truth is None:
+        return None
+    return [value.value if isinstance(value, Enum) else value for value in item.ground_truth]
+
+
+def _item_json(item: DataItem) -> dict[str, Any]:
+    """The item as a dataset file holds it, without ground truth (stored in its own column)."""
+    data: dict[str, Any] = {"submission": item.submission, "description": item.description}
+    if item.id is not None:
+        data["id"] = item.id
+    if item.rubric is not None:
+        data["rubric"] = rubric_to_json(item.rubric)
+    if item.reference_submission is not None:
+        data["reference_submission"] = item.reference_submission
+    if item.prompt is not None:
+        data["prompt"] = item.prompt
+    return data
+
+
+def plan_dataset(dataset: RubricDataset) -> list[PlannedItem]:
+    """Check every item and plan it; refuse a malformed dataset before any work.
+
+    Raises
+    ------
+    InputError
+        One line per problem, naming the item index and field (no rubric, an empty rubric,
+        a submission that is not a string, two items with the same key).
+    """
+    if not isinstance(dataset, RubricDataset):
+        raise InputError(f"dataset: expected a RubricDataset, got {type(dataset).__name__}")
+    problems = ProblemCollector(dataset.name and f"dataset {dataset.name!r}")
+    planned: list[PlannedItem] = []
+    first_use: dict[str, int] = {}
+    for index, item in enumerate(dataset.items):
+        try:
+            entry = _plan_item(dataset, index, item)
+        except InputError as exc:
+            problems.add(f"item {index}", str(exc))
+            continue
+        if entry.key in first_use:
+            problems.add(f"item {index}", f"field 'id': key {entry.key!r} already used by item {first_use[entry.key]}")
+            continue
+        first_use[entry.key] = index
+        planned.append(entry)
+    problems.raise_if_any()
+    return planned
+
+
+def _plan_item(dataset: RubricDataset, index: int, item: object) -> PlannedItem:
+    if not isinstance(item, DataItem):
+        raise InputError(f"expected a DataItem, got {type(item).__name__}")
+    if not isinstance(item.submission, str):
+        raise InputError(f"field 'submission': expected a string, got {type(item.submission).__name__}")
+    rubric = item.rubric if item.rubric is not None else dataset.rubric
+    if rubric is None:
+        raise InputError("field 'rubric': the item has no rubric and the dataset has no global rubric")
+    if not rubric.rubric:
+        raise InputError("field 'rubric': no criteria")
+    key = item.id if item.id is not None else f"item-{index}"
+    graded_input = normalize_to_grade_input(item.submission)
+    grade_item = GradeItem(
+        submission=graded_input.get("output", ""),
+        rubric=tuple(rubric.rubric),
+        query=dataset.get_item_query(index),
+        reference_submission=dataset.get_item_reference_submission(index),
+        item_id=key,
+    )
+    content = {
+        "key": key,
+        "submission": item.submission,
+        "query": grade_item.query,
+        "reference_submission": grade_item.reference_submission,
+        "rubric": rubric_to_json(rubric),
+    }
+    return PlannedItem(index, key, item, grade_item, graded_input, canonical_hash(content))
+
+
+def content_hash(planned: Sequence[PlannedItem], description: Mapping[str, Any]) -> str:
+    """The run's content hash (module docstring)."""
+    return canonical_hash(
+        {"scheme": "autorubric-local/run", "items": [p.item_hash for p in planned], "grader": dict(description)}
+    )
+
+
+# ---- grader description --------------------------------------------------------------------------
+
+
+def describe_grader(grader: Any) -> dict[str, Any]:
+    """``grader.describe()`` as JSON values, or the fallback description of its settings."""
+    describe = getattr(grader, "describe", None)
+    raw = describe() if callable(describe) else _fallback_description(grader)
+    return jsonable(raw)
+
+
+def _fallback_description(grader: Any) -> dict[str, Any]:
+    judges = [
+        {
+            "judge_id": judge.judge_id,
+            "weight": judge.weight,
+            "llm_config": judge.llm_config.model_dump(
+                mode="json", exclude={"engine", "api_key", "cache_dir", "timeout", "max_retries",
+                                      "max_parallel_requests", "extra_headers"}
+            ),
+        }
+        for judge in grader.judges
+    ]
+    names = ("mode", "explanation_first", "seed", "shuffle_options", "permutations", "system_prompt",
+             "cannot_assess_config", "normalize", "length_penalty", "aggregation", "ordinal_aggregation",
+             "nominal_aggregation", "auto_na_option", "few_shot_config")
+    return {"judges": judges, **{name: getattr(grader, name) for name in names if hasattr(grader, name)}}
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON values (enums by value, models and dataclasses as dicts)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Enum):
+        return jsonable(value.value)
+    if isinstance(value, BaseModel):
+        return jsonable(value.model_dump(mode="json"))
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if callable(value):
+        return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(value))}"
+    return repr(value)
+
+
+# ---- resume -------------------------------------------------------------------------------------
+
+
+def adopt_stored_seed(grader: Any, stored_description: Mapping[str, Any]) -> None:
+    """Use the stored run's seed when the grader's own seed was generated, not given."""
+    if getattr(grader, "seed_given", True) or "seed" not in stored_description:
+        return
+    grader.seed = stored_description["seed"]
+
+
+def check_resumable(
+    run: Mapping[str, Any],
+    expected_hash: str,
+    description: Mapping[str, Any],
+    planned: Sequence[PlannedItem],
+    stored_items: Sequence[Mapping[str, Any]],
+    where: str,
+) -> None:
+    """Refuse to resume ``run`` when its content hash differs; say what changed.
+
+    Raises
+    ------
+    InputError
+        Names the changed grader settings and/or items, and how to start a new run instead.
+    """
+    if run.get("content_hash") == expected_hash:
+        return
+    reasons: list[str] = []
+    if run.get("content_hash") is None:
+        reasons.append("it was not recorded by the runner (no content hash)")
+    else:
+        reasons += _grader_changes(json.loads(run.get("grader_json") or "{}"), description)
+        reasons += _item_changes(planned, stored_items)
+    if not reasons:
+        reasons.append("its content hash differs")
+    raise InputError(
+        f"{where}: run {run['name']!r} ({run['id']}) cannot be resumed: "
+        + "; ".join(reasons)
+        + ". Give a new run name (--run / experiment_name) or start a new run (--no-resume / resume=False)."
+    )
+
+
+def _grader_changes(stored: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    changed = sorted(key for key in set(stored) | set(current) if stored.get(key) != current.get(key))
+    if not changed:
+        return []
+    details = ", ".join(f"{key} ({_short(stored.get(key))} -> {_short(current.get(key))})" for key in changed[:5])
+    return [f"grader settings changed: {details}"]
+
+
+def _item_changes(planned: Sequence[PlannedItem], stored_items: Sequence[Mapping[str, Any]]) -> list[str]:
+    reasons: list[str] = []
+    if len(planned) != len(stored_items):
+        reasons.append(f"the dataset has {len(planned)} items, the run has {len(stored_items)}")
+    stored = {row["item_index"]: row for row in stored_items}
+    for entry in planned:
+        row = stored.get(entry.index)
+        if row is not None and (row["item_id"] != entry.key or row.get("item_hash") != entry.item_hash):
+            reasons.append(
+                f"item {entry.index} ({entry.key!r}) changed (key, submission, rubric, prompt or reference)"
+            )
+            break
+    return reasons
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 60 else text[:57] + "..."

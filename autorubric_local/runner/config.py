@@ -1,0 +1,110 @@
+"""Settings of an evaluation run: :class:`EvalConfig` (spec 001, "EvalConfig Options").
+
+Extensions over AutoRubric: ``db_path`` (one SQLite file instead of ``experiments_dir/<name>``)
+and ``chunk_judgments`` (the memory budget of one engine workload). ``max_concurrent_items``
+keeps its meaning of "items in flight": here, the most items sent to the engine in one chunk.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from autorubric_local.errors import InputError
+
+ProgressStyle = Literal["simple", "detailed"]
+PROGRESS_STYLES: tuple[str, ...] = ("simple", "detailed")
+DEFAULT_CHUNK_JUDGMENTS = 512
+MEMORY_DB = ":memory:"
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """How :class:`~autorubric_local.runner.EvalRunner` runs a dataset.
+
+    Parameters
+    ----------
+    fail_fast : bool, default False
+        Stop at the first item that fails at run time (after committing its chunk) and raise.
+    show_progress : bool, default True
+        Show a rich progress bar of judgments and items (on stderr).
+    progress_style : {"simple", "detailed"}, default "simple"
+        ``detailed`` adds rates and the time remaining.
+    max_concurrent_items : int >= 1 or None, default None
+        Most items per engine chunk (None: limited by ``chunk_judgments`` only).
+    experiment_name : str or None, default None
+        Name of the run (letters, digits, ``.``, ``_``, ``-``); auto-generated when None.
+        Running again with the same name resumes that run.
+    experiments_dir : str or Path, default "experiments"
+        The database is ``experiments_dir/<experiment_name>/results.sqlite``.
+    db_path : str or Path or None, default None
+        Use this SQLite file instead (runs are told apart by name); ``":memory:"`` keeps
+        nothing.
+    resume : bool, default True
+        Continue the latest run of this name if the database has one; False starts a new run.
+    chunk_judgments : int >= 1, default 512
+        Most judgments per engine chunk (an item is never split; a larger item runs alone).
+        Each finished chunk is committed in one transaction.
+
+    Raises
+    ------
+    InputError
+        A value out of range; the message names the field, the allowed values and the value.
+    """
+
+    fail_fast: bool = False
+    show_progress: bool = True
+    progress_style: ProgressStyle = "simple"
+    max_concurrent_items: int | None = None
+    experiment_name: str | None = None
+    experiments_dir: str | Path = "experiments"
+    db_path: str | Path | None = None
+    resume: bool = True
+    chunk_judgments: int = DEFAULT_CHUNK_JUDGMENTS
+
+    def __post_init__(self) -> None:
+        for name in ("fail_fast", "show_progress", "resume"):
+            if not isinstance(getattr(self, name), bool):
+                _bad(name, "a boolean", getattr(self, name))
+        if self.progress_style not in PROGRESS_STYLES:
+            _bad("progress_style", "'simple' or 'detailed'", self.progress_style)
+        if self.max_concurrent_items is not None and not _positive_int(self.max_concurrent_items):
+            _bad("max_concurrent_items", "an integer >= 1 or None", self.max_concurrent_items)
+        if not _positive_int(self.chunk_judgments):
+            _bad("chunk_judgments", "an integer >= 1", self.chunk_judgments)
+        if self.experiment_name is not None and (
+            not isinstance(self.experiment_name, str) or not _NAME.match(self.experiment_name)
+        ):
+            _bad("experiment_name", "letters, digits, '.', '_' or '-' (not starting with '.', '_' or '-')",
+                 self.experiment_name)
+        if not isinstance(self.experiments_dir, (str, Path)) or not str(self.experiments_dir):
+            _bad("experiments_dir", "a non-empty path", self.experiments_dir)
+        if self.db_path is not None and (not isinstance(self.db_path, (str, Path)) or not str(self.db_path)):
+            _bad("db_path", "a non-empty path or None", self.db_path)
+
+    def database_path(self, name: str) -> str | Path:
+        """Where run ``name`` is stored: ``db_path``, else ``experiments_dir/<name>/results.sqlite``."""
+        if self.db_path is not None:
+            return self.db_path if str(self.db_path) == MEMORY_DB else Path(self.db_path)
+        return Path(self.experiments_dir) / name / "results.sqlite"
+
+
+def auto_name(prefix: str | None = None) -> str:
+    """A readable unique run name: ``<prefix>-<utc date>-<time>-<4 hex>`` (prefix ``eval``)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", prefix or "").strip("-._") or "eval"
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{slug[:40]}-{stamp}-{secrets.token_hex(2)}"
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _bad(field: str, expected: str, value: object) -> None:
+    raise InputError(f"EvalConfig.{field}: expected {expected}, got {value!r}")

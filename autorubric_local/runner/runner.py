@@ -1,0 +1,330 @@
+"""``EvalRunner`` and ``evaluate``: grade a whole dataset as chunked engine workloads, with
+SQLite checkpoints, resume, progress and timing (spec 001, "Batch Evaluation with EvalRunner").
+
+How a run goes:
+
+1. The dataset is checked and planned (:func:`~.checkpoint.plan_dataset`); a malformed dataset is
+   refused before anything is loaded or written. The judges' engines are loaded (a missing
+   model is refused before a database is created).
+2. The run is opened: resumed when the database has a run of that name (and ``resume``), after
+   checking its content hash; otherwise started, with every planned item stored as pending.
+3. Pending items are cut into chunks (``chunk_judgments`` judgments, ``max_concurrent_items``
+   items at most) and each chunk goes through the grader as one engine workload; its items,
+   reports and judgments are committed in one transaction. A kill loses at most the chunk in
+   flight; a resume computes only items without a stored report, so no judgment is missing or
+   duplicated (rows are keyed by run, item, criterion, judge and permutation).
+4. The result is rebuilt from the database (:func:`~.load.result_from_store`), the same way
+   for a resumed run and an uninterrupted one.
+
+An item that fails at run time (the engine raises for it, or every judgment fails) is stored
+with its error and the run goes on, unless ``fail_fast``. Ctrl-C stops a sync run at once
+(``KeyboardInterrupt``; the chunk in flight is dropped) and an async one after the chunk in
+flight is committed; either way the run is marked ``interrupted`` and can be resumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from autorubric_local.dataset import RubricDataset, rubric_to_json
+from autorubric_local.errors import AutorubricError
+from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
+from autorubric_local.graders.planning import GradeItem
+from autorubric_local.reports import EnsembleEvaluationReport
+from autorubric_local.runner.checkpoint import (
+    PlannedItem,
+    adopt_stored_seed,
+    check_resumable,
+    content_hash,
+    describe_grader,
+    plan_dataset,
+)
+from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
+from autorubric_local.runner.load import result_from_store
+from autorubric_local.runner.progress import RunProgress
+from autorubric_local.runner.results import EvalResult
+from autorubric_local.store import ResultStore, open_db
+
+RUN_TIME_ERRORS: tuple[type[BaseException], ...] = (AutorubricError, RuntimeError)
+"""Exceptions that fail one item (recorded as its error) rather than the run."""
+
+
+class EvalInterruptedError(AutorubricError):
+    """The run was stopped before it finished; committed chunks are kept for a resume."""
+
+
+class EvalAbortedError(AutorubricError):
+    """``fail_fast``: an item failed; the run stopped after committing its chunk."""
+
+
+@dataclass(frozen=True)
+class ChunkReport:
+    """Sent to ``on_chunk`` after each committed chunk."""
+
+    run_id: str
+    experiment_name: str
+    chunk_index: int
+    items: int
+    judgments: int
+    failed_items: int
+    completed_items: int
+    total_items: int
+
+
+class EvalRunner:
+    """Runs a dataset through a grader with checkpoints (see the module docstring).
+
+    Parameters
+    ----------
+    dataset : RubricDataset
+    grader : CriterionGrader
+    config : EvalConfig, optional
+    data_path : str, optional
+        Recorded with the run (where the dataset came from).
+    on_chunk : callable, optional
+        Called with a :class:`ChunkReport` after each committed chunk.
+    """
+
+    def __init__(
+        self,
+        dataset: RubricDataset,
+        grader: CriterionGrader,
+        config: EvalConfig | None = None,
+        *,
+        data_path: str | None = None,
+        on_chunk: Callable[[ChunkReport], None] | None = None,
+    ) -> None:
+        self.dataset = dataset
+        self.grader = grader
+        self.config = config or EvalConfig()
+        self.data_path = data_path
+        self.on_chunk = on_chunk
+        self._stop = threading.Event()
+
+    def stop(self) -> None:
+        """Ask the run to stop after the chunk in flight (thread-safe)."""
+        self._stop.set()
+
+    async def run(self) -> EvalResult:
+        """Run (or resume) in a worker thread; cancelling stops after the chunk in flight."""
+        worker = asyncio.ensure_future(asyncio.to_thread(self.run_sync))
+        try:
+            return await asyncio.shield(worker)
+        except asyncio.CancelledError:
+            self._stop.set()
+            with contextlib.suppress(EvalInterruptedError):
+                await worker
+            raise
+
+    def run_sync(self) -> EvalResult:
+        """Run (or resume) in this thread and return the run's result.
+
+        Raises
+        ------
+        InputError
+            Malformed dataset, or a stored run of this name whose content differs.
+        EvalAbortedError
+            ``fail_fast`` and an item failed.
+        EvalInterruptedError
+            :meth:`stop` was called.
+        """
+        planned = plan_dataset(self.dataset)
+        model_ids = {judge.judge_id: self.grader.engine_for(judge).model_id for judge in self.grader.judges}
+        name = self.config.experiment_name or auto_name(self.dataset.name)
+        path = self.config.database_path(name)
+        if str(path) != MEMORY_DB:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        store = ResultStore(open_db(path))
+        try:
+            run_id, resumed = self._open_run(store, name, str(path), planned, model_ids)
+            self._grade_pending(store, run_id, name, planned, model_ids)
+            row = store.find_run(run_id)
+            assert row is not None
+            result, _ = result_from_store(store, row, str(path))
+        finally:
+            store.db.close()
+        return replace(result, resumed_items=resumed)
+
+    # ------------------------------------------------------------------------------ run rows
+
+    def _open_run(
+        self, store: ResultStore, name: str, where: str, planned: Sequence[PlannedItem], model_ids: dict[str, str]
+    ) -> tuple[str, int]:
+        """Resume the stored run of this name or start one; returns (run id, items already done)."""
+        existing = store.find_run(name) if self.config.resume else None
+        if existing is not None:
+            adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
+        description = describe_grader(self.grader)
+        digest = content_hash(planned, description)
+        judges = [
+            {"judge_id": j.judge_id, "model": j.llm_config.model, "model_id": model_ids[j.judge_id], "weight": j.weight}
+            for j in self.grader.judges
+        ]
+        rows = [entry.row() for entry in planned]
+        if existing is None:
+            run_id = store.start_run(
+                name=name, judges=judges, grader=description,
+                rubric=None if self.dataset.rubric is None else rubric_to_json(self.dataset.rubric),
+                data_path=self.data_path, content_hash=digest, dataset=_header(self.dataset), items=rows,
+            )
+            return run_id, 0
+        run_id = existing["id"]
+        check_resumable(existing, digest, description, planned, store.item_rows(run_id), where)
+        store.plan_items(run_id, rows)  # refreshes ground truth and descriptions; keeps reports
+        store.update_run(run_id, status="running", finished_utc=None, judges_json=json.dumps(judges),
+                         dataset_json=json.dumps(_header(self.dataset)))
+        return run_id, len(store.done_item_ids(run_id))
+
+    # ------------------------------------------------------------------------------- grading
+
+    def _grade_pending(
+        self, store: ResultStore, run_id: str, name: str, planned: Sequence[PlannedItem], model_ids: dict[str, str]
+    ) -> None:
+        done = store.done_item_ids(run_id)
+        pending = [entry for entry in planned if entry.key not in done]
+        estimates = {entry.key: estimate_judgments(entry.grade_item, self.grader) for entry in planned}
+        chunks = make_chunks(pending, estimates, self.config.chunk_judgments, self.config.max_concurrent_items)
+        progress = RunProgress(
+            enabled=self.config.show_progress, style=self.config.progress_style,
+            total_items=len(planned), total_judgments=sum(estimates.values()),
+            done_items=len(planned) - len(pending),
+            done_judgments=sum(estimates[e.key] for e in planned if e.key in done),
+        )
+        completed = len(planned) - len(pending)
+        started = time.perf_counter()
+        status = "failed"
+        try:
+            with progress:
+                for index, chunk in enumerate(chunks):
+                    if self._stop.is_set():
+                        status = "interrupted"
+                        raise EvalInterruptedError(
+                            f"run {name!r} stopped after {completed} of {len(planned)} items; run it again to resume"
+                        )
+                    graded = self._grade_chunk(chunk, progress.judgments_done)
+                    self._commit(store, run_id, chunk, graded, model_ids)
+                    completed += len(chunk)
+                    progress.items_done(len(chunk))
+                    failures = [(e, g) for e, g in zip(chunk, graded) if g.report.error is not None]
+                    if self.on_chunk is not None:
+                        self.on_chunk(ChunkReport(run_id, name, index, len(chunk), sum(len(g.results) for g in graded),
+                                                  len(failures), completed, len(planned)))
+                    if failures and self.config.fail_fast:
+                        entry, failed = failures[0]
+                        raise EvalAbortedError(
+                            f"item {entry.index} ({entry.key!r}) failed: {failed.report.error} "
+                            f"(fail_fast; {completed} items committed in run {name!r})"
+                        )
+            status = "finished"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            store.finish_run(run_id, status, wall_seconds=time.perf_counter() - started)
+
+    def _grade_chunk(self, chunk: Sequence[PlannedItem], progress: Callable[[int], None]) -> list[GradedItem]:
+        """Grade a chunk as one workload, then isolate failures: items that failed (the batch
+        raised, or all of an item's judgments failed, e.g. an engine call that failed for the
+        whole workload) are graded again one by one, so one bad item cannot fail its chunk."""
+        try:
+            graded = self.grader.grade_batch(
+                [entry.grade_item for entry in chunk],
+                graded_inputs=[entry.graded_input for entry in chunk],
+                progress=progress,
+            )
+        except RUN_TIME_ERRORS as exc:
+            if len(chunk) == 1:
+                return [failed_item(chunk[0].grade_item, exc)]
+            return [graded for entry in chunk for graded in self._grade_chunk([entry], progress)]
+        if len(chunk) > 1:
+            for position, result in enumerate(graded):
+                if result.report.error is not None:
+                    graded[position] = self._grade_chunk([chunk[position]], progress)[0]
+        return graded
+
+    def _commit(
+        self,
+        store: ResultStore,
+        run_id: str,
+        chunk: Sequence[PlannedItem],
+        graded: Sequence[GradedItem],
+        model_ids: dict[str, str],
+    ) -> None:
+        """Store a chunk's items, reports and judgments in one transaction."""
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        extras = [
+            {
+                "item_index": entry.index,
+                "report_json": result.report.model_dump_json(),
+                "engine_seconds": sum(r.usage.seconds for r in result.results),
+                "judgment_count": len(result.results),
+                "graded_utc": now,
+            }
+            for entry, result in zip(chunk, graded)
+        ]
+        store.record(run_id, graded, model_ids, first_index=0,
+                     judge_ids=[j.judge_id for j in self.grader.judges], item_extras=extras)
+
+
+def failed_item(item: GradeItem, exc: BaseException) -> GradedItem:
+    """An item whose grading raised: no score, the error kept, no judgments."""
+    return GradedItem(item, EnsembleEvaluationReport(score=None, error=f"{type(exc).__name__}: {exc}"), ())
+
+
+def estimate_judgments(item: GradeItem, grader: Any) -> int:
+    """Judgments the grader will make for ``item`` (for chunk sizes and the progress bar)."""
+    permutations = getattr(grader, "permutations", "single")
+    cyclic = str(getattr(permutations, "value", permutations)) == "cyclic"
+    extra = 1 if getattr(grader, "auto_na_option", False) else 0
+    per_judge = sum(
+        len(c.options) + extra if (c.options is not None and cyclic) else 1 for c in item.rubric
+    )
+    return per_judge * len(grader.judges)
+
+
+def make_chunks(
+    pending: Sequence[PlannedItem], estimates: dict[str, int], max_judgments: int, max_items: int | None
+) -> list[list[PlannedItem]]:
+    """Cut pending items, in order, into chunks of at most ``max_judgments`` judgments and
+    ``max_items`` items (an item larger than ``max_judgments`` forms its own chunk)."""
+    chunks: list[list[PlannedItem]] = []
+    current: list[PlannedItem] = []
+    size = 0
+    for entry in pending:
+        cost = estimates[entry.key]
+        if current and (size + cost > max_judgments or (max_items is not None and len(current) >= max_items)):
+            chunks.append(current)
+            current, size = [], 0
+        current.append(entry)
+        size += cost
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _header(dataset: RubricDataset) -> dict[str, Any]:
+    header: dict[str, Any] = {}
+    for key in ("name", "prompt"):
+        if getattr(dataset, key) is not None:
+            header[key] = getattr(dataset, key)
+    header["rubric"] = None if dataset.rubric is None else rubric_to_json(dataset.rubric)
+    if dataset.reference_submission is not None:
+        header["reference_submission"] = dataset.reference_submission
+    return header
+
+
+async def evaluate(dataset: RubricDataset, grader: CriterionGrader, **config: Any) -> EvalResult:
+    """Evaluate ``dataset`` with ``grader``; keyword arguments are :class:`EvalConfig` fields.
+
+    Example: ``result = await evaluate(dataset, grader, show_progress=False)``.
+    """
+    return await EvalRunner(dataset, grader, EvalConfig(**config)).run()

@@ -1,0 +1,290 @@
+"""EvalRunner / evaluate / load_result / fill_ground_truth with a ScriptedEngine: results, timing,
+chunking, run-time failures, fail_fast, refusal of changed content, malformed datasets."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlite_utils
+
+from autorubric_local.config import LLMConfig
+from autorubric_local.dataset import DataItem, RubricDataset
+from autorubric_local.engine import ScoreRequest, ScriptedEngine
+from autorubric_local.errors import InputError
+from autorubric_local.graders import CriterionGrader
+from autorubric_local.rubric import Rubric
+from autorubric_local.runner import (
+    EvalAbortedError,
+    EvalConfig,
+    EvalResult,
+    EvalRunner,
+    evaluate,
+    fill_ground_truth,
+    load_manifest,
+    load_result,
+)
+from autorubric_local.runner.load import percentile, timing_stats
+from autorubric_local.types import Criterion, CriterionVerdict
+
+sys.path.insert(0, str(Path(__file__).parent))
+import crash_worker
+
+
+def grader(seed: int | None = 11, policy: Any = None) -> CriterionGrader:
+    engine = ScriptedEngine(policy=policy or crash_worker.make_policy(0.0))
+    return CriterionGrader(LLMConfig(model="scripted", engine=engine), seed=seed)
+
+
+def config(tmp_path: Path, **kwargs: Any) -> EvalConfig:
+    return EvalConfig(**{"db_path": tmp_path / "r.sqlite", "experiment_name": "t", "show_progress": False, **kwargs})
+
+
+def run(dataset: RubricDataset, g: CriterionGrader, cfg: EvalConfig) -> EvalResult:
+    return EvalRunner(dataset, g, cfg).run_sync()
+
+
+# ------------------------------------------------------------------------------ results
+
+
+def test_evaluate_returns_every_item(tmp_path: Path) -> None:
+    dataset = crash_worker.build_dataset(5)
+    result = asyncio.run(evaluate(dataset, grader(), experiments_dir=tmp_path, experiment_name="e",
+                                  show_progress=False))
+    assert (result.total_items, result.successful_items, result.failed_items) == (5, 5, 0)
+    assert [r.item_idx for r in result.item_results] == list(range(5))
+    assert [r.item_id for r in result.item_results] == [f"item-{i}" for i in range(5)]
+    assert all(r.item == dataset[r.item_idx] for r in result.item_results)
+    assert all(r.report.score is not None for r in result.item_results)
+    assert result.total_judgments == 15 and result.errors == []
+    assert result.total_token_usage is not None and result.total_token_usage.prompt_tokens > 0
+    assert result.timing_stats.items_per_second > 0 and result.timing_stats.judgments_per_second > 0
+    assert result.status == "finished" and result.experiment_name == "e"
+    assert (tmp_path / "e" / "results.sqlite").is_file()
+    loaded = EvalResult.from_experiment(tmp_path / "e")
+    assert [r.report for r in loaded.item_results] == [r.report for r in result.item_results]
+
+
+def test_auto_generated_name(tmp_path: Path) -> None:
+    dataset = crash_worker.build_dataset(1)
+    result = run(dataset, grader(), EvalConfig(experiments_dir=tmp_path, show_progress=False))
+    assert result.experiment_name.startswith("crash-")
+    assert (tmp_path / result.experiment_name / "results.sqlite").is_file()
+
+
+def test_load_result_rebuilds_dataset_with_ground_truth(tmp_path: Path) -> None:
+    dataset = crash_worker.build_dataset(4)
+    result = run(dataset, grader(), config(tmp_path))
+    loaded, rebuilt = load_result(tmp_path / "r.sqlite", "t")
+    assert rebuilt.to_dict() == dataset.to_dict()
+    assert rebuilt[0].ground_truth == [CriterionVerdict.MET, CriterionVerdict.UNMET, "Basic"]
+    assert [r.report for r in loaded.item_results] == [r.report for r in result.item_results]
+    assert loaded.timing_stats == result.timing_stats
+    manifest = load_manifest(tmp_path / "r.sqlite")
+    assert (manifest.total_items, manifest.completed_items, manifest.status) == (4, 4, "finished")
+    assert manifest.content_hash.startswith("sha256:v1:")
+
+
+def test_load_result_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no results database"):
+        load_result(tmp_path / "absent.sqlite")
+    run(crash_worker.build_dataset(1), grader(), config(tmp_path))
+    with pytest.raises(InputError, match=r"no run named 'nope' \(runs: 't'\)"):
+        load_result(tmp_path / "r.sqlite", "nope")
+
+
+def test_chunks_follow_the_judgment_budget(tmp_path: Path) -> None:
+    engine = ScriptedEngine(policy=crash_worker.make_policy(0.0))
+    calls: list[int] = []
+    original = engine.score
+    engine.score = lambda requests: calls.append(len(requests)) or original(requests)  # type: ignore[method-assign]
+    g = CriterionGrader(LLMConfig(model="scripted", engine=engine), seed=1)
+    chunks: list[int] = []
+    EvalRunner(crash_worker.build_dataset(7), g, config(tmp_path, chunk_judgments=7),
+               on_chunk=lambda c: chunks.append(c.items)).run_sync()
+    assert chunks == [2, 2, 2, 1] and calls == [6, 6, 6, 3]
+    chunks.clear()
+    EvalRunner(crash_worker.build_dataset(7), g, config(tmp_path, experiment_name="u", max_concurrent_items=3),
+               on_chunk=lambda c: chunks.append(c.items)).run_sync()
+    assert chunks == [3, 3, 1]
+
+
+def test_same_result_whatever_the_chunking(tmp_path: Path) -> None:
+    one = run(crash_worker.build_dataset(6), grader(), config(tmp_path, experiment_name="a", chunk_judgments=1))
+    all_ = run(crash_worker.build_dataset(6), grader(), config(tmp_path, experiment_name="b"))
+    assert [r.report for r in one.item_results] == [r.report for r in all_.item_results]
+
+
+def test_two_runs_never_mix_rows(tmp_path: Path) -> None:
+    a = run(crash_worker.build_dataset(3), grader(), config(tmp_path, experiment_name="a"))
+    b = run(crash_worker.build_dataset(2), grader(seed=5), config(tmp_path, experiment_name="b"))
+    db = sqlite_utils.Database(tmp_path / "r.sqlite")
+    assert db["judgments"].count_where("run_id = ?", [a.run_id]) == 9
+    assert db["judgments"].count_where("run_id = ?", [b.run_id]) == 6
+    assert len(load_result(tmp_path / "r.sqlite", "a")[0].item_results) == 3
+
+
+def test_progress_bar_runs(tmp_path: Path) -> None:
+    result = run(crash_worker.build_dataset(2), grader(), config(tmp_path, show_progress=True,
+                                                                 progress_style="detailed"))
+    assert result.successful_items == 2
+
+
+# ------------------------------------------------------------------------------ failures
+
+
+def poison_policy(request: ScoreRequest) -> Any:
+    if "poison" in request.prefix:
+        return "infrastructure: prompt longer than the judge's context"
+    return crash_worker.make_policy(0.0)(request)
+
+
+def dataset_with_poison() -> RubricDataset:
+    dataset = crash_worker.build_dataset(4)
+    dataset.items[2] = replace(dataset.items[2], submission="poison " * 5)
+    return dataset
+
+
+def test_item_failing_at_run_time_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    result = run(dataset_with_poison(), grader(policy=poison_policy), config(tmp_path))
+    assert (result.successful_items, result.failed_items) == (3, 1)
+    assert result.errors[0][0] == 2 and "context" in result.errors[0][1]
+    assert result.item_results[2].report.score is None
+
+
+def test_engine_raising_fails_only_that_item(tmp_path: Path) -> None:
+    def raising(request: ScoreRequest) -> Any:
+        if "poison" in request.prefix:
+            raise RuntimeError("CUDA out of memory")
+        return crash_worker.make_policy(0.0)(request)
+
+    result = run(dataset_with_poison(), grader(policy=raising), config(tmp_path))
+    assert [index for index, _ in result.errors] == [2]
+    assert "RuntimeError: CUDA out of memory" in result.errors[0][1]
+    assert result.successful_items == 3
+
+
+def test_fail_fast_stops_after_committing(tmp_path: Path) -> None:
+    with pytest.raises(EvalAbortedError, match=r"item 2 \('item-2'\) failed"):
+        run(dataset_with_poison(), grader(policy=poison_policy), config(tmp_path, fail_fast=True, chunk_judgments=3))
+    manifest = load_manifest(tmp_path / "r.sqlite")
+    assert manifest.status == "failed" and manifest.completed_items == 3
+
+
+# ------------------------------------------------------------------------------ resume checks
+
+
+def test_changed_content_is_refused(tmp_path: Path) -> None:
+    dataset = crash_worker.build_dataset(3)
+    run(dataset, grader(), config(tmp_path))
+    with pytest.raises(InputError, match=r"grader settings changed: seed \(11 -> 12\).*--no-resume"):
+        run(dataset, grader(seed=12), config(tmp_path))
+    edited = crash_worker.build_dataset(3)
+    edited.items[1] = replace(edited.items[1], submission="changed")
+    with pytest.raises(InputError, match=r"item 1 \('item-1'\) changed"):
+        run(edited, grader(), config(tmp_path))
+    new_rubric = RubricDataset(prompt=dataset.prompt, rubric=Rubric(list(dataset.rubric.rubric[:2])),
+                               items=[replace(i, ground_truth=None) for i in dataset.items])
+    with pytest.raises(InputError, match="item 0 .* changed"):
+        run(new_rubric, grader(), config(tmp_path))
+    other_prompt = replace(dataset, prompt="Another question")
+    with pytest.raises(InputError, match="cannot be resumed"):
+        run(other_prompt, grader(), config(tmp_path))
+    fresh = run(dataset, grader(seed=12), config(tmp_path, resume=False))
+    assert fresh.resumed_items == 0 and fresh.successful_items == 3
+    assert len(load_manifest(tmp_path / "r.sqlite", "t").run_id) > 0
+
+
+def test_changed_ground_truth_resumes_and_is_refreshed(tmp_path: Path) -> None:
+    dataset = crash_worker.build_dataset(3)
+    run(dataset, grader(), config(tmp_path))
+    relabelled = crash_worker.build_dataset(3)
+    relabelled.items[0] = replace(relabelled.items[0], ground_truth=["UNMET", "UNMET", "Expert"])
+    result = run(relabelled, grader(), config(tmp_path))
+    assert result.resumed_items == 3
+    _, stored = load_result(tmp_path / "r.sqlite")
+    assert stored[0].ground_truth == [CriterionVerdict.UNMET, CriterionVerdict.UNMET, "Expert"]
+
+
+def test_generated_seed_is_adopted_on_resume(tmp_path: Path) -> None:
+    first = grader(seed=None)
+    run(crash_worker.build_dataset(2), first, config(tmp_path))
+    second = grader(seed=None)
+    assert not second.seed_given
+    result = run(crash_worker.build_dataset(2), second, config(tmp_path))
+    assert second.seed == first.seed and result.resumed_items == 2
+
+
+# ------------------------------------------------------------------------------ bad input
+
+
+def test_malformed_dataset_is_refused_before_any_work(tmp_path: Path) -> None:
+    dataset = crash_worker.build_dataset(3)
+    dataset.items.append(DataItem(submission="no rubric anywhere", id="item-1"))
+    dataset.items.append("not an item")  # type: ignore[arg-type]
+    no_rubric = RubricDataset(prompt=None, rubric=None,
+                              items=[DataItem("x", rubric=Rubric([Criterion(name="c", weight=1.0, requirement="r")]))])
+    no_rubric.items.append(DataItem("y"))
+    with pytest.raises(InputError) as info:
+        run(dataset, grader(), config(tmp_path))
+    message = str(info.value)
+    assert "dataset 'crash': item 3: field 'id': key 'item-1' already used by item 1" in message
+    assert "item 4: expected a DataItem, got str" in message
+    with pytest.raises(InputError, match="item 1: field 'rubric': the item has no rubric"):
+        run(no_rubric, grader(), config(tmp_path))
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"chunk_judgments": 0}, "EvalConfig.chunk_judgments: expected an integer >= 1, got 0"),
+        ({"max_concurrent_items": -2}, "EvalConfig.max_concurrent_items: expected an integer >= 1 or None, got -2"),
+        ({"progress_style": "fancy"}, "EvalConfig.progress_style: expected 'simple' or 'detailed', got 'fancy'"),
+        ({"experiment_name": "a/b"}, "EvalConfig.experiment_name: expected letters"),
+        ({"resume": "yes"}, "EvalConfig.resume: expected a boolean, got 'yes'"),
+    ],
+)
+def test_config_validation(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(InputError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+        EvalConfig(**kwargs)
+
+
+# ------------------------------------------------------------------------------ timing
+
+
+def test_timing_stats_formulas() -> None:
+    stats = timing_stats([1.0, 2.0, 3.0, 4.0], wall_seconds=2.0, judgments=10)
+    assert stats.mean_item_duration_seconds == 2.5
+    assert stats.p50_item_duration_seconds == 2.5
+    assert stats.p95_item_duration_seconds == pytest.approx(3.85)
+    assert (stats.min_item_duration_seconds, stats.max_item_duration_seconds) == (1.0, 4.0)
+    assert (stats.items_per_second, stats.judgments_per_second) == (2.0, 5.0)
+    assert timing_stats([], 0.0, 0).items_per_second == 0.0
+    assert percentile([5.0], 95) == 5.0
+
+
+# ------------------------------------------------------------------------------ ground truth
+
+
+def test_fill_ground_truth(tmp_path: Path) -> None:
+    dataset = crash_worker.build_dataset(6)  # items 0 and 3 have ground truth
+    dataset.items[4] = replace(dataset.items[4], submission="poison", prompt="own prompt")
+    before = dataset.to_dict()
+    labelled = asyncio.run(fill_ground_truth(dataset, grader(policy=poison_policy), show_progress=False))
+    assert dataset.to_dict() == before  # original unchanged
+    assert [i.submission for i in labelled] == [dataset[i].submission for i in (0, 1, 2, 3, 5)]  # failed item dropped
+    assert labelled[0].ground_truth == dataset[0].ground_truth  # kept without force
+    for item in labelled:
+        assert isinstance(item.ground_truth[0], CriterionVerdict)
+        assert item.ground_truth[2] in {"Vague", "Basic", "Expert"}
+    forced = asyncio.run(fill_ground_truth(dataset, grader(policy=poison_policy), force=True, show_progress=False,
+                                           max_concurrent_items=2))
+    result = run(crash_worker.build_dataset(6), grader(), config(tmp_path))
+    report = result.item_results[0].report.report
+    expected = [report[0].final_verdict, report[1].final_verdict, report[2].final_multi_choice_verdict.selected_label]
+    assert forced[0].ground_truth == expected
