@@ -1,0 +1,53 @@
+"""``autorubric-local metrics``: agreement of a graded run with its ground truth."""
+
+from __future__ import annotations
+
+import click
+
+from autorubric_local.cli.common import fail
+
+
+@click.command()
+@click.argument("db", type=click.Path(exists=True))
+@click.option("--run", "run", default=None, help="Run name or id (default: the latest run).")
+@click.option("--bootstrap", is_flag=True, help="Add bootstrap confidence intervals.")
+@click.option("--n-bootstrap", default=1000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=None, help="Bootstrap seed.")
+@click.option("--per-judge", is_flag=True, help="Add metrics for each ensemble judge.")
+@click.option("--cannot-assess", type=click.Choice(["exclude", "as_category", "as_unmet"]),
+              default="exclude", show_default=True, help="How CANNOT_ASSESS pairs count.")
+@click.option("--na-mode", type=click.Choice(["exclude", "as_category", "as_unmet"]),
+              default="exclude", show_default=True, help="How multi-choice NA pairs count.")
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
+@click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
+              help="Write PNG plots (confusion matrices, reliability, scores) here.")
+@click.option("--no-save", is_flag=True, help="Do not store the metrics in the database.")
+def metrics(db: str, run: str | None, bootstrap: bool, n_bootstrap: int, seed: int | None,
+            per_judge: bool, cannot_assess: str, na_mode: str, as_json: bool,
+            plot_dir: str | None, no_save: bool) -> None:
+    """Compare a graded run in DB with its ground truth and print the metrics.
+
+    The metrics are also stored in DB's ``metrics`` table (unless --no-save).
+
+    Example:
+
+        autorubric-local metrics results.sqlite --run essays-v1 --bootstrap --plot plots/
+    """
+    from autorubric_local.errors import AutorubricError
+    from autorubric_local.metrics import compute_metrics, save_metrics, write_plots
+    from autorubric_local.runner.load import load_result
+    from autorubric_local.store import open_db
+
+    try:
+        result, dataset = load_result(db, run)
+        m = compute_metrics(result, dataset, bootstrap=bootstrap, n_bootstrap=n_bootstrap,
+                            per_judge=per_judge, cannot_assess=cannot_assess, na_mode=na_mode,
+                            seed=seed)
+        if not no_save and result.run_id is not None:
+            save_metrics(open_db(result.db_path or db), result.run_id, m)
+        written = write_plots(m, plot_dir, result, dataset) if plot_dir else []
+    except AutorubricError as e:
+        raise fail(e) from None
+    click.echo(m.model_dump_json(indent=2) if as_json else m.summary())
+    for path in written:
+        click.echo(f"wrote {path}", err=True)

@@ -1,0 +1,157 @@
+"""Agreement metrics: judge vs humans, judge vs judge, calibration (spec "Evaluation Metrics").
+
+Entry point: :func:`compute_metrics` (also ``EvalResult.compute_metrics``), returning a
+:class:`MetricsResult`. Modules:
+
+- :mod:`.types`: result types and the CANNOT_ASSESS / NA modes;
+- :mod:`.extract`: aligning judge verdicts with ground truth (alignment rules live there);
+- :mod:`.agreement`: per-criterion metrics (binary, ordinal, nominal);
+- :mod:`.scores`: score-level errors and correlations;
+- :mod:`.distribution`: EMD / Wasserstein, KS test, score distribution, systematic bias;
+- :mod:`.calibration`: Brier, log loss, ECE, reliability bins, AUROC of P(MET);
+- :mod:`.interjudge`: Krippendorff's alpha and Fleiss' kappa among ensemble judges;
+- :mod:`.bootstrap`: percentile bootstrap over items;
+- :mod:`.report`: summary text, DataFrame, JSON; :mod:`.plots`: PNG plots;
+- :mod:`.persist`: the ``metrics`` table in a run's SQLite file.
+
+Names are resolved lazily (PEP 562), so importing :mod:`.persist` (which the store's
+migrations do) does not import scipy or scikit-learn.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "compute_metrics": "compute",
+    "BiasResult": "types",
+    "BootstrapResult": "types",
+    "BootstrapResults": "types",
+    "CalibrationResult": "types",
+    "CannotAssessMode": "types",
+    "ConfidenceInterval": "types",
+    "CorrelationResult": "types",
+    "CriterionMetrics": "types",
+    "DistributionResult": "types",
+    "EMDResult": "types",
+    "InterJudgeCriterion": "types",
+    "InterJudgeResult": "types",
+    "JudgeMetrics": "types",
+    "KSTestResult": "types",
+    "MetricsResult": "types",
+    "NAMode": "types",
+    "OptionMetrics": "types",
+    "ReliabilityBin": "types",
+    "earth_movers_distance": "distribution",
+    "wasserstein_distance": "distribution",
+    "ks_test": "distribution",
+    "score_distribution": "distribution",
+    "systematic_bias": "distribution",
+    "calibration": "calibration",
+    "expected_calibration_error": "calibration",
+    "fleiss_kappa": "interjudge",
+    "inter_judge_agreement": "interjudge",
+    "extract_verdicts_from_report": "extract",
+    "filter_cannot_assess": "extract",
+    "verdict_to_binary": "extract",
+    "verdict_to_string": "extract",
+    "save_metrics": "persist",
+    "load_metrics": "persist",
+    "write_plots": "plots",
+}
+
+__all__ = [
+    "BiasResult",
+    "BootstrapResult",
+    "BootstrapResults",
+    "CalibrationResult",
+    "CannotAssessMode",
+    "ConfidenceInterval",
+    "CorrelationResult",
+    "CriterionMetrics",
+    "DistributionResult",
+    "EMDResult",
+    "InterJudgeCriterion",
+    "InterJudgeResult",
+    "JudgeMetrics",
+    "KSTestResult",
+    "MetricsResult",
+    "NAMode",
+    "OptionMetrics",
+    "ReliabilityBin",
+    "calibration",
+    "compute_metrics",
+    "earth_movers_distance",
+    "expected_calibration_error",
+    "extract_verdicts_from_report",
+    "filter_cannot_assess",
+    "fleiss_kappa",
+    "inter_judge_agreement",
+    "ks_test",
+    "load_metrics",
+    "save_metrics",
+    "score_distribution",
+    "systematic_bias",
+    "verdict_to_binary",
+    "verdict_to_string",
+    "wasserstein_distance",
+    "write_plots",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from autorubric_local.metrics.calibration import (
+        calibration,
+        expected_calibration_error,
+    )
+    from autorubric_local.metrics.compute import compute_metrics
+    from autorubric_local.metrics.distribution import (
+        earth_movers_distance,
+        ks_test,
+        score_distribution,
+        systematic_bias,
+        wasserstein_distance,
+    )
+    from autorubric_local.metrics.extract import (
+        extract_verdicts_from_report,
+        filter_cannot_assess,
+        verdict_to_binary,
+        verdict_to_string,
+    )
+    from autorubric_local.metrics.interjudge import fleiss_kappa, inter_judge_agreement
+    from autorubric_local.metrics.persist import load_metrics, save_metrics
+    from autorubric_local.metrics.plots import write_plots
+    from autorubric_local.metrics.types import (
+        BiasResult,
+        BootstrapResult,
+        BootstrapResults,
+        CalibrationResult,
+        CannotAssessMode,
+        ConfidenceInterval,
+        CorrelationResult,
+        CriterionMetrics,
+        DistributionResult,
+        EMDResult,
+        InterJudgeCriterion,
+        InterJudgeResult,
+        JudgeMetrics,
+        KSTestResult,
+        MetricsResult,
+        NAMode,
+        OptionMetrics,
+        ReliabilityBin,
+    )

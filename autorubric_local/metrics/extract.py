@@ -1,0 +1,459 @@
+"""Align judge verdicts with ground truth: the one place that reads results and datasets.
+
+Alignment rules (documented once here, used by every metric):
+
+- Items: ``EvalResult.item_results[k].item_idx`` indexes ``dataset``. Each index must be in
+  range and appear once, with the dataset's submission, otherwise
+  :class:`~autorubric_local.errors.InputError` (so must a result longer than the dataset).
+  Dataset items the result does not cover (an interrupted run), items without ground truth
+  and failed items (``report.score is None``) are left out and counted in the warnings.
+- Criteria: each item is read against its effective rubric (``dataset.get_item_rubric``).
+  Criteria are matched across items by **key**: the criterion's ``name``, or
+  ``"criterion <i>"`` (0-based position) when it has none. All criteria sharing a key must
+  have the same kind (binary, or the same option labels and scale type), otherwise
+  ``InputError``: per-item rubrics with different criteria should name them.
+- A criterion judgment whose call failed (``error`` set) is not a verdict: the pair is
+  dropped and counted in ``n_excluded``.
+- Codes: binary ``UNMET=0, MET=1, CANNOT_ASSESS=2``; multi-choice: the original option
+  index in the criterion with a guaranteed NA option
+  (:meth:`Criterion.with_guaranteed_na_option`, so an abstain without a selected option
+  maps to the appended canonical NA). Any NA option maps to the first NA index.
+- The CANNOT_ASSESS / NA modes (:class:`CannotAssessMode`, :class:`NAMode`) are applied
+  here, before any metric sees the pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from autorubric_local.errors import InputError
+from autorubric_local.metrics.types import CannotAssessMode, NAMode, Scale
+from autorubric_local.reports import EnsembleCriterionReport, EnsembleEvaluationReport
+from autorubric_local.types import Criterion, CriterionVerdict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from autorubric_local.dataset import RubricDataset
+    from autorubric_local.runner.results import EvalResult
+
+__all__ = [
+    "AlignedData",
+    "CriterionPairs",
+    "JudgeView",
+    "align",
+    "binary_p_met",
+    "criterion_key",
+    "extract_verdicts_from_report",
+    "filter_cannot_assess",
+    "judge_code",
+    "verdict_to_binary",
+    "verdict_to_string",
+]
+
+UNMET, MET, CANNOT_ASSESS = 0, 1, 2
+BINARY_LABELS = ["UNMET", "MET", "CANNOT_ASSESS"]
+_BINARY_CODE = {CriterionVerdict.UNMET: UNMET, CriterionVerdict.MET: MET,
+                CriterionVerdict.CANNOT_ASSESS: CANNOT_ASSESS}
+
+JudgeView = str | None
+"""Which judge to read: ``None`` for the ensemble's final verdict, else a ``judge_id``."""
+
+
+# ---- spec helpers --------------------------------------------------------------------------
+
+
+def verdict_to_binary(verdict: CriterionVerdict | str | None) -> int | None:
+    """``1`` for MET, ``0`` for UNMET, ``None`` for CANNOT_ASSESS or ``None``.
+
+    Raises
+    ------
+    InputError
+        If ``verdict`` is a string that is not a verdict name.
+    """
+    if verdict is None:
+        return None
+    try:
+        v = CriterionVerdict(verdict.upper() if isinstance(verdict, str) else verdict)
+    except ValueError:
+        raise InputError(f"not a binary verdict: {verdict!r} (MET, UNMET, CANNOT_ASSESS)") from None
+    return {CriterionVerdict.MET: 1, CriterionVerdict.UNMET: 0}.get(v)
+
+
+def verdict_to_string(verdict: CriterionVerdict | str | None) -> str:
+    """A verdict (or option label) as display text; ``"None"`` for a missing verdict."""
+    if verdict is None:
+        return "None"
+    if isinstance(verdict, CriterionVerdict):
+        return verdict.value
+    return str(verdict)
+
+
+def extract_verdicts_from_report(
+    report: EnsembleEvaluationReport,
+) -> list[CriterionVerdict | str | None]:
+    """The final verdict of each criterion, in rubric order, as ground truth is written.
+
+    Binary: a :class:`CriterionVerdict`; multi-choice: the selected option label (the
+    canonical NA label for an abstain without an option); ``None`` when the criterion's
+    judgment failed or the report has no criteria.
+    """
+    out: list[CriterionVerdict | str | None] = []
+    for cr in report.report or []:
+        if cr.error is not None:
+            out.append(None)
+        elif cr.final_verdict is not None:
+            out.append(cr.final_verdict)
+        elif cr.final_multi_choice_verdict is not None:
+            effective = cr.criterion.with_guaranteed_na_option()
+            code = _mc_code(effective, cr.final_multi_choice_verdict.selected_index,
+                            cr.final_multi_choice_verdict.na)
+            out.append(effective.options[code].label if effective.options else None)
+        else:
+            out.append(None)
+    return out
+
+
+def filter_cannot_assess(
+    human: Sequence[CriterionVerdict | str | None],
+    judge: Sequence[CriterionVerdict | str | None],
+    mode: CannotAssessMode | str = CannotAssessMode.EXCLUDE,
+) -> tuple[list[str], list[str]]:
+    """Apply a CANNOT_ASSESS mode to paired binary verdict lists.
+
+    Parameters
+    ----------
+    human, judge : sequence of CriterionVerdict or str or None, same length
+        ``None`` entries (missing verdicts) are always dropped.
+    mode : CannotAssessMode or str
+
+    Returns
+    -------
+    (human, judge) : two lists of verdict strings, same length
+        EXCLUDE drops pairs with CANNOT_ASSESS on either side; AS_UNMET turns it into
+        UNMET; AS_CATEGORY keeps it.
+
+    Raises
+    ------
+    InputError
+        Lists of different lengths, or an unknown mode.
+    """
+    mode = _ca_mode(mode)
+    if len(human) != len(judge):
+        raise InputError(f"human and judge differ in length: {len(human)} != {len(judge)}")
+    out_h: list[str] = []
+    out_j: list[str] = []
+    for h, j in zip(human, judge):
+        if h is None or j is None:
+            continue
+        hs, js = verdict_to_string(h).upper(), verdict_to_string(j).upper()
+        ca = CriterionVerdict.CANNOT_ASSESS.value
+        if mode is CannotAssessMode.EXCLUDE and ca in (hs, js):
+            continue
+        if mode is CannotAssessMode.AS_UNMET:
+            hs = "UNMET" if hs == ca else hs
+            js = "UNMET" if js == ca else js
+        out_h.append(hs)
+        out_j.append(js)
+    return out_h, out_j
+
+
+# ---- aligned pairs ---------------------------------------------------------------------------
+
+
+@dataclass
+class CriterionPairs:
+    """Aligned (human, judge) pairs of one criterion key, after the CA/NA mode.
+
+    ``item_pos`` indexes :attr:`AlignedData.item_ids` (shape (n_pairs,)); ``human``/``judge``
+    are integer codes into ``labels``. Ordinal criteria also carry ``position``
+    (code -> scale position, -1 for NA) and ``human_value``/``judge_value`` (option values;
+    the judge's continuous ensemble value when it has one; NaN for NA).
+    ``cal_*`` hold the (item, human 0/1, P(MET)) triples for calibration (binary only).
+    """
+
+    key: str
+    index: int
+    criterion: Criterion
+    scale: Scale
+    labels: list[str]
+    item_pos: list[int] = field(default_factory=list)
+    human: list[int] = field(default_factory=list)
+    judge: list[int] = field(default_factory=list)
+    human_value: list[float] = field(default_factory=list)
+    judge_value: list[float] = field(default_factory=list)
+    n_excluded: int = 0
+    position: list[int] = field(default_factory=list)
+    cal_item_pos: list[int] = field(default_factory=list)
+    cal_y: list[int] = field(default_factory=list)
+    cal_p: list[float] = field(default_factory=list)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(item_pos, human, judge)`` as integer arrays of shape (n_pairs,)."""
+        return (np.asarray(self.item_pos, dtype=int), np.asarray(self.human, dtype=int),
+                np.asarray(self.judge, dtype=int))
+
+
+@dataclass
+class AlignedData:
+    """Everything the metrics need, for one judge view.
+
+    ``human_score``/``judge_score``: item scores over the items in ``score_item_pos``.
+    """
+
+    item_ids: list[str]
+    criteria: list[CriterionPairs]
+    score_item_pos: list[int] = field(default_factory=list)
+    human_score: list[float] = field(default_factory=list)
+    judge_score: list[float] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def criterion_key(criterion: Criterion, index: int) -> str:
+    """The alignment key of a criterion: its name, else ``"criterion <index>"``."""
+    return criterion.name if criterion.name else f"criterion {index}"
+
+
+def _ca_mode(mode: CannotAssessMode | str) -> CannotAssessMode:
+    try:
+        return CannotAssessMode(mode)
+    except ValueError:
+        allowed = [m.value for m in CannotAssessMode]
+        raise InputError(f"cannot_assess must be one of {allowed}, got {mode!r}") from None
+
+
+def _na_mode(mode: NAMode | str) -> NAMode:
+    try:
+        return NAMode(mode)
+    except ValueError:
+        allowed = [m.value for m in NAMode]
+        raise InputError(f"na_mode must be one of {allowed}, got {mode!r}") from None
+
+
+def _mc_code(effective: Criterion, selected_index: int | None, na: bool) -> int:
+    na_index = effective.na_option_index
+    assert na_index is not None and effective.options is not None
+    if na or selected_index is None:
+        return na_index
+    if not 0 <= selected_index < len(effective.options):
+        raise InputError(f"criterion {effective.name!r}: selected index {selected_index} out of range")
+    return na_index if effective.options[selected_index].na else selected_index
+
+
+def _scale_of(criterion: Criterion) -> Scale:
+    if criterion.options is None:
+        return "binary"
+    return "ordinal" if criterion.scale_type == "ordinal" else "nominal"
+
+
+def _signature(criterion: Criterion) -> tuple[object, ...]:
+    if criterion.options is None:
+        return ("binary",)
+    return (criterion.scale_type, tuple(o.label for o in criterion.options))
+
+
+def binary_p_met(probabilities: dict[str, float] | None) -> float | None:
+    """P(MET) renormalised over MET and UNMET: ``p_MET / (p_MET + p_UNMET)``; ``None`` when
+    there are no probabilities or both are 0."""
+    if not probabilities:
+        return None
+    met, unmet = probabilities.get("MET", 0.0), probabilities.get("UNMET", 0.0)
+    return met / (met + unmet) if met + unmet > 0 else None
+
+
+def judge_code(
+    cr: EnsembleCriterionReport, effective: Criterion, judge: JudgeView
+) -> tuple[int, float | None, float | None] | None:
+    """The judge's code for one criterion report, with its continuous value (ordinal) and
+    P(MET) (binary); ``None`` when there is no usable verdict (failed call, judge absent)."""
+    if judge is None:
+        if cr.error is not None:
+            return None
+        if cr.final_verdict is not None:
+            return _BINARY_CODE[cr.final_verdict], None, binary_p_met(cr.label_probabilities)
+        mc = cr.final_multi_choice_verdict
+        if mc is None:
+            return None
+        code = _mc_code(effective, mc.selected_index, mc.na)
+        value = None if effective.options[code].na else mc.aggregated_value  # type: ignore[index]
+        return code, value, None
+    for vote in cr.votes:
+        if vote.judge_id == judge and vote.error is None:
+            return _BINARY_CODE[vote.verdict], None, binary_p_met(vote.label_probabilities)
+    for mvote in cr.multi_choice_votes:
+        if mvote.judge_id == judge and mvote.error is None:
+            code = _mc_code(effective, mvote.selected_index, mvote.na)
+            value = None if effective.options[code].na else mvote.value  # type: ignore[index]
+            return code, value, None
+    return None
+
+
+def human_code(effective: Criterion, truth: CriterionVerdict | str) -> int:
+    """The code of one ground-truth value (see the module docstring)."""
+    if effective.options is None:
+        return _BINARY_CODE[CriterionVerdict(truth)]
+    return _mc_code(effective, effective.find_option_by_label(str(truth)), False)
+
+
+def _new_pairs(key: str, index: int, criterion: Criterion) -> CriterionPairs:
+    scale = _scale_of(criterion)
+    if criterion.options is None:
+        return CriterionPairs(key, index, criterion, scale, list(BINARY_LABELS))
+    effective = criterion.with_guaranteed_na_option()
+    assert effective.options is not None
+    pairs = CriterionPairs(key, index, effective, scale, [o.label for o in effective.options])
+    scored = sorted((o.value, i) for i, o in enumerate(effective.options) if not o.na)
+    position = [-1] * len(effective.options)
+    for rank, (_, i) in enumerate(scored):
+        position[i] = rank
+    pairs.position = position
+    return pairs
+
+
+def _apply_mode(pairs: CriterionPairs, h: int, j: int, ca: CannotAssessMode,
+                na: NAMode) -> tuple[int, int] | None:
+    crit = pairs.criterion
+    if crit.options is None:
+        if ca is CannotAssessMode.EXCLUDE and CANNOT_ASSESS in (h, j):
+            return None
+        if ca is CannotAssessMode.AS_UNMET:
+            h, j = (UNMET if h == CANNOT_ASSESS else h), (UNMET if j == CANNOT_ASSESS else j)
+        return h, j
+    na_index = crit.na_option_index
+    if na is NAMode.EXCLUDE and na_index in (h, j):
+        return None
+    if na is NAMode.AS_UNMET:
+        worst, _ = crit.worst_scored_option()
+        h, j = (worst if h == na_index else h), (worst if j == na_index else j)
+    return h, j
+
+
+def align(
+    eval_result: EvalResult,
+    dataset: RubricDataset,
+    judge: JudgeView = None,
+    cannot_assess: CannotAssessMode | str = CannotAssessMode.EXCLUDE,
+    na_mode: NAMode | str = NAMode.EXCLUDE,
+    score_of: Callable[[EnsembleEvaluationReport], float | None] | None = None,
+) -> AlignedData:
+    """Pair every judged criterion and item score with its ground truth.
+
+    Parameters
+    ----------
+    eval_result : EvalResult
+    dataset : RubricDataset
+        The dataset the run graded, with ground truth.
+    judge : str or None
+        ``None``: the final (ensemble) verdicts and ``report.score``; a judge id: that
+        judge's votes and ``report.judge_scores[judge]``.
+    cannot_assess, na_mode : CannotAssessMode, NAMode or their string values
+
+    Raises
+    ------
+    InputError
+        Result and dataset do not match, an unknown mode, or criteria sharing a key differ.
+    """
+    ca, na = _ca_mode(cannot_assess), _na_mode(na_mode)
+    results = list(eval_result.item_results)
+    if len(results) > len(dataset):
+        raise InputError(
+            f"the result has {len(results)} items but the dataset has {len(dataset)}; "
+            "pass the dataset the run graded"
+        )
+    seen: set[int] = set()
+    for r in results:
+        if not 0 <= r.item_idx < len(dataset) or r.item_idx in seen:
+            raise InputError(f"result item_idx {r.item_idx} is out of range or repeated")
+        seen.add(r.item_idx)
+        if r.item.submission != dataset[r.item_idx].submission:
+            raise InputError(f"item {r.item_idx}: the result's submission differs from the dataset's")
+    data = AlignedData(item_ids=[], criteria=[])
+    by_key: dict[str, CriterionPairs] = {}
+    signatures: dict[str, tuple[object, ...]] = {}
+    n_no_truth = n_failed = n_failed_criteria = 0
+    for r in sorted(results, key=lambda r: r.item_idx):
+        truth = dataset[r.item_idx].ground_truth
+        if truth is None:
+            n_no_truth += 1
+            continue
+        report = r.report
+        if report.score is None or report.report is None:
+            n_failed += 1
+            continue
+        rubric = dataset.get_item_rubric(r.item_idx)
+        if len(report.report) != len(rubric) or len(truth) != len(rubric):
+            raise InputError(
+                f"item {r.item_idx}: rubric has {len(rubric)} criteria, report "
+                f"{len(report.report)}, ground truth {len(truth)}"
+            )
+        pos = len(data.item_ids)
+        data.item_ids.append(r.item_id or f"item-{r.item_idx}")
+        for index, (criterion, cr, gt) in enumerate(zip(rubric, report.report, truth)):
+            key = criterion_key(criterion, index)
+            sig = _signature(criterion)
+            if key not in by_key:
+                by_key[key] = _new_pairs(key, index, criterion)
+                signatures[key] = sig
+                data.criteria.append(by_key[key])
+            elif signatures[key] != sig:
+                raise InputError(
+                    f"item {r.item_idx}: criterion {key!r} differs from an earlier item's "
+                    "criterion of the same key; name per-item criteria distinctly"
+                )
+            pairs = by_key[key]
+            h = human_code(pairs.criterion, gt)
+            got = judge_code(cr, pairs.criterion, judge)
+            if got is None:
+                pairs.n_excluded += 1
+                n_failed_criteria += 1
+                continue
+            j, j_value, p_met = got
+            if p_met is not None and h != CANNOT_ASSESS:
+                pairs.cal_item_pos.append(pos)
+                pairs.cal_y.append(int(h == MET))
+                pairs.cal_p.append(p_met)
+            elif p_met is not None and ca is CannotAssessMode.AS_UNMET:
+                pairs.cal_item_pos.append(pos)
+                pairs.cal_y.append(0)
+                pairs.cal_p.append(p_met)
+            mapped = _apply_mode(pairs, h, j, ca, na)
+            if mapped is None:
+                pairs.n_excluded += 1
+                continue
+            mh, mj = mapped
+            pairs.item_pos.append(pos)
+            pairs.human.append(mh)
+            pairs.judge.append(mj)
+            if pairs.scale == "ordinal":
+                opts = pairs.criterion.options
+                assert opts is not None
+                pairs.human_value.append(np.nan if opts[mh].na else opts[mh].value)
+                if opts[mj].na:
+                    pairs.judge_value.append(np.nan)
+                else:
+                    remapped = mj != j
+                    pairs.judge_value.append(
+                        opts[mj].value if remapped or j_value is None else j_value)
+        score = report.score if score_of is None else score_of(report)
+        if score is None:
+            continue
+        rubric_score = dataset.compute_weighted_score(list(truth), rubric=rubric)
+        data.score_item_pos.append(pos)
+        data.human_score.append(float(rubric_score))
+        data.judge_score.append(float(score))
+    who = "the ensemble" if judge is None else f"judge {judge!r}"
+    if len(results) < len(dataset):
+        data.warnings.append(f"{len(dataset) - len(results)} dataset item(s) not in the result "
+                             "(not graded) left out")
+    if n_no_truth:
+        data.warnings.append(f"{n_no_truth} item(s) without ground truth left out")
+    if n_failed:
+        data.warnings.append(f"{n_failed} failed item(s) left out ({who})")
+    if n_failed_criteria:
+        data.warnings.append(
+            f"{n_failed_criteria} criterion judgment(s) without a verdict (failed call) "
+            f"left out ({who})"
+        )
+    return data

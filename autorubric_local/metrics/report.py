@@ -1,0 +1,157 @@
+"""Presenting a :class:`MetricsResult`: readable text, a long-format DataFrame, JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from autorubric_local.metrics.types import (
+    BootstrapResult,
+    CorrelationResult,
+    MetricsResult,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["summary", "to_dataframe", "to_file"]
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1%}"
+
+
+def _num(v: float | None, digits: int = 3) -> str:
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+def _corr(c: CorrelationResult | None) -> str:
+    if c is None:
+        return "n/a"
+    p = "" if c.p_value is None else f" (p={c.p_value:.3g})"
+    return f"{c.coefficient:.3f}{p}"
+
+
+def _ci(b: BootstrapResult | None, pct: bool = False) -> str:
+    if b is None:
+        return "n/a"
+    fmt = _pct if pct else _num
+    return f"[{fmt(b.ci.lower)}, {fmt(b.ci.upper)}]"
+
+
+def summary(m: MetricsResult) -> str:
+    """Multi-line text: headline agreement, score-level figures, bias, calibration,
+    bootstrap intervals, per-criterion lines, inter-judge and per-judge lines, warnings."""
+    lines = [
+        (f"Metrics over {m.n_items} items, {m.n_criteria} criteria "
+        f"(CANNOT_ASSESS: {m.cannot_assess_mode}, NA: {m.na_mode})"),
+        "",
+        "Criterion agreement:",
+        f"  Accuracy:  {_pct(m.criterion_accuracy)}",
+        (f"  Precision: {_pct(m.criterion_precision)}  Recall: {_pct(m.criterion_recall)}  "
+        f"F1: {_pct(m.criterion_f1)}  (MET positive, binary criteria)"),
+        f"  Mean kappa: {_num(m.mean_kappa)}",
+        "",
+        "Score agreement:",
+        f"  RMSE: {_num(m.score_rmse, 4)}  MAE: {_num(m.score_mae, 4)}",
+        (f"  Spearman: {_corr(m.score_spearman)}  Kendall: {_corr(m.score_kendall)}  "
+        f"Pearson: {_corr(m.score_pearson)}"),
+    ]
+    if m.score_emd is not None and m.score_ks is not None:
+        lines.append(f"  EMD: {m.score_emd.distance:.4f}  KS: {m.score_ks.statistic:.3f} "
+                     f"(p={m.score_ks.p_value:.3g})")
+    if m.bias is not None:
+        b = m.bias
+        ci = "" if b.ci is None else f" [{b.ci.lower:+.4f}, {b.ci.upper:+.4f}]"
+        direction = "lenient" if b.mean_bias > 0 else "harsh" if b.mean_bias < 0 else "unbiased"
+        sig = "" if b.p_value is None else f", p={b.p_value:.3g}, d={_num(b.effect_size)}"
+        lines.append(f"  Bias (judge - human): {b.mean_bias:+.4f}{ci} ({direction}{sig})")
+    if m.calibration is not None:
+        c = m.calibration
+        lines += ["", f"Calibration of P(MET) (n={c.n}):",
+                  (f"  Brier: {c.brier_score:.4f}  Log loss: {c.log_loss:.4f}  "
+                  f"ECE: {c.ece:.4f}  AUROC: {_num(c.auroc)}")]
+    if m.bootstrap is not None:
+        bs = m.bootstrap
+        lines += ["", f"Bootstrap CIs ({bs.confidence_level:.0%}, {bs.n_bootstrap} resamples):",
+                  f"  Accuracy: {_ci(bs.get('criterion_accuracy'), True)}",
+                  f"  Kappa:    {_ci(bs.get('mean_kappa'))}",
+                  f"  RMSE:     {_ci(bs.get('score_rmse'))}",
+                  f"  Spearman: {_ci(bs.get('score_spearman'))}"]
+    lines += ["", "Per criterion:"]
+    for c in m.per_criterion:
+        parts = [f"n={c.support}", f"acc={_pct(c.accuracy)}", f"kappa={_num(c.kappa)}"]
+        if c.scale == "binary":
+            parts.append(f"F1={_pct(c.f1)}")
+        if c.scale == "ordinal":
+            parts += [f"adj={_pct(c.adjacent_accuracy)}", f"QWK={_num(c.weighted_kappa)}",
+                      f"MAE={_num(c.mae)}"]
+        if c.n_excluded:
+            parts.append(f"excluded={c.n_excluded}")
+        lines.append(f"  {c.name} [{c.scale}]: " + ", ".join(parts))
+    if m.inter_judge is not None:
+        ij = m.inter_judge
+        lines += ["", (f"Inter-judge ({', '.join(ij.judges)}): mean alpha {_num(ij.mean_alpha)}, "
+                  f"mean Fleiss kappa {_num(ij.mean_fleiss_kappa)}")]
+    if m.per_judge:
+        lines += ["", "Per judge:"]
+        for jid, jm in m.per_judge.items():
+            lines.append(f"  {jid}: accuracy={_pct(jm.criterion_accuracy)}, "
+                         f"kappa={_num(jm.mean_kappa)}, RMSE={_num(jm.score_rmse, 4)}")
+    if m.warnings:
+        lines += ["", "Warnings:"] + [f"  - {w}" for w in m.warnings]
+    return "\n".join(lines)
+
+
+def _rows(m: MetricsResult) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+
+    def add(level: str, name: str, metric: str, value: Any, boot: BootstrapResult | None = None) -> None:
+        if isinstance(value, CorrelationResult):
+            value = value.coefficient
+        rows.append({"level": level, "name": name, "metric": metric, "value": value,
+                     "ci_lower": boot.ci.lower if boot else None,
+                     "ci_upper": boot.ci.upper if boot else None})
+
+    boot = m.bootstrap
+    for metric in ("criterion_accuracy", "criterion_precision", "criterion_recall", "criterion_f1",
+                   "mean_kappa", "score_rmse", "score_mae", "score_spearman", "score_kendall",
+                   "score_pearson"):
+        add("aggregate", "all", metric, getattr(m, metric), boot.get(metric) if boot else None)
+    if m.bias is not None:
+        add("aggregate", "all", "bias", m.bias.mean_bias, boot.get("bias") if boot else None)
+    if m.calibration is not None:
+        for metric in ("brier_score", "log_loss", "ece", "auroc"):
+            add("aggregate", "all", metric, getattr(m.calibration, metric))
+    for c in m.per_criterion:
+        cb = boot.per_criterion.get(c.name, {}) if boot else {}
+        for metric in ("support", "accuracy", "kappa", "precision", "recall", "f1",
+                       "weighted_kappa", "adjacent_accuracy", "spearman", "kendall", "rmse", "mae"):
+            value = getattr(c, metric)
+            if value is not None:
+                add("criterion", c.name, metric, value, cb.get(metric))
+    for jid, jm in (m.per_judge or {}).items():
+        for metric in ("criterion_accuracy", "criterion_precision", "criterion_recall",
+                       "criterion_f1", "mean_kappa", "score_rmse", "score_mae", "score_spearman",
+                       "score_kendall", "score_pearson"):
+            add("judge", jid, metric, getattr(jm, metric))
+    if m.inter_judge is not None:
+        for ic in m.inter_judge.per_criterion:
+            add("inter_judge", ic.name, "krippendorff_alpha", ic.alpha)
+            add("inter_judge", ic.name, "fleiss_kappa", ic.fleiss_kappa)
+    return rows
+
+
+def to_dataframe(m: MetricsResult) -> pd.DataFrame:
+    """Long format: columns ``level``, ``name``, ``metric``, ``value``, ``ci_lower``,
+    ``ci_upper``; levels ``aggregate``, ``criterion``, ``judge``, ``inter_judge``."""
+    import pandas as pd
+
+    return pd.DataFrame(_rows(m), columns=["level", "name", "metric", "value", "ci_lower", "ci_upper"])
+
+
+def to_file(m: MetricsResult, path: str | Path) -> None:
+    """Write ``m`` as indented JSON, creating parent folders."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(m.model_dump_json(indent=2), encoding="utf-8")

@@ -1,0 +1,483 @@
+"""Result types of the agreement metrics (spec README ``001_732b54dc4a0c7747.txt``,
+"Evaluation Metrics" / "MetricsResult Fields"; extensions marked below).
+
+Every result is an immutable pydantic model, so it serialises to JSON unchanged
+(:meth:`MetricsResult.to_file`) and reloads with ``MetricsResult.model_validate_json``.
+
+Conventions
+-----------
+- A figure that is undefined for the data (zero denominator, a constant rater, fewer than
+  two items) is ``None``, never NaN, and the reason is appended to ``warnings`` of the
+  enclosing :class:`MetricsResult`.
+- ``*_score``/accuracy/kappa/correlation: higher is better. ``*_error``, RMSE, MAE, Brier,
+  log loss, ECE: lower is better.
+- "Judge" is the system under test (the ensemble's final verdict, or one judge in
+  :class:`JudgeMetrics`); "human" is the dataset's ground truth. Bias is judge minus human.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = [
+    "BiasResult",
+    "BootstrapResult",
+    "BootstrapResults",
+    "CalibrationResult",
+    "CannotAssessMode",
+    "ConfidenceInterval",
+    "CorrelationResult",
+    "CriterionMetrics",
+    "DistributionResult",
+    "EMDResult",
+    "InterJudgeCriterion",
+    "InterJudgeResult",
+    "JudgeMetrics",
+    "KSTestResult",
+    "MetricsResult",
+    "NAMode",
+    "OptionMetrics",
+    "ReliabilityBin",
+    "Scale",
+]
+
+Scale = Literal["binary", "ordinal", "nominal"]
+"""Kind of a criterion for metrics: binary (MET/UNMET), or a multi-choice scale."""
+
+
+class _Mode(str, Enum):
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        if isinstance(value, str):
+            lowered = value.strip().lower()
+            for member in cls:
+                if member.value == lowered:
+                    return member
+        return None
+
+
+class CannotAssessMode(_Mode):
+    """How a binary CANNOT_ASSESS (on either side of a human/judge pair) is counted.
+
+    - ``EXCLUDE`` (default): drop the pair. The number dropped is reported per criterion
+      (``CriterionMetrics.n_excluded``).
+    - ``AS_CATEGORY``: CANNOT_ASSESS is a third class: it counts in accuracy, kappa and the
+      3x3 confusion matrix; for precision/recall/F1 (MET positive) it is a negative.
+    - ``AS_UNMET``: CANNOT_ASSESS becomes UNMET on both sides (literal UNMET, whatever the
+      criterion's weight sign).
+
+    Lookup by value ignores case: ``CannotAssessMode("EXCLUDE")``.
+    """
+
+    EXCLUDE = "exclude"
+    AS_CATEGORY = "as_category"
+    AS_UNMET = "as_unmet"
+
+
+class NAMode(_Mode):
+    """How a multi-choice NA option (or an abstain with no option) is counted.
+
+    - ``EXCLUDE`` (default): drop the pair when either side is NA.
+    - ``AS_CATEGORY``: NA is one more class for accuracy, kappa, per-option metrics and the
+      confusion matrix; ordinal-only figures (weighted kappa, adjacent accuracy, rank
+      correlations, RMSE/MAE) still leave NA pairs out, as NA has no position on the scale.
+    - ``AS_UNMET``: NA becomes the criterion's score-minimising scored option
+      (:meth:`Criterion.worst_scored_option`, the same remap scoring uses), on both sides.
+    """
+
+    EXCLUDE = "exclude"
+    AS_CATEGORY = "as_category"
+    AS_UNMET = "as_unmet"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ConfidenceInterval(_Frozen):
+    """A two-sided interval ``[lower, upper]`` at ``confidence_level`` (in (0, 1))."""
+
+    lower: float
+    upper: float
+    confidence_level: float
+
+
+class CorrelationResult(_Frozen):
+    """A correlation coefficient in [-1, 1] with its two-sided p-value and sample size.
+
+    ``p_value`` is ``None`` when the library gives none (n < 3 for some tests).
+    """
+
+    coefficient: float
+    p_value: float | None
+    n: int
+
+
+class BiasResult(_Frozen):
+    """Systematic bias of judge scores relative to human scores (paired, per item).
+
+    Attributes
+    ----------
+    mean_bias : float
+        ``mean(judge - human)``; positive means the judge is more lenient.
+    std_bias : float or None
+        Sample standard deviation (ddof=1) of the differences; ``None`` when n < 2.
+    ci : ConfidenceInterval or None
+        Student-t interval for the mean difference; ``None`` when n < 2.
+    t_statistic, p_value : float or None
+        Paired t-test (``scipy.stats.ttest_rel``); ``None`` when n < 2 or all
+        differences are equal (zero variance).
+    effect_size : float or None
+        Cohen's d_z = mean / std of the differences; ``None`` when std is 0 or undefined.
+    significant : bool or None
+        ``p_value < 1 - confidence_level``; ``None`` when there is no p-value.
+    n : int
+        Number of paired items.
+    """
+
+    mean_bias: float
+    std_bias: float | None
+    ci: ConfidenceInterval | None
+    t_statistic: float | None
+    p_value: float | None
+    effect_size: float | None
+    significant: bool | None
+    n: int
+
+
+class EMDResult(_Frozen):
+    """Earth mover's (1-Wasserstein) distance between two score samples, in score units
+    (0 = identical distributions; at most 1 for normalised scores)."""
+
+    distance: float
+    n_judge: int
+    n_human: int
+
+
+class KSTestResult(_Frozen):
+    """Two-sample Kolmogorov-Smirnov test: statistic in [0, 1] and p-value."""
+
+    statistic: float
+    p_value: float
+    n_judge: int
+    n_human: int
+
+
+class DistributionResult(_Frozen):
+    """Summary of one score sample: moments, quartiles and a histogram.
+
+    ``histogram[k]`` counts scores in ``[bin_edges[k], bin_edges[k+1])`` (the last bin is
+    closed); ``std`` is the sample standard deviation (``None`` when n < 2).
+    """
+
+    n: int
+    mean: float
+    std: float | None
+    min: float
+    q25: float
+    median: float
+    q75: float
+    max: float
+    histogram: list[int]
+    bin_edges: list[float]
+
+
+class ReliabilityBin(_Frozen):
+    """One bin of a reliability diagram: predictions with P(MET) in ``[lower, upper)``
+    (the last bin is closed). ``mean_confidence``/``fraction_positive`` are ``None`` for an
+    empty bin."""
+
+    lower: float
+    upper: float
+    count: int
+    mean_confidence: float | None
+    fraction_positive: float | None
+
+
+class CalibrationResult(_Frozen):
+    """Extension: calibration of the judge's P(MET) against human MET/UNMET labels.
+
+    P(MET) is ``label_probabilities["MET"] / (label_probabilities["MET"] +
+    label_probabilities["UNMET"])``: the probability renormalised over the two scored
+    outcomes, so the CANNOT_ASSESS mass does not count. Pairs without probabilities are
+    left out.
+
+    Attributes
+    ----------
+    n : int
+        Number of (P(MET), human label) pairs.
+    base_rate : float
+        Fraction of human MET labels.
+    mean_confidence : float
+        Mean P(MET).
+    brier_score : float
+        ``mean((p - y)^2)``, in [0, 1], lower is better.
+    log_loss : float
+        ``-mean(y log p + (1 - y) log(1 - p))`` with p clipped to [1e-15, 1 - 1e-15].
+    ece : float
+        Expected calibration error over ``bins``: ``sum_b (n_b / n) |frac_pos_b - conf_b|``
+        (Naeini et al., 2015; Guo et al., 2017), in [0, 1].
+    auroc : float or None
+        Area under the ROC curve of P(MET) for human MET; ``None`` when the human labels
+        have one class only.
+    bins : list of ReliabilityBin
+        Equal-width bins over [0, 1].
+    """
+
+    n: int
+    base_rate: float
+    mean_confidence: float
+    brier_score: float
+    log_loss: float
+    ece: float
+    auroc: float | None
+    bins: list[ReliabilityBin]
+
+
+class OptionMetrics(_Frozen):
+    """One-vs-rest precision, recall and F1 of one option (``None`` when the denominator is
+    0), and its support (number of human labels with this option)."""
+
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    support: int
+
+
+class CriterionMetrics(_Frozen):
+    """Agreement on one criterion (pairs aligned across items by criterion key).
+
+    Attributes
+    ----------
+    name : str
+        The criterion key: its name, or ``"criterion <i>"`` (0-based position) when unnamed.
+    index : int
+        Position of the criterion in the rubric where it first occurs.
+    scale : {"binary", "ordinal", "nominal"}
+    support : int
+        Number of (human, judge) pairs used.
+    n_excluded : int
+        Pairs dropped by the CANNOT_ASSESS / NA mode, or because the judgment failed.
+    labels : list of str
+        Class labels, the row/column order of ``confusion_matrix``.
+    confusion_matrix : list of list of int, shape (n_labels, n_labels)
+        Rows: human label; columns: judge label.
+    accuracy : float or None
+        Exact agreement, in [0, 1].
+    kappa : float or None
+        Cohen's kappa (unweighted), in [-1, 1].
+    precision, recall, f1 : float or None
+        Binary only: MET is the positive class.
+    weighted_kappa : float or None
+        Ordinal only: quadratic-weighted kappa over scale positions.
+    adjacent_accuracy : float or None
+        Ordinal only: fraction of pairs at most one scale position apart.
+    spearman, kendall : CorrelationResult or None
+        Ordinal only: rank correlation of option values.
+    rmse, mae : float or None
+        Ordinal only: errors of option values (the judge's continuous ensemble value when
+        it has one).
+    per_option : dict of str to OptionMetrics or None
+        Nominal only: one-vs-rest metrics per option label.
+    calibration : CalibrationResult or None
+        Binary only (extension): see :class:`CalibrationResult`.
+    """
+
+    name: str
+    index: int
+    scale: Scale
+    support: int
+    n_excluded: int = 0
+    labels: list[str]
+    confusion_matrix: list[list[int]]
+    accuracy: float | None = None
+    kappa: float | None = None
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    weighted_kappa: float | None = None
+    adjacent_accuracy: float | None = None
+    spearman: CorrelationResult | None = None
+    kendall: CorrelationResult | None = None
+    rmse: float | None = None
+    mae: float | None = None
+    per_option: dict[str, OptionMetrics] | None = None
+    calibration: CalibrationResult | None = None
+
+
+class BootstrapResult(_Frozen):
+    """Percentile bootstrap interval of one metric.
+
+    ``estimate`` is the metric on the full data; ``std_error`` the standard deviation of the
+    resampled values; ``n_valid`` how many resamples gave a defined value (the interval uses
+    only those).
+    """
+
+    estimate: float | None
+    ci: ConfidenceInterval
+    std_error: float
+    n_valid: int
+
+
+class BootstrapResults(_Frozen):
+    """Bootstrap intervals (items resampled with replacement) for the headline metrics.
+
+    ``metrics`` is keyed by headline field name (``criterion_accuracy``, ``mean_kappa``,
+    ``score_rmse``, ``score_spearman``, ``bias``...); ``per_criterion[name]`` by the
+    criterion's metric name (``accuracy``, ``kappa``, ``weighted_kappa``...). A metric
+    undefined in every resample is left out (and named in the warnings).
+    """
+
+    n_bootstrap: int
+    confidence_level: float
+    seed: int | None
+    metrics: dict[str, BootstrapResult] = Field(default_factory=dict)
+    per_criterion: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
+
+    def get(self, name: str) -> BootstrapResult | None:
+        """The interval of headline metric ``name``, or ``None``."""
+        return self.metrics.get(name)
+
+
+class JudgeMetrics(_Frozen):
+    """Agreement of one ensemble judge with the humans (its own votes and ``judge_scores``).
+
+    Fields mean what they mean in :class:`MetricsResult`; votes from failed calls are left
+    out.
+    """
+
+    judge_id: str
+    criterion_accuracy: float | None
+    criterion_precision: float | None
+    criterion_recall: float | None
+    criterion_f1: float | None
+    mean_kappa: float | None
+    score_rmse: float | None
+    score_mae: float | None
+    score_spearman: CorrelationResult | None
+    score_kendall: CorrelationResult | None
+    score_pearson: CorrelationResult | None
+    n_items: int
+    per_criterion: list[CriterionMetrics]
+
+
+class InterJudgeCriterion(_Frozen):
+    """Agreement among ensemble judges on one criterion (no human labels involved).
+
+    ``alpha``: Krippendorff's alpha (``krippendorff`` package; nominal for binary/nominal,
+    ordinal for ordinal criteria), in [-1, 1]. ``fleiss_kappa``: Fleiss' kappa over the
+    items every judge rated. Each ``None`` when undefined (a single category observed, or
+    fewer than 2 units).
+    """
+
+    name: str
+    scale: Scale
+    level_of_measurement: Literal["nominal", "ordinal"]
+    alpha: float | None
+    fleiss_kappa: float | None
+    n_items: int
+    n_judges: int
+
+
+class InterJudgeResult(_Frozen):
+    """Inter-judge reliability of an ensemble: per criterion and averaged over criteria
+    where defined."""
+
+    judges: list[str]
+    per_criterion: list[InterJudgeCriterion]
+    mean_alpha: float | None
+    mean_fleiss_kappa: float | None
+
+
+class MetricsResult(_Frozen):
+    """Judge-vs-human agreement of an evaluation run (spec "MetricsResult Fields").
+
+    Headline figures are ``None`` (never NaN) when undefined, with the reason in
+    ``warnings``.
+
+    Attributes
+    ----------
+    criterion_accuracy : float or None
+        Exact agreement pooled over every (item, criterion) pair, binary and multi-choice.
+    criterion_precision, criterion_recall, criterion_f1 : float or None
+        Pooled over binary criteria; MET is the positive class.
+    mean_kappa : float or None
+        Mean of the per-criterion (unweighted) Cohen's kappa, over criteria where defined.
+    per_criterion : list of CriterionMetrics
+    score_rmse, score_mae : float or None
+        Errors of the item score (judge's ``report.score`` vs the ground truth scored with
+        the same rubric, ``compute_weighted_score``, CANNOT_ASSESS skipped).
+    score_spearman, score_kendall, score_pearson : CorrelationResult or None
+    bias : BiasResult or None
+    bootstrap : BootstrapResults or None
+        When ``bootstrap=True``.
+    per_judge : dict of str to JudgeMetrics or None
+        When ``per_judge=True``.
+    inter_judge : InterJudgeResult or None
+        Extension: Krippendorff's alpha and Fleiss' kappa among ensemble judges (2+ judges).
+    calibration : CalibrationResult or None
+        Extension: P(MET) calibration pooled over binary criteria.
+    score_emd, score_ks : EMDResult, KSTestResult or None
+        Distribution comparison of judge and human scores.
+    judge_score_distribution, human_score_distribution : DistributionResult or None
+    n_items : int
+        Items compared (graded, with ground truth).
+    n_criteria : int
+        Distinct criterion keys.
+    cannot_assess_mode, na_mode : str
+        The modes used.
+    warnings : list of str
+    """
+
+    criterion_accuracy: float | None
+    criterion_precision: float | None
+    criterion_recall: float | None
+    criterion_f1: float | None
+    mean_kappa: float | None
+    per_criterion: list[CriterionMetrics]
+    score_rmse: float | None
+    score_mae: float | None
+    score_spearman: CorrelationResult | None
+    score_kendall: CorrelationResult | None
+    score_pearson: CorrelationResult | None
+    bias: BiasResult | None
+    bootstrap: BootstrapResults | None = None
+    per_judge: dict[str, JudgeMetrics] | None = None
+    inter_judge: InterJudgeResult | None = None
+    calibration: CalibrationResult | None = None
+    score_emd: EMDResult | None = None
+    score_ks: KSTestResult | None = None
+    judge_score_distribution: DistributionResult | None = None
+    human_score_distribution: DistributionResult | None = None
+    n_items: int
+    n_criteria: int
+    cannot_assess_mode: str = CannotAssessMode.EXCLUDE.value
+    na_mode: str = NAMode.EXCLUDE.value
+    warnings: list[str] = Field(default_factory=list)
+
+    def summary(self) -> str:
+        """A readable multi-line text summary (see :mod:`autorubric_local.metrics.report`)."""
+        from autorubric_local.metrics.report import summary
+
+        return summary(self)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per figure: columns ``level`` (aggregate / criterion / judge /
+        inter_judge / bootstrap), ``name``, ``metric``, ``value``, ``ci_lower``,
+        ``ci_upper``."""
+        from autorubric_local.metrics.report import to_dataframe
+
+        return to_dataframe(self)
+
+    def to_file(self, path: str | Path) -> None:
+        """Write the result as JSON (reload with ``MetricsResult.model_validate_json``)."""
+        from autorubric_local.metrics.report import to_file
+
+        to_file(self, path)

@@ -1,0 +1,66 @@
+"""``autorubric-local metrics`` with a stubbed loader (the command is a thin wrapper)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from test_metrics_support import BIN, ORD, make_run
+
+from autorubric_local.cli import main
+from autorubric_local.errors import InputError
+from autorubric_local.metrics import load_metrics
+from autorubric_local.store import open_db
+
+
+@pytest.fixture
+def stored_run(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    db_path = tmp_path / "results.sqlite"
+    open_db(db_path).close()
+    res, ds = make_run([BIN, ORD], [["MET", "L1"], ["UNMET", "L2"], ["MET", "L3"], ["UNMET", "L0"]],
+                       [["MET", "L1"], ["MET", "L2"], ["MET", "L2"], ["UNMET", "L1"]],
+                       p_met=[[0.8, None], [0.6, None], [0.9, None], [0.1, None]])
+    res.run_id, res.db_path = "run-x", str(db_path)
+    calls = []
+
+    def fake_load(path, run=None):  # type: ignore[no-untyped-def]
+        calls.append((str(path), run))
+        if run == "missing":
+            raise InputError("no run named 'missing'")
+        return res, ds
+
+    monkeypatch.setattr("autorubric_local.runner.load.load_result", fake_load)
+    return db_path, calls
+
+
+def test_help_has_example() -> None:
+    out = CliRunner().invoke(main, ["metrics", "--help"])
+    assert out.exit_code == 0 and "Example:" in out.output
+
+
+def test_prints_summary_saves_and_plots(stored_run, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    db_path, calls = stored_run
+    out = CliRunner().invoke(main, ["metrics", str(db_path), "--run", "r1", "--bootstrap",
+                                    "--n-bootstrap", "30", "--seed", "1",
+                                    "--plot", str(tmp_path / "plots")])
+    assert out.exit_code == 0, out.output
+    assert "Accuracy:" in out.output and "Bootstrap CIs" in out.output
+    assert calls == [(str(db_path), "r1")]
+    assert load_metrics(open_db(db_path), "run-x") is not None
+    assert (tmp_path / "plots" / "reliability.png").exists()
+
+
+def test_json_and_no_save(stored_run) -> None:  # type: ignore[no-untyped-def]
+    db_path, _ = stored_run
+    out = CliRunner().invoke(main, ["metrics", str(db_path), "--json", "--no-save"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["n_items"] == 4
+    assert load_metrics(open_db(db_path), "run-x") is None
+
+
+def test_library_error_is_clean(stored_run) -> None:  # type: ignore[no-untyped-def]
+    db_path, _ = stored_run
+    out = CliRunner().invoke(main, ["metrics", str(db_path), "--run", "missing"])
+    assert out.exit_code == 1
+    assert "no run named 'missing'" in out.output and "Traceback" not in out.output
