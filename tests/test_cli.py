@@ -93,7 +93,8 @@ def test_group_help_has_an_example(runner: CliRunner) -> None:
 def test_grade_help_documents_every_option(runner: CliRunner) -> None:
     result = invoke(runner, "grade", "--help")
     for option in ("--model", "--db", "--mode", "--explanation-first", "--seed", "--no-shuffle",
-                   "--limit", "--run", "--resume", "--no-resume", "--chunk-judgments", "--json"):
+                   "--limit", "--run", "--resume", "--no-resume", "--chunk-judgments", "--json",
+                   "--judges", "--permutations"):
         assert option in result.output
 
 
@@ -290,3 +291,47 @@ def test_grade_prints_the_timing_summary(graded_db: tuple[Path, Result]) -> None
     _, result = graded_db
     for part in ("items/s", "judgments/s", "s wall", "p95", "results in"):
         assert part in result.stderr
+
+
+# ------------------------------------------------------------------------------- ensembles
+
+
+def test_grade_with_a_judges_file_and_cyclic_permutations(runner: CliRunner, tmp_path: Path, tiny_model_dir: Path) -> None:
+    judges = tmp_path / "judges.yaml"
+    judges.write_text(
+        f"judges:\n  - judge_id: a\n    model: {tiny_model_dir}\n"
+        f"  - judge_id: b\n    model: {tiny_model_dir}\n    weight: 2\n    system_prompt: Grade strictly.\n"
+        "aggregation: weighted\n",
+        encoding="utf-8",
+    )
+    db_path = tmp_path / "r.sqlite"
+    result = invoke_grade(runner, RUBRIC_FILE, DATA_FILE, "--judges", judges, "--permutations", "cyclic",
+                          "--db", db_path, "--limit", "1", "--json", "--seed", "3")
+    assert result.exit_code == 0, result.output
+    (item,) = json.loads(result.stdout)
+    assert set(item["judge_scores"]) == {"a", "b"}
+    for criterion in item["criteria"]:
+        assert [v["judge_id"] for v in criterion["votes"]] == ["a", "b"]
+        assert [v["weight"] for v in criterion["votes"]] == [1.0, 2.0]
+    rubric = Rubric.from_file(str(RUBRIC_FILE))
+    rows = list(sqlite_utils.Database(db_path)["judgments"].rows)
+    per_judge = sum(len(c.options) if c.options else 1 for c in rubric.rubric)
+    assert len(rows) == 2 * per_judge  # one row per criterion x judge x rotation
+    assert {r["permutation_index"] for r in rows} == {0, 1, 2, 3}
+    run = next(iter(sqlite_utils.Database(db_path)["runs"].rows))
+    grader = json.loads(run["grader_json"])
+    assert grader["permutations"] == "cyclic" and grader["aggregation"] == "weighted"
+    assert [j["judge_id"] for j in grader["judges"]] == ["a", "b"]
+
+
+def test_model_and_judges_together_is_an_error(runner: CliRunner, tmp_path: Path) -> None:
+    judges = tmp_path / "judges.yaml"
+    judges.write_text("judges:\n  - model: smollm2-135m-instruct\n", encoding="utf-8")
+    result = invoke_grade(runner, RUBRIC_FILE, DATA_FILE, "--judges", judges, "--model", "x", "--db", tmp_path / "r.sqlite")
+    assert result.exit_code != 0
+    assert "give --model or --judges, not both" in result.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("judges:\n  - judge_id: a\n", encoding="utf-8")
+    result = invoke_grade(runner, RUBRIC_FILE, DATA_FILE, "--judges", bad, "--db", tmp_path / "r.sqlite")
+    assert result.exit_code != 0
+    assert f"{bad}: judges[0]: field 'model' is required" in result.output

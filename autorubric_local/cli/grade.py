@@ -18,9 +18,10 @@ from rich.table import Table
 
 from autorubric_local.cli.common import fail
 from autorubric_local.config import DEFAULT_MODEL, LLMConfig
-from autorubric_local.errors import AutorubricError
+from autorubric_local.errors import AutorubricError, InputError
 from autorubric_local.graders.criterion_grader import CriterionGrader
-from autorubric_local.reports import EnsembleCriterionReport, EnsembleEvaluationReport
+from autorubric_local.judges_file import load_judges_file
+from autorubric_local.reports import EnsembleCriterionReport, EnsembleEvaluationReport, JudgeVote, MultiChoiceJudgeVote
 from autorubric_local.rubric import Rubric
 from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
@@ -28,8 +29,13 @@ from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 @click.command()
 @click.argument("rubric_path", metavar="RUBRIC", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("data_path", metavar="DATA", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--model", "-m", default=DEFAULT_MODEL, show_default=True,
-              help="Preset name, Hugging Face model folder, or .gguf file.")
+@click.option("--model", "-m", default=None,
+              help=f"Preset name, Hugging Face model folder, or .gguf file [default: {DEFAULT_MODEL}].")
+@click.option("--judges", "judges_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Judge-panel file (YAML/JSON): an ensemble and its aggregation; see examples/judges.yaml.")
+@click.option("--permutations", type=click.Choice(["single", "cyclic"]), default=None,
+              help="cyclic: judge multi-choice criteria in every rotation of their options and vote on the "
+                   "averaged distribution (position-debiased). [default: single, or the judges file's]")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
               default=Path("results.sqlite"), show_default=True, help="SQLite file for results.")
 @click.option("--mode", type=click.Choice(["score", "explain"]), default="score", show_default=True,
@@ -49,7 +55,9 @@ from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 def grade(
     rubric_path: Path,
     data_path: Path,
-    model: str,
+    model: str | None,
+    judges_path: Path | None,
+    permutations: str | None,
     db_path: Path,
     mode: str,
     explanation_first: bool,
@@ -72,6 +80,10 @@ def grade(
     Example:
 
         autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl --run battery-v1
+
+    An ensemble of judges, every option rotation:
+
+        autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl --judges examples/judges.yaml --permutations cyclic
     """
     from autorubric_local.runner import EvalConfig, EvalRunner
     from autorubric_local.submissions import load_grading_data
@@ -85,9 +97,10 @@ def grade(
         dataset = load_grading_data(data_path, rubric)
         if limit is not None:
             dataset.items = dataset.items[:limit]
-        grader = _make_grader(model, mode, explanation_first, seed, not no_shuffle)
+        grader = _make_grader(model, judges_path, permutations, mode, explanation_first, seed, not no_shuffle)
         started = time.perf_counter()
-        with console.status(f"loading judge {model} ..."):
+        names = ", ".join(sorted({j.llm_config.model for j in grader.judges}))
+        with console.status(f"loading judge {names} ..."):
             for judge in grader.judges:
                 grader.engine_for(judge)
         load_seconds = time.perf_counter() - started
@@ -106,14 +119,36 @@ def grade(
     console.print(_summary(result, load_seconds, db_path))
 
 
-def _make_grader(model: str, mode: str, explanation_first: bool, seed: int | None, shuffle: bool) -> CriterionGrader:
-    """The grader of this command's options (the one place a grader is built)."""
+def _make_grader(
+    model: str | None,
+    judges_path: Path | None,
+    permutations: str | None,
+    mode: str,
+    explanation_first: bool,
+    seed: int | None,
+    shuffle: bool,
+) -> CriterionGrader:
+    """The grader of this command's options (the one place a grader is built).
+
+    Raises
+    ------
+    InputError
+        If both --model and --judges are given, or the judges file is invalid.
+    """
+    if judges_path is not None:
+        if model is not None:
+            raise InputError("give --model or --judges, not both (a judges file names each judge's model)")
+        kwargs = load_judges_file(judges_path).grader_kwargs()
+    else:
+        kwargs = {"llm_config": LLMConfig(model=model or DEFAULT_MODEL)}
+    if permutations is not None:
+        kwargs["permutations"] = permutations
     return CriterionGrader(
-        llm_config=LLMConfig(model=model),
         mode=mode,  # type: ignore[arg-type]
         explanation_first=explanation_first,
         seed=seed,
         shuffle_options=shuffle,
+        **kwargs,
     )
 
 
@@ -144,9 +179,9 @@ def _verdict_cell(report: EnsembleCriterionReport) -> tuple[str, float | None]:
 
 
 def _results_table(graded: Sequence[tuple[str, EnsembleEvaluationReport]]) -> Table:
-    table = Table(title="Grades: each criterion's verdict and the judge's P(verdict)")
+    table = Table(title="Grades: each criterion's verdict, the judges' P(verdict) and their agreement")
     for column, justify in (("item", "left"), ("score", "right"), ("criterion", "left"),
-                            ("weight", "right"), ("verdict", "left"), ("P", "right")):
+                            ("weight", "right"), ("verdict", "left"), ("P", "right"), ("agree", "right")):
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for item_id, report in graded:
         score = "[red]failed[/red]" if report.score is None else f"{report.score:.3f}"
@@ -160,7 +195,7 @@ def _results_table(graded: Sequence[tuple[str, EnsembleEvaluationReport]]) -> Ta
                 verdict, probability = label, ("" if p is None else f"{p:.2f}")
             first = index == 0
             table.add_row(item_id if first else "", score if first else "", name, weight,
-                          verdict, probability)
+                          verdict, probability, f"{criterion.agreement:.2f}")
         table.add_section()
     return table
 
@@ -178,14 +213,33 @@ def _item_json(item_id: str, report: EnsembleEvaluationReport) -> dict[str, Any]
                 "label_probabilities": criterion.label_probabilities,
                 "explanation": criterion.final_reason or None,
                 "error": criterion.error,
+                "agreement": criterion.agreement,
+                "votes": [_vote_json(v) for v in [*criterion.votes, *criterion.multi_choice_votes]],
             }
         )
     return {
         "item_id": item_id,
         "score": report.score,
         "raw_score": report.raw_score,
+        "judge_scores": report.judge_scores,
+        "mean_agreement": report.mean_agreement,
+        "device_seconds": report.device_seconds,
         "error": report.error,
         "criteria": criteria,
+    }
+
+
+def _vote_json(vote: JudgeVote | MultiChoiceJudgeVote) -> dict[str, Any]:
+    if isinstance(vote, JudgeVote):
+        answer = None if vote.error else vote.verdict.value
+    else:
+        answer = None if vote.error else vote.selected_label
+    return {
+        "judge_id": vote.judge_id,
+        "weight": vote.weight,
+        "verdict": answer,
+        "label_probabilities": vote.label_probabilities,
+        "error": vote.error,
     }
 
 
