@@ -335,3 +335,23 @@ def test_model_and_judges_together_is_an_error(runner: CliRunner, tmp_path: Path
     result = invoke_grade(runner, RUBRIC_FILE, DATA_FILE, "--judges", bad, "--db", tmp_path / "r.sqlite")
     assert result.exit_code != 0
     assert f"{bad}: judges[0]: field 'model' is required" in result.output
+
+
+def test_a_dataset_with_its_own_rubric_needs_no_rubric_argument(
+    runner: CliRunner, tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    from autorubric_local.dataset import RubricDataset
+    from autorubric_local.submissions import load_grading_data
+
+    dataset = load_grading_data(DATA_FILE, Rubric.from_file(str(RUBRIC_FILE)))
+    labelled = RubricDataset(prompt="Compare NMC and LFP.", rubric=dataset.rubric, items=dataset.items[:1])
+    path = tmp_path / "dataset.json"
+    labelled.to_file(path)
+    result = invoke_grade(runner, path, "--model", tiny_model_dir, "--db", tmp_path / "r.sqlite", "--json")
+    assert result.exit_code == 0, result.output
+    (item,) = json.loads(result.stdout)
+    assert len(item["criteria"]) == len(dataset.rubric.rubric)
+    result = invoke_grade(runner, DATA_FILE, "--model", tiny_model_dir, "--db", tmp_path / "r2.sqlite")
+    assert result.exit_code != 0 and "rubric" in result.output
+    result = invoke_grade(runner, RUBRIC_FILE, DATA_FILE, DATA_FILE)
+    assert result.exit_code != 0 and "expected [RUBRIC] DATA" in result.output

@@ -27,8 +27,8 @@ from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
 
 @click.command()
-@click.argument("rubric_path", metavar="RUBRIC", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("data_path", metavar="DATA", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("paths", metavar="[RUBRIC] DATA", nargs=-1, required=True,
+                type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--model", "-m", default=None,
               help=f"Preset name, Hugging Face model folder, or .gguf file [default: {DEFAULT_MODEL}].")
 @click.option("--judges", "judges_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -53,8 +53,7 @@ from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON instead of a table.")
 def grade(
-    rubric_path: Path,
-    data_path: Path,
+    paths: tuple[Path, ...],
     model: str | None,
     judges_path: Path | None,
     permutations: str | None,
@@ -73,13 +72,18 @@ def grade(
     """Grade every submission in DATA against RUBRIC (YAML or JSON).
 
     DATA is JSONL or JSON of submissions ({"submission", "id", "query",
-    "reference_submission"}) or an AutoRubric dataset JSON. Results go to the
+    "reference_submission"}) or an AutoRubric dataset JSON; a dataset that carries
+    its own rubric can be graded without RUBRIC. Results go to the
     SQLite file --db; after a crash or Ctrl-C, run the same command with the same
     --run NAME to grade only what is missing.
 
     Example:
 
         autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl --run battery-v1
+
+    A labelled AutoRubric dataset with its own rubric (then: autorubric-local metrics results.sqlite):
+
+        autorubric-local grade q1.json --limit 100 --run ricechem-q1
 
     An ensemble of judges, every option rotation:
 
@@ -89,10 +93,15 @@ def grade(
     from autorubric_local.submissions import load_grading_data
 
     console = Console(stderr=True)
-    try:
-        rubric = Rubric.from_file(str(rubric_path))
-    except (ValueError, OSError) as exc:
-        raise click.ClickException(f"{rubric_path}: {exc}") from exc
+    if len(paths) > 2:
+        raise click.UsageError(f"expected [RUBRIC] DATA, got {len(paths)} paths")
+    rubric_path, data_path = (None, paths[0]) if len(paths) == 1 else paths
+    rubric = None
+    if rubric_path is not None:
+        try:
+            rubric = Rubric.from_file(str(rubric_path))
+        except (ValueError, OSError) as exc:
+            raise click.ClickException(f"{rubric_path}: {exc}") from exc
     try:
         dataset = load_grading_data(data_path, rubric)
         if limit is not None:
