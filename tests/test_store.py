@@ -36,6 +36,10 @@ EXPECTED_COLUMNS: dict[str, dict[str, str]] = {
         "rubric_json": "TEXT",
         "data_path": "TEXT",
         "package_version": "TEXT",
+        "content_hash": "TEXT",
+        "dataset_json": "TEXT",
+        "total_items": "INTEGER",
+        "wall_seconds": "REAL",
     },
     "items": {
         "run_id": "TEXT",
@@ -51,6 +55,13 @@ EXPECTED_COLUMNS: dict[str, dict[str, str]] = {
         "prompt_tokens": "INTEGER",
         "completion_tokens": "INTEGER",
         "cached_tokens": "INTEGER",
+        "item_json": "TEXT",
+        "ground_truth_json": "TEXT",
+        "item_hash": "TEXT",
+        "report_json": "TEXT",
+        "engine_seconds": "REAL",
+        "judgment_count": "INTEGER",
+        "graded_utc": "TEXT",
     },
     "judgments": {
         "run_id": "TEXT",
@@ -457,4 +468,68 @@ def test_batches_of_items_without_ids_are_not_lost(store: ResultStore) -> None:
         return  # refusing id-less items is an acceptable fix too
     submissions = {i["submission"] for i in store.db["items"].rows_where("run_id = ?", [run_id])}
     assert submissions == set(SUBMISSIONS)
+    assert len(store.judgments(run_id)) == 3 * len(RUBRIC)
+
+
+# ------------------------------------------------------------------------ checkpoints (migration 2)
+
+
+def test_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    old = sqlite_utils.Database(path)
+    old["_migrations"].create({"number": int, "name": str, "applied_utc": str}, pk="number")
+    store_module._migration_1(old)
+    old["_migrations"].insert({"number": 1, "name": "runs, items, judgments", "applied_utc": "2026-01-01T00:00:00+00:00"})
+    old["runs"].insert({"id": "run-old", "name": "old", "started_utc": "2026-01-01T00:00:00+00:00", "status": "finished"})
+    old.close()
+    db = open_db(path)
+    assert [m["number"] for m in db["_migrations"].rows][:2] == [1, 2]
+    assert db["runs"].get("run-old")["content_hash"] is None
+    assert "report_json" in {c.name for c in db["items"].columns}
+
+
+def test_planned_items_keep_their_reports(store: ResultStore) -> None:
+    planned = [{"item_id": k, "item_index": i, "submission": s, "ground_truth_json": None}
+               for i, (k, s) in enumerate(zip("abc", SUBMISSIONS))]
+    run_id = store.start_run(name="r", judges=[], grader={}, rubric=None, data_path=None,
+                             content_hash="sha256:v1:00", items=planned)
+    assert store.db["runs"].get(run_id)["total_items"] == 3
+    assert store.done_item_ids(run_id) == set()
+    graded = grade()[:1]
+    store.record(run_id, graded, MODEL_IDS, item_extras=[{"report_json": graded[0].report.model_dump_json()}])
+    assert store.done_item_ids(run_id) == {"a"}
+    store.plan_items(run_id, [{**planned[0], "ground_truth_json": '["MET"]'}])
+    row = store.db["items"].get((run_id, "a"))
+    assert row["ground_truth_json"] == '["MET"]' and row["report_json"] is not None
+    assert [r["item_id"] for r in store.item_rows(run_id)] == ["a", "b", "c"]
+
+
+def test_find_run_by_name_id_or_latest(store: ResultStore) -> None:
+    assert store.find_run() is None
+    first = start(store, name="same")
+    second = start(store, name="same")
+    other = start(store, name="other")
+    assert store.find_run("same")["id"] == second
+    assert store.find_run(first)["id"] == first
+    assert store.find_run()["id"] == other
+    assert store.find_run("missing") is None
+    assert store.run_names() == ["same", "same", "other"]
+
+
+def test_finish_run_adds_wall_seconds_and_checks_status(store: ResultStore) -> None:
+    run_id = start(store)
+    store.finish_run(run_id, "interrupted", wall_seconds=1.5)
+    store.update_run(run_id, status="running")
+    store.finish_run(run_id, wall_seconds=2.0)
+    row = store.db["runs"].get(run_id)
+    assert row["status"] == "finished" and row["wall_seconds"] == pytest.approx(3.5)
+    with pytest.raises(AutorubricError, match="status"):
+        store.finish_run(run_id, "done")
+
+
+def test_recording_an_item_again_drops_its_old_judgments(store: ResultStore) -> None:
+    run_id = start(store)
+    store.record(run_id, grade(), MODEL_IDS)
+    store.db["judgments"].insert({**store.judgments(run_id)[0], "permutation_index": 7})
+    store.record(run_id, grade(), MODEL_IDS)
     assert len(store.judgments(run_id)) == 3 * len(RUBRIC)

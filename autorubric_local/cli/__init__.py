@@ -8,6 +8,8 @@ import click
 # Modules are imported as modules (not their commands) so that ``autorubric_local.cli.grade``
 # stays the module.
 from autorubric_local.cli import grade, models
+from autorubric_local.cli import sweep as sweep_cli
+from autorubric_local.cli import metrics
 
 
 @click.group()
@@ -23,3 +25,6 @@ def main() -> None:
 
 main.add_command(grade.grade)
 main.add_command(models.models)
+main.add_command(sweep_cli.sweep)
+main.add_command(sweep_cli.sweep_select)
+main.add_command(metrics.metrics)

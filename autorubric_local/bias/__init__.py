@@ -1,0 +1,67 @@
+"""Position-bias sweeps and the Grade Score (spec ``004_e603245b92b405ca.txt``).
+
+- :mod:`.grade_score`: LLM, Choice and Grade Scores of one rotation sweep (pure).
+- :mod:`.sweep`: plan every cyclic rotation, run it as one engine workload per judge, score.
+- :mod:`.aggregate`: per judge and criterion: means, bootstrap intervals, histograms.
+- :mod:`.selection`: selection tasks (a prompt and candidate responses).
+- :mod:`.unrelated`: seeded unrelated options ("rand option").
+- :mod:`.storage`: SQLite tables (migration 3). :mod:`.plots` (matplotlib) is imported on use.
+"""
+
+from autorubric_local.bias.aggregate import (
+    Estimate,
+    SweepAggregate,
+    aggregate_cells,
+    bootstrap_mean,
+)
+from autorubric_local.bias.grade_score import (
+    GradeScores,
+    RotationOutcome,
+    grade_scores,
+    harmonic_mean,
+    normalized_entropy,
+)
+from autorubric_local.bias.selection import (
+    SelectionTask,
+    load_selection_tasks,
+    plan_selection_tasks,
+)
+from autorubric_local.bias.sweep import (
+    SweepCell,
+    SweepKind,
+    SweepResult,
+    SweepSettings,
+    Variant,
+    plan_sweep,
+    run_sweep,
+)
+from autorubric_local.bias.unrelated import (
+    UnrelatedOption,
+    sample_unrelated_options,
+    with_unrelated_option,
+)
+
+__all__ = [
+    "Estimate",
+    "GradeScores",
+    "RotationOutcome",
+    "SelectionTask",
+    "SweepAggregate",
+    "SweepCell",
+    "SweepKind",
+    "SweepResult",
+    "SweepSettings",
+    "UnrelatedOption",
+    "Variant",
+    "aggregate_cells",
+    "bootstrap_mean",
+    "grade_scores",
+    "harmonic_mean",
+    "load_selection_tasks",
+    "normalized_entropy",
+    "plan_selection_tasks",
+    "plan_sweep",
+    "run_sweep",
+    "sample_unrelated_options",
+    "with_unrelated_option",
+]

@@ -1,0 +1,325 @@
+"""Position-bias sweeps: judge every cyclic rotation of every multi-choice criterion's options.
+
+``run_sweep`` plans, per judge, the N rotations of each multi-choice criterion (binary criteria
+are skipped) of every item - and, with ``unrelated_option``, the N + 1 rotations of the same
+criterion with an unrelated option added (:mod:`.unrelated`) - and sends them to the judge's
+engine as **one** ``score`` workload, so the engine shares each item's prefix across all of its
+rotations. Each (item, criterion, judge, variant) becomes a :class:`SweepCell` with its
+:class:`~.grade_score.GradeScores`; :mod:`.aggregate` summarises cells per judge and criterion.
+
+Rotations come from :func:`~autorubric_local.graders.planning.plan_tasks` with
+``permutations=CYCLIC`` (rubric sweeps) or :func:`.selection.plan_selection_tasks` (selection
+tasks), so ``JudgmentResult.task.permutation_index`` is the rotation number ``r`` and
+``option_order[k] = base[(k + r) % N]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from autorubric_local.bias.grade_score import GradeScores, RotationOutcome, grade_scores
+from autorubric_local.bias.selection import plan_selection_tasks
+from autorubric_local.bias.unrelated import (
+    UnrelatedOption,
+    sample_unrelated_options,
+    with_unrelated_option,
+)
+from autorubric_local.errors import InputError
+from autorubric_local.graders.criterion_grader import JudgeSpec
+from autorubric_local.graders.execution import JudgeMode, JudgmentResult, run_tasks
+from autorubric_local.graders.planning import (
+    GradeItem,
+    JudgmentTask,
+    OptionPermutations,
+    plan_tasks,
+)
+from autorubric_local.loading import load_engine
+from autorubric_local.types import Criterion
+
+if TYPE_CHECKING:
+    from autorubric_local.bias.aggregate import SweepAggregate
+
+__all__ = ["SweepCell", "SweepKind", "SweepResult", "SweepSettings", "Variant", "plan_sweep", "run_sweep"]
+
+
+class SweepKind(str, Enum):
+    """``rubric``: multi-choice criteria of a rubric; ``selection``: pick the best candidate."""
+
+    RUBRIC = "rubric"
+    SELECTION = "selection"
+
+
+class Variant(str, Enum):
+    """``base``: the criterion's own options; ``unrelated``: plus one unrelated option."""
+
+    BASE = "base"
+    UNRELATED = "unrelated"
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """Validated, immutable settings of a sweep.
+
+    Attributes
+    ----------
+    kind : SweepKind
+    seed : int
+        Seeds the base option order, the unrelated options and the bootstrap.
+    shuffle_options : bool
+        Rotate a seeded shuffle of the options (True) or their original order (False).
+    unrelated_option : bool
+        Also sweep every criterion with an unrelated option added.
+    system_prompt : str or None
+        Replaces the default system prompt (of the rubric or the selection prompt).
+    n_bootstrap : int, >= 0
+        Bootstrap resamples for the confidence intervals (0: no intervals).
+    confidence : float in (0, 1)
+        Confidence level of the percentile bootstrap intervals.
+    """
+
+    kind: SweepKind = SweepKind.RUBRIC
+    seed: int = 0
+    shuffle_options: bool = True
+    unrelated_option: bool = False
+    system_prompt: str | None = None
+    n_bootstrap: int = 1000
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", SweepKind(self.kind))
+        if self.n_bootstrap < 0:
+            raise InputError(f"SweepSettings: n_bootstrap must be >= 0, got {self.n_bootstrap}")
+        if not 0.0 < self.confidence < 1.0:
+            raise InputError(f"SweepSettings: confidence must be in (0, 1), got {self.confidence}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready settings (stored with the sweep)."""
+        return {**dataclasses.asdict(self), "kind": self.kind.value}
+
+
+@dataclass(frozen=True)
+class SweepCell:
+    """One (item, criterion, judge, variant): its rotations' results and scores.
+
+    Attributes
+    ----------
+    results : tuple of JudgmentResult
+        In rotation order (``task.permutation_index`` 0..N-1).
+    unrelated : UnrelatedOption or None
+        The added option (original index ``N - 1``) in the ``unrelated`` variant.
+    preferred : int or None
+        Human-preferred original option (selection tasks).
+    """
+
+    item_index: int
+    item_id: str
+    criterion_index: int
+    criterion: Criterion
+    judge_id: str
+    variant: Variant
+    results: tuple[JudgmentResult, ...]
+    scores: GradeScores
+    unrelated: UnrelatedOption | None = None
+    preferred: int | None = None
+
+    @property
+    def criterion_name(self) -> str:
+        """The criterion's name, or ``criterion <1-based index>``."""
+        return self.criterion.name or f"criterion {self.criterion_index + 1}"
+
+    @property
+    def unrelated_index(self) -> int | None:
+        """Original index of the unrelated option (the last one), if any."""
+        return None if self.unrelated is None else self.scores.n_options - 1
+
+    @property
+    def unrelated_chosen(self) -> int | None:
+        """Rotations in which the judge chose the unrelated option."""
+        index = self.unrelated_index
+        return None if index is None else self.scores.option_counts[index]
+
+    @property
+    def agreement(self) -> float | None:
+        """Share of the valid rotations whose choice is the preferred option."""
+        if self.preferred is None or self.scores.n_rotations == 0:
+            return None
+        return self.scores.option_counts[self.preferred] / self.scores.n_rotations
+
+    @property
+    def expected_agreement(self) -> float | None:
+        """Mean probability given to the preferred option over the valid rotations."""
+        if self.preferred is None or not self.scores.option_profile:
+            return None
+        return self.scores.option_profile[self.preferred]
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Everything a sweep produced (``aggregates`` from :func:`.aggregate.aggregate_cells`)."""
+
+    settings: SweepSettings
+    judge_ids: tuple[str, ...]
+    items: tuple[GradeItem, ...]
+    cells: tuple[SweepCell, ...]
+    aggregates: tuple[SweepAggregate, ...]
+    seconds: Mapping[str, float] = field(default_factory=dict)
+
+
+def _variant_items(
+    items: Sequence[GradeItem], unrelated: Mapping[tuple[int, int], UnrelatedOption]
+) -> list[GradeItem]:
+    out = []
+    for i, item in enumerate(items):
+        rubric = tuple(
+            with_unrelated_option(criterion, unrelated[(i, c)]) if criterion.options is not None else criterion
+            for c, criterion in enumerate(item.rubric)
+        )
+        out.append(dataclasses.replace(item, rubric=rubric))
+    return out
+
+
+def plan_sweep(
+    items: Sequence[GradeItem],
+    judge_id: str,
+    format_chat: Callable[[list[dict[str, str]]], str],
+    settings: SweepSettings,
+    unrelated: Mapping[tuple[int, int], UnrelatedOption] | None = None,
+    system_prompt: str | None = None,
+) -> list[tuple[JudgmentTask, Variant]]:
+    """Every rotation task of one judge, item-major (both variants of an item together).
+
+    ``system_prompt`` (the judge's own) overrides ``settings.system_prompt``.
+    """
+    prompt = system_prompt or settings.system_prompt
+    variants: list[tuple[Variant, Sequence[GradeItem]]] = [(Variant.BASE, items)]
+    if unrelated is not None:
+        variants.append((Variant.UNRELATED, _variant_items(items, unrelated)))
+    planned: list[tuple[JudgmentTask, Variant]] = []
+    for variant, variant_items in variants:
+        if settings.kind is SweepKind.SELECTION:
+            tasks = plan_selection_tasks(
+                variant_items, judge_id, format_chat, system_prompt=prompt,
+                shuffle_options=settings.shuffle_options, seed=settings.seed,
+            )
+        else:
+            tasks = plan_tasks(
+                variant_items, [(judge_id, format_chat)], system_prompt=prompt,
+                shuffle_options=settings.shuffle_options, seed=settings.seed,
+                permutations=OptionPermutations.CYCLIC,
+            )
+        planned.extend((t, variant) for t in tasks if t.option_order is not None)
+    planned.sort(key=lambda pair: pair[0].item_index)  # stable: each item's prefix in one run
+    return planned
+
+
+def _cells(
+    items: Sequence[GradeItem],
+    judge_id: str,
+    planned: Sequence[tuple[JudgmentTask, Variant]],
+    results: Sequence[JudgmentResult],
+    unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
+    preferred: Sequence[int | None] | None,
+) -> list[SweepCell]:
+    groups: dict[tuple[int, int, Variant], list[JudgmentResult]] = defaultdict(list)
+    for (task, variant), result in zip(planned, results):
+        groups[(task.item_index, task.criterion_index, variant)].append(result)
+    cells = []
+    for (i, c, variant), group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] != Variant.BASE)):
+        group.sort(key=lambda r: r.task.permutation_index)
+        rotations = [RotationOutcome(r.task.option_order or (), r.chosen, r.probabilities) for r in group]
+        cells.append(
+            SweepCell(
+                item_index=i,
+                item_id=items[i].item_id or f"item-{i}",
+                criterion_index=c,
+                criterion=group[0].task.criterion,
+                judge_id=judge_id,
+                variant=variant,
+                results=tuple(group),
+                scores=grade_scores(rotations),
+                unrelated=unrelated.get((i, c)) if unrelated is not None and variant is Variant.UNRELATED else None,
+                preferred=preferred[i] if preferred is not None and c == 0 else None,
+            )
+        )
+    return cells
+
+
+def run_sweep(
+    items: Sequence[GradeItem],
+    judges: Sequence[JudgeSpec],
+    settings: SweepSettings | None = None,
+    *,
+    preferred: Sequence[int | None] | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> SweepResult:
+    """Sweep every judge over every rotation of every multi-choice criterion of ``items``.
+
+    Parameters
+    ----------
+    items : sequence of GradeItem
+        Rubric items, or selection items (:meth:`.selection.SelectionTask.to_grade_item`)
+        with ``settings.kind = SweepKind.SELECTION``.
+    judges : sequence of JudgeSpec
+        Engines come from :func:`autorubric_local.loading.load_engine` (``LLMConfig.engine``
+        when given). A judge's ``system_prompt`` overrides ``settings.system_prompt``; judges
+        with ``thinking`` write their reasoning before each verdict.
+    settings : SweepSettings, optional
+    preferred : sequence of int or None, optional
+        Per item, the human-preferred original option of criterion 0 (selection tasks).
+    progress : callable, optional
+        ``progress(judge_id, n_tasks)`` after each judge's workload.
+
+    Returns
+    -------
+    SweepResult
+
+    Raises
+    ------
+    InputError
+        No items, no judges, duplicate judge ids, no multi-choice criterion at all, a
+        ``preferred`` list of the wrong length, or no unrelated option to borrow.
+    """
+    from autorubric_local.bias.aggregate import aggregate_cells
+
+    settings = settings or SweepSettings()
+    if not items:
+        raise InputError("sweep: no items")
+    if not judges:
+        raise InputError("sweep: no judges")
+    if len({j.judge_id for j in judges}) != len(judges):
+        raise InputError("sweep: judge_id values must be unique")
+    if not any(c.options is not None for item in items for c in item.rubric):
+        raise InputError("sweep: no multi-choice criterion to sweep (binary criteria have no option order)")
+    if preferred is not None and len(preferred) != len(items):
+        raise InputError(f"sweep: preferred has {len(preferred)} entries for {len(items)} items")
+    unrelated = sample_unrelated_options(items, settings.seed) if settings.unrelated_option else None
+    cells: list[SweepCell] = []
+    seconds: dict[str, float] = {}
+    for judge in judges:
+        engine = load_engine(judge.llm_config)
+        planned = plan_sweep(items, judge.judge_id, engine.format_chat, settings, unrelated, judge.system_prompt)
+        started = time.perf_counter()
+        budget = judge.llm_config.thinking_budget
+        results = run_tasks(
+            engine, [t for t, _ in planned], mode=JudgeMode.SCORE, reasoning_first=budget > 0,
+            explanation_tokens=budget,
+        )
+        seconds[judge.judge_id] = time.perf_counter() - started
+        cells.extend(_cells(items, judge.judge_id, planned, results, unrelated, preferred))
+        if progress is not None:
+            progress(judge.judge_id, len(planned))
+    judge_ids = tuple(j.judge_id for j in judges)
+    return SweepResult(
+        settings=settings,
+        judge_ids=judge_ids,
+        items=tuple(items),
+        cells=tuple(cells),
+        aggregates=tuple(aggregate_cells(cells, settings, judge_ids)),
+        seconds=seconds,
+    )

@@ -1,0 +1,199 @@
+"""``autorubric-local sweep`` / ``sweep-select``: position-bias sweeps and the Grade Score."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from autorubric_local.bias.aggregate import Estimate, SweepAggregate
+from autorubric_local.bias.sweep import SweepKind, SweepResult, SweepSettings
+from autorubric_local.cli.common import fail
+from autorubric_local.config import DEFAULT_MODEL, LLMConfig
+from autorubric_local.errors import AutorubricError
+from autorubric_local.graders.criterion_grader import JudgeSpec
+from autorubric_local.graders.planning import GradeItem
+
+
+def _sweep_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Options shared by ``sweep`` and ``sweep-select``."""
+    options = [
+        click.option("--model", "-m", default=DEFAULT_MODEL, show_default=True,
+                     help="Judge: preset name, Hugging Face model folder, or .gguf file."),
+        click.option("--judges", "judges_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="YAML/JSON file of several judges (replaces --model)."),
+        click.option("--unrelated-option", is_flag=True,
+                     help="Also sweep with one unrelated option added (spec 004 'rand option')."),
+        click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+                     default=Path("results.sqlite"), show_default=True, help="SQLite file for results."),
+        click.option("--plot", "plot_dir", type=click.Path(file_okay=False, path_type=Path),
+                     help="Write PNG plots (heat maps, Grade Scores) into this folder."),
+        click.option("--seed", type=int, default=0, show_default=True,
+                     help="Seeds option order, unrelated options and bootstrap."),
+        click.option("--no-shuffle", is_flag=True, help="Rotate the options' original order."),
+        click.option("--bootstrap", "n_bootstrap", type=click.IntRange(min=0), default=1000,
+                     show_default=True, help="Bootstrap resamples for the intervals."),
+        click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N items."),
+        click.option("--name", default=None, help="Name of this sweep in the database."),
+        click.option("--json", "as_json", is_flag=True, help="Print results as JSON instead of a table."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@click.command()
+@click.argument("rubric_path", metavar="RUBRIC", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("data_path", metavar="DATA", type=click.Path(dir_okay=False, path_type=Path))
+@_sweep_options
+def sweep(rubric_path: Path, data_path: Path, **options: Any) -> None:
+    """Judge every multi-choice criterion of RUBRIC in all N cyclic option orders.
+
+    For each judge and criterion: LLM Score (entropy of the chosen positions), Choice Score
+    (how often the same option wins), Grade Score (their harmonic mean), the versions from
+    probabilities, and the mean probability per position. Binary criteria are skipped.
+    For selection tasks (a prompt and candidate responses) use `sweep-select`.
+
+    Example:
+
+        autorubric-local sweep examples/battery_rubric.yaml examples/battery_submissions.jsonl --json
+    """
+    from autorubric_local.rubric import Rubric
+    from autorubric_local.submissions import load_grading_data
+
+    try:
+        rubric = Rubric.from_file(str(rubric_path))
+    except (ValueError, OSError) as exc:
+        raise click.ClickException(f"{rubric_path}: {exc}") from exc
+    try:
+        dataset = load_grading_data(data_path, rubric)
+    except AutorubricError as exc:
+        raise fail(exc) from exc
+    items = [
+        GradeItem(
+            submission=item.submission,
+            rubric=tuple(dataset.get_item_rubric(i).rubric),
+            query=dataset.get_item_query(i),
+            reference_submission=dataset.get_item_reference_submission(i),
+            item_id=item.id or f"item-{i}",
+        )
+        for i, item in enumerate(dataset.items[: options["limit"]])
+    ]
+    _run(SweepKind.RUBRIC, items, None, rubric.to_list(), data_path, **options)
+
+
+@click.command("sweep-select")
+@click.argument("data_path", metavar="DATA", type=click.Path(dir_okay=False, path_type=Path))
+@_sweep_options
+def sweep_select(data_path: Path, **options: Any) -> None:
+    """Sweep selection tasks: the judge picks the best of N candidate responses.
+
+    DATA is JSONL: {"prompt": "...", "candidates": ["...", "..."], "preferred": 0, "id": "q1"}
+    ("preferred", the 0-based index of the human-preferred candidate, and "id" are optional).
+    Every candidate is shown at every position once; with "preferred", agreement with the
+    human preference is reported too.
+
+    Example:
+
+        autorubric-local sweep-select tasks.jsonl --unrelated-option --plot plots/
+    """
+    from autorubric_local.bias.selection import load_selection_tasks
+
+    try:
+        tasks = load_selection_tasks(data_path)[: options["limit"]]
+    except AutorubricError as exc:
+        raise fail(exc) from exc
+    items = [task.to_grade_item() for task in tasks]
+    _run(SweepKind.SELECTION, items, [t.preferred for t in tasks], None, data_path, **options)
+
+
+def _judges(model: str, judges_path: Path | None) -> list[JudgeSpec]:
+    if judges_path is None:
+        return [JudgeSpec(LLMConfig(model=model), model)]
+    from autorubric_local.judges_file import load_judges_file
+
+    return list(load_judges_file(judges_path).judges)
+
+
+def _run(
+    kind: SweepKind, items: Sequence[GradeItem], preferred: Sequence[int | None] | None, rubric: Any,
+    data_path: Path, *, model: str, judges_path: Path | None, unrelated_option: bool, db_path: Path,
+    plot_dir: Path | None, seed: int, no_shuffle: bool, n_bootstrap: int, limit: int | None,
+    name: str | None, as_json: bool,
+) -> None:
+    from autorubric_local.bias.report import sweep_to_dict
+    from autorubric_local.bias.storage import SweepStore
+    from autorubric_local.bias.sweep import run_sweep
+    from autorubric_local.store import open_db
+
+    console = Console(stderr=True)
+    try:
+        judges = _judges(model, judges_path)
+        settings = SweepSettings(kind=kind, seed=seed, shuffle_options=not no_shuffle,
+                                 unrelated_option=unrelated_option, n_bootstrap=n_bootstrap)
+        store = SweepStore(open_db(db_path))
+        sweep_id = store.start_sweep(
+            name=name, kind=kind.value, config=settings.to_dict(), rubric=rubric, data_path=str(data_path),
+            judges=[{"judge_id": j.judge_id, "model": j.llm_config.model, "weight": j.weight,
+                     "system_prompt": j.system_prompt} for j in judges],
+        )
+        try:
+            with console.status(f"sweeping {len(items)} items with {len(judges)} judge(s) ..."):
+                result = run_sweep(items, judges, settings, preferred=preferred,
+                                   progress=lambda judge, n: console.print(f"judge {judge}: {n} rotations judged"))
+        except BaseException:
+            store.finish_sweep(sweep_id, "failed")
+            raise
+        store.record(sweep_id, result)
+        store.finish_sweep(sweep_id)
+    except AutorubricError as exc:
+        raise fail(exc) from exc
+    if as_json:
+        click.echo(json.dumps(sweep_to_dict(result, sweep_id), indent=2))
+    else:
+        Console().print(_table(result))
+    if plot_dir is not None:
+        from autorubric_local.bias.plots import write_plots
+
+        for path in write_plots(result.aggregates, plot_dir):
+            console.print(f"plot: {path}")
+    total = sum(len(c.results) for c in result.cells)
+    console.print(f"sweep {sweep_id}: {len(items)} items, {total} rotations in "
+                  f"{sum(result.seconds.values()):.1f} s; results in {db_path}")
+
+
+def _cell(estimate: Estimate | None) -> str:
+    if estimate is None or estimate.mean is None:
+        return "-"
+    if estimate.ci_low is None or estimate.ci_high is None:
+        return f"{estimate.mean:.3f}"
+    return f"{estimate.mean:.3f} [{estimate.ci_low:.2f}, {estimate.ci_high:.2f}]"
+
+
+def _table(result: SweepResult) -> Table:
+    table = Table(title="Position-bias sweep: means over items [bootstrap interval]")
+    columns = ["judge", "criterion", "variant", "items", "dropped", "LLM score", "Choice score",
+               "Grade score", "E[Grade]", "P(position)"]
+    with_preference = any(a.agreement is not None for a in result.aggregates)
+    if with_preference:
+        columns.append("agreement")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    aggregate: SweepAggregate
+    for aggregate in result.aggregates:
+        variant = aggregate.variant.value
+        if aggregate.unrelated_rate is not None:
+            variant += f" (picked {aggregate.unrelated_rate:.0%})"
+        row = [aggregate.judge_id, aggregate.criterion_name, variant, str(aggregate.n_items),
+               str(aggregate.n_dropped), _cell(aggregate.llm_score), _cell(aggregate.choice_score),
+               _cell(aggregate.grade_score), _cell(aggregate.expected_grade_score),
+               " ".join(f"{p:.2f}" for p in aggregate.position_profile)]
+        if with_preference:
+            row.append(_cell(aggregate.agreement))
+        table.add_row(*row)
+    return table
