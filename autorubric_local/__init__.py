@@ -53,6 +53,53 @@ from autorubric_local.usage import (
     aggregate_token_usage,
 )
 
+# Runner, metrics and position-bias names load on first use (PEP 562): ``import
+# autorubric_local`` stays light, and scipy/scikit-learn load only when metrics are computed.
+_LAZY: dict[str, str] = {
+    **{
+        name: "autorubric_local.runner"
+        for name in (
+            "EvalAbortedError", "EvalConfig", "EvalInterruptedError", "EvalResult", "EvalRunner",
+            "EvalTimingStats", "ExperimentManifest", "ItemResult", "evaluate", "fill_ground_truth",
+            "load_manifest", "load_result",
+        )
+    },
+    **{
+        name: "autorubric_local.metrics"
+        for name in (
+            "BiasResult", "BootstrapResult", "BootstrapResults", "CalibrationResult", "CannotAssessMode",
+            "ConfidenceInterval", "CorrelationResult", "CriterionMetrics", "DistributionResult",
+            "EMDResult", "InterJudgeCriterion", "InterJudgeResult", "JudgeMetrics", "KSTestResult",
+            "MetricsResult", "NAMode", "OptionMetrics", "ReliabilityBin", "compute_metrics",
+            "earth_movers_distance", "extract_verdicts_from_report", "filter_cannot_assess",
+            "fleiss_kappa", "ks_test", "load_metrics", "save_metrics", "score_distribution",
+            "systematic_bias", "verdict_to_binary", "verdict_to_string", "wasserstein_distance",
+        )
+    },
+    **{
+        name: "autorubric_local.bias"
+        for name in (
+            "GradeScores", "RotationOutcome", "SelectionTask", "SweepAggregate", "SweepCell",
+            "SweepKind", "SweepResult", "SweepSettings", "Variant", "grade_scores",
+            "load_selection_tasks", "run_sweep",
+        )
+    },
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'autorubric_local' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
 __all__ = [
     "AggregatedMultiChoiceVerdict",
     "AggregationStrategy",
@@ -106,4 +153,5 @@ __all__ = [
     "normalize_to_grade_input",
     "parse_thinking_output",
     "word_count",
+    *_LAZY,
 ]

@@ -1,0 +1,52 @@
+"""The public API mirrors AutoRubric's export list (spec 001, "Public Exports")."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import autorubric_local
+
+SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec" / "001_732b54dc4a0c7747.txt"
+# AutoRubric's hosted-API client (LiteLLM calls); autorubric-local grades through local engines.
+NOT_PROVIDED = {"GenerateResult", "LLMClient", "ThinkingConfig", "generate"}
+
+
+def spec_exports() -> list[str]:
+    text = SPEC.read_text(encoding="utf-8")
+    block = text[text.index("from autorubric import (\n    # Dataset classes") :]
+    return re.findall(r"^\s+([A-Za-z_]+),", block[: block.index(")")], re.M)
+
+
+@pytest.mark.skipif(not SPEC.exists(), reason="shared/spec is not beside this checkout")
+def test_every_spec_export_is_provided() -> None:
+    names = spec_exports()
+    assert len(names) == 66
+    missing = [n for n in names if n not in NOT_PROVIDED and not hasattr(autorubric_local, n)]
+    assert missing == []
+    assert set(names) - NOT_PROVIDED <= set(autorubric_local.__all__)
+
+
+def test_every_name_in_all_resolves() -> None:
+    for name in autorubric_local.__all__:
+        assert getattr(autorubric_local, name) is not None, name
+    with pytest.raises(AttributeError):
+        autorubric_local.no_such_name  # noqa: B018
+
+
+def test_graders_module_exports() -> None:
+    graders = importlib.import_module("autorubric_local.graders")
+    for name in ("CriterionGrader", "Grader", "JudgeSpec"):
+        assert hasattr(graders, name)
+
+
+def test_importing_the_package_does_not_load_the_analysis_stack() -> None:
+    code = "import sys, autorubric_local; print(sorted(m for m in ('scipy', 'sklearn', 'matplotlib') if m in sys.modules))"
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
