@@ -333,9 +333,15 @@ class ResultStore:
         return list(self.db["items"].rows_where("run_id = ?", [run_id], order_by="item_index"))
 
     def done_item_ids(self, run_id: str) -> set[str]:
-        """Ids of the run's items whose report is stored (graded or failed at run time)."""
+        """Ids of the run's items graded successfully (a stored report without ``error``).
+
+        Items that failed at run time are not done: a resumed run grades them again (their
+        old judgment rows are replaced, never duplicated).
+        """
         rows = self.db.execute(
-            "select item_id from items where run_id = ? and report_json is not null", [run_id]
+            "select item_id from items where run_id = ? and report_json is not null"
+            " and json_extract(report_json, '$.error') is null",
+            [run_id],
         ).fetchall()
         return {row[0] for row in rows}
 

@@ -196,6 +196,14 @@ def test_sweep_rejects_rubrics_without_multi_choice_criteria() -> None:
         run_sweep(items, [spec])
 
 
+def test_sweep_rejects_items_sharing_an_id() -> None:
+    # Stored rows are keyed by item id: an explicit "item-1" and a generated one would overwrite.
+    spec, _ = judge(always_first)
+    items = [GradeItem(submission="a", rubric=RUBRIC, item_id="item-1"), GradeItem(submission="b", rubric=RUBRIC)]
+    with pytest.raises(InputError, match="item 1: id 'item-1' is already used by item 0"):
+        run_sweep(items, [spec], SweepSettings(n_bootstrap=0))
+
+
 # -------------------------------------------------------------------------- unrelated option
 
 

@@ -25,7 +25,7 @@ from autorubric_local.metrics import (
 )
 from autorubric_local.metrics.calibration import calibration, expected_calibration_error
 from autorubric_local.store import open_db
-from autorubric_local.types import CriterionVerdict
+from autorubric_local.types import Criterion, CriterionVerdict
 
 
 def _no_nan(m: MetricsResult) -> None:
@@ -235,3 +235,19 @@ def test_summary_dataframe_file_and_db(tmp_path) -> None:  # type: ignore[no-unt
     assert {f.name for f in files} == {"confusion_b.png", "confusion_o.png", "reliability.png",
                                        "scores.png"}
     assert all(f.stat().st_size > 0 for f in files)
+
+
+def test_human_scores_follow_the_runs_scoring_settings() -> None:
+    """Judge scores from a ``normalize=False`` run are raw sums: the ground truth must be too."""
+    from dataclasses import replace as dc_replace
+
+    criteria = [Criterion(name="a", weight=10.0, requirement="A"), Criterion(name="b", weight=5.0, requirement="B")]
+    truth = [["MET", "UNMET"], ["MET", "MET"], ["UNMET", "UNMET"]]
+    raw = [10.0, 15.0, 0.0]  # the judge agrees exactly, scored as raw weighted sums
+    result, dataset = make_run(criteria, truth, [list(t) for t in truth], scores=raw)
+    result = dc_replace(result, grader_settings={"normalize": False,
+                                                 "cannot_assess_config": {"strategy": "skip", "partial_credit": 0.5}})
+    metrics = compute_metrics(result, dataset)
+    assert metrics.score_rmse == 0.0 and metrics.score_mae == 0.0
+    penalised = dc_replace(result, grader_settings={"normalize": False, "length_penalty": {"free_budget": 10}})
+    assert any("length penalty" in w for w in compute_metrics(penalised, dataset).warnings)

@@ -29,6 +29,7 @@ from autorubric_local.runner import (
     load_result,
 )
 from autorubric_local.runner.load import percentile, timing_stats
+from autorubric_local.store import open_db
 from autorubric_local.types import Criterion, CriterionVerdict
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -168,6 +169,23 @@ def test_engine_raising_fails_only_that_item(tmp_path: Path) -> None:
     assert result.successful_items == 3
 
 
+def test_failed_items_are_graded_again_on_resume(tmp_path: Path) -> None:
+    """A transient failure (here: the engine refuses item 2) is retried by the next session."""
+    def raising(request: ScoreRequest) -> Any:
+        if "poison" in request.prefix:
+            raise RuntimeError("CUDA out of memory")
+        return crash_worker.make_policy(0.0)(request)
+
+    first = run(dataset_with_poison(), grader(policy=raising), config(tmp_path))
+    assert [index for index, _ in first.errors] == [2]
+    second = run(dataset_with_poison(), grader(), config(tmp_path))
+    assert (second.successful_items, second.failed_items, second.resumed_items) == (4, 0, 3)
+    fresh = run(dataset_with_poison(), grader(), config(tmp_path / "fresh"))
+    assert [r.report.score for r in second.item_results] == [r.report.score for r in fresh.item_results]
+    rows = list(open_db(tmp_path / "r.sqlite")["judgments"].rows_where("item_id = ?", ["item-2"]))
+    assert len(rows) == len(dataset_with_poison().rubric.rubric) and all(r["error"] is None for r in rows)
+
+
 def test_fail_fast_stops_after_committing(tmp_path: Path) -> None:
     with pytest.raises(EvalAbortedError, match=r"item 2 \('item-2'\) failed"):
         run(dataset_with_poison(), grader(policy=poison_policy), config(tmp_path, fail_fast=True, chunk_judgments=3))
@@ -288,3 +306,22 @@ def test_fill_ground_truth(tmp_path: Path) -> None:
     report = result.item_results[0].report.report
     expected = [report[0].final_verdict, report[1].final_verdict, report[2].final_multi_choice_verdict.selected_label]
     assert forced[0].ground_truth == expected
+
+
+
+@pytest.mark.parametrize("setting", ["normalize", "cannot_assess_config", "length_penalty", "count_fn"])
+def test_changed_scoring_settings_are_refused(tmp_path: Path, setting: str) -> None:
+    # Scoring settings change every stored item score: a resume under new ones would mix them.
+    from autorubric_local.penalty import LengthPenalty
+    from autorubric_local.types import CannotAssessConfig, CannotAssessStrategy
+
+    values = {"normalize": False, "cannot_assess_config": CannotAssessConfig(strategy=CannotAssessStrategy.ZERO),
+              "length_penalty": LengthPenalty(free_budget=1, max_cap=5, penalty_at_cap=0.5),
+              "count_fn": LengthPenalty(count_fn=len)}  # a callable field must not break the hash
+    dataset = crash_worker.build_dataset(2)
+    run(dataset, grader(), config(tmp_path))
+    engine = ScriptedEngine(policy=crash_worker.make_policy(0.0))
+    name = "length_penalty" if setting == "count_fn" else setting
+    changed = CriterionGrader(LLMConfig(model="scripted", engine=engine), seed=11, **{name: values[setting]})
+    with pytest.raises(InputError, match=f"grader settings changed: {name} "):
+        run(dataset, changed, config(tmp_path))

@@ -282,8 +282,9 @@ def run_sweep(
     Raises
     ------
     InputError
-        No items, no judges, duplicate judge ids, no multi-choice criterion at all, a
-        ``preferred`` list of the wrong length, or no unrelated option to borrow.
+        No items, no judges, duplicate judge ids, two items with the same id (given, or the
+        generated ``item-<index>``), no multi-choice criterion at all, a ``preferred`` list of
+        the wrong length, or no unrelated option to borrow.
     """
     from autorubric_local.bias.aggregate import aggregate_cells
 
@@ -298,6 +299,12 @@ def run_sweep(
         raise InputError("sweep: no multi-choice criterion to sweep (binary criteria have no option order)")
     if preferred is not None and len(preferred) != len(items):
         raise InputError(f"sweep: preferred has {len(preferred)} entries for {len(items)} items")
+    first_use: dict[str, int] = {}
+    for i, item in enumerate(items):  # cells and stored rows are keyed by item id
+        key = item.item_id or f"item-{i}"
+        if key in first_use:
+            raise InputError(f"sweep: item {i}: id {key!r} is already used by item {first_use[key]}")
+        first_use[key] = i
     unrelated = sample_unrelated_options(items, settings.seed) if settings.unrelated_option else None
     cells: list[SweepCell] = []
     seconds: dict[str, float] = {}

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from autorubric_local.errors import InputError
 from autorubric_local.metrics.types import CannotAssessMode, NAMode, Scale
 from autorubric_local.reports import EnsembleCriterionReport, EnsembleEvaluationReport
-from autorubric_local.types import Criterion, CriterionVerdict
+from autorubric_local.types import CannotAssessStrategy, Criterion, CriterionVerdict
 
 if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.dataset import RubricDataset
@@ -330,6 +330,19 @@ def _apply_mode(pairs: CriterionPairs, h: int, j: int, ca: CannotAssessMode,
     return h, j
 
 
+def _human_scoring(eval_result: EvalResult) -> dict[str, Any]:
+    """Scoring settings for the ground truth: the run's own (``EvalResult.grader_settings``),
+    so that human and judge item scores follow the same rules (``normalize``, CANNOT_ASSESS
+    strategy and partial credit); the defaults when the run did not record them."""
+    settings = getattr(eval_result, "grader_settings", None) or {}
+    cannot = settings.get("cannot_assess_config") or {}
+    return {
+        "normalize": bool(settings.get("normalize", True)),
+        "cannot_assess_strategy": CannotAssessStrategy(cannot.get("strategy", "skip")),
+        "partial_credit": float(cannot.get("partial_credit", 0.5)),
+    }
+
+
 def align(
     eval_result: EvalResult,
     dataset: RubricDataset,
@@ -356,6 +369,7 @@ def align(
         Result and dataset do not match, an unknown mode, or criteria sharing a key differ.
     """
     ca, na = _ca_mode(cannot_assess), _na_mode(na_mode)
+    human_scoring = _human_scoring(eval_result)
     results = list(eval_result.item_results)
     if len(results) > len(dataset):
         raise InputError(
@@ -439,11 +453,14 @@ def align(
         score = report.score if score_of is None else score_of(report)
         if score is None:
             continue
-        rubric_score = dataset.compute_weighted_score(list(truth), rubric=rubric)
+        rubric_score = dataset.compute_weighted_score(list(truth), rubric=rubric, **human_scoring)
         data.score_item_pos.append(pos)
         data.human_score.append(float(rubric_score))
         data.judge_score.append(float(score))
     who = "the ensemble" if judge is None else f"judge {judge!r}"
+    settings = getattr(eval_result, "grader_settings", None) or {}
+    if settings.get("length_penalty"):
+        data.warnings.append("judge scores include the grader's length penalty; human scores do not")
     if len(results) < len(dataset):
         data.warnings.append(f"{len(dataset) - len(results)} dataset item(s) not in the result "
                              "(not graded) left out")

@@ -413,7 +413,8 @@ class MetricsResult(_Frozen):
     per_criterion : list of CriterionMetrics
     score_rmse, score_mae : float or None
         Errors of the item score (judge's ``report.score`` vs the ground truth scored with
-        the same rubric, ``compute_weighted_score``, CANNOT_ASSESS skipped).
+        the same rubric and the run's scoring settings, ``EvalResult.grader_settings``;
+        defaults: normalised, CANNOT_ASSESS skipped).
     score_spearman, score_kendall, score_pearson : CorrelationResult or None
     bias : BiasResult or None
     bootstrap : BootstrapResults or None

@@ -8,8 +8,10 @@ effective query, effective reference submission and effective rubric. Ground tru
 description and the dataset's name are left out on purpose: they never change a verdict, so
 correcting a label does not block a resume (the stored labels are refreshed instead).
 
-The grader description is ``grader.describe()`` (every setting that changes verdicts); for a
-grader without that method a local fallback lists the same settings from its attributes.
+The grader description is ``grader.describe()`` (every setting that changes verdicts) plus the
+scoring settings (CANNOT_ASSESS strategy, normalisation, length penalty), which change the stored
+scores; for a grader without ``describe`` a local fallback lists the same settings from its
+attributes.
 """
 
 from __future__ import annotations
@@ -168,10 +170,19 @@ def content_hash(planned: Sequence[PlannedItem], description: Mapping[str, Any])
 # ---- grader description --------------------------------------------------------------------------
 
 
+SCORING_SETTINGS: tuple[str, ...] = ("cannot_assess_config", "normalize", "length_penalty")
+"""Grader settings that change every stored item score (not the verdicts), so a resume under
+other values would mix scores; ``grader.describe()`` leaves them out, so they are added here."""
+
+
 def describe_grader(grader: Any) -> dict[str, Any]:
-    """``grader.describe()`` as JSON values, or the fallback description of its settings."""
+    """``grader.describe()`` (or the fallback description of its settings) plus the scoring
+    settings (:data:`SCORING_SETTINGS`), as JSON values."""
     describe = getattr(grader, "describe", None)
-    raw = describe() if callable(describe) else _fallback_description(grader)
+    raw = dict(describe()) if callable(describe) else _fallback_description(grader)
+    for name in SCORING_SETTINGS:
+        if hasattr(grader, name):
+            raw.setdefault(name, getattr(grader, name))
     return jsonable(raw)
 
 
@@ -195,12 +206,12 @@ def _fallback_description(grader: Any) -> dict[str, Any]:
 
 def jsonable(value: Any) -> Any:
     """``value`` as plain JSON values (enums by value, models and dataclasses as dicts)."""
+    if isinstance(value, Enum):  # before str: a str-valued enum is a str
+        return jsonable(value.value)
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    if isinstance(value, Enum):
-        return jsonable(value.value)
-    if isinstance(value, BaseModel):
-        return jsonable(value.model_dump(mode="json"))
+    if isinstance(value, BaseModel):  # python mode: a callable field (count_fn) is named below
+        return jsonable(value.model_dump())
     if is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, Mapping):

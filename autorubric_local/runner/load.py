@@ -137,6 +137,7 @@ def result_from_store(store: ResultStore, run: Mapping[str, Any], db_path: str) 
         db_path=db_path,
         total_judgments=judgments,
         status=run["status"],
+        grader_settings=json.loads(run["grader_json"]) if run.get("grader_json") else None,
     )
     return result, dataset
 

@@ -87,6 +87,10 @@ class EvalResult:
     total_judgments: int = 0
     resumed_items: int = 0
     status: str | None = None
+    grader_settings: dict[str, Any] | None = None
+    """The grader's description as stored with the run (``CriterionGrader.describe()`` plus its
+    scoring settings ``normalize``, ``cannot_assess_config``, ``length_penalty``); metrics
+    score the ground truth with the same scoring settings."""
 
     @classmethod
     def from_experiment(cls, path: str | Path, run: str | None = None) -> EvalResult:
