@@ -4,10 +4,20 @@ Change ``from autorubric import ...`` to ``from autorubric_local import ...`` an
 ``LLMConfig(model=...)`` at a local model (a preset name, a Hugging Face folder or a GGUF file).
 """
 
-from autorubric_local.config import LLMConfig, ThinkingLevel, ThinkingLevelLiteral, ThinkingParam
+from autorubric_local.config import (
+    LLMConfig,
+    ThinkingLevel,
+    ThinkingLevelLiteral,
+    ThinkingParam,
+)
 from autorubric_local.dataset import DataItem, RubricDataset
 from autorubric_local.engine import Engine, ScriptedEngine
-from autorubric_local.errors import AutorubricError, EngineError, InputError, ModelNotFoundError
+from autorubric_local.errors import (
+    AutorubricError,
+    EngineError,
+    InputError,
+    ModelNotFoundError,
+)
 from autorubric_local.graders import CriterionGrader, Grader, JudgeSpec
 from autorubric_local.graders.few_shot import FewShotConfig, FewShotExample
 from autorubric_local.judges_file import JudgesFile, load_judges_file
@@ -153,5 +163,5 @@ __all__ = [
     "normalize_to_grade_input",
     "parse_thinking_output",
     "word_count",
-    *_LAZY,
 ]
+__all__ += list(_LAZY)

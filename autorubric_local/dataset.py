@@ -53,13 +53,13 @@ from typing import Any
 
 from autorubric_local.dataset_validation import (
     _NO_RUBRIC,
-    json_type_name,
-    _check_optional_str,
     ProblemCollector,
-    parse_ground_truth,
-    _parse_rubric,
-    _located,
+    _check_optional_str,
     _duplicate_id,
+    _located,
+    _parse_rubric,
+    json_type_name,
+    parse_ground_truth,
     read_text_file,
 )
 from autorubric_local.errors import InputError
@@ -177,7 +177,7 @@ def rubric_to_json(rubric: Rubric) -> list[dict[str, Any]]:
     return criteria
 
 
-def _item_to_dict(item: DataItem) -> dict[str, Any]:
+def item_to_dict(item: DataItem) -> dict[str, Any]:
     data: dict[str, Any] = {}
     if item.id is not None:
         data["id"] = item.id
@@ -435,9 +435,10 @@ class RubricDataset:
             chosen.update(rng.sample(members, quota))
         train = [item for i, item in enumerate(self.items) if i in chosen]
         test = [item for i, item in enumerate(self.items) if i not in chosen]
-        return self._with_items(train), self._with_items(test)
+        return self.with_items(train), self.with_items(test)
 
-    def _with_items(self, items: list[DataItem]) -> RubricDataset:
+    def with_items(self, items: list[DataItem]) -> RubricDataset:
+        """A new dataset with this one's header (name, prompt, rubric, reference) and ``items``."""
         return RubricDataset(
             prompt=self.prompt,
             rubric=self.rubric,
@@ -496,7 +497,7 @@ class RubricDataset:
     def to_dict(self) -> dict[str, Any]:
         """The dataset as a JSON-ready dict in AutoRubric's format (plus item ids when set)."""
         data = self._header_dict()
-        data["items"] = [_item_to_dict(item) for item in self.items]
+        data["items"] = [item_to_dict(item) for item in self.items]
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -506,7 +507,7 @@ class RubricDataset:
     def to_jsonl(self) -> str:
         """Serialise to JSONL: a header line, then one line per item; ends with a newline."""
         lines = [json.dumps(self._header_dict())]
-        lines += [json.dumps(_item_to_dict(item)) for item in self.items]
+        lines += [json.dumps(item_to_dict(item)) for item in self.items]
         return "\n".join(lines) + "\n"
 
     def to_file(self, path: str | Path) -> None:

@@ -30,7 +30,11 @@ import yaml
 
 from autorubric_local.config import LLMConfig
 from autorubric_local.errors import InputError
-from autorubric_local.graders.aggregation import BINARY_STRATEGIES, NOMINAL_STRATEGIES, ORDINAL_STRATEGIES
+from autorubric_local.graders.aggregation import (
+    BINARY_STRATEGIES,
+    NOMINAL_STRATEGIES,
+    ORDINAL_STRATEGIES,
+)
 from autorubric_local.graders.criterion_grader import JudgeSpec
 
 _JUDGE_KEYS = ("judge_id", "weight", "system_prompt")

@@ -32,10 +32,7 @@ Migration 2 (runner checkpoints) makes a run rebuildable from the database alone
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +44,7 @@ from autorubric_local.graders.assembly import binary_vote, choice_vote
 from autorubric_local.graders.criterion_grader import GradedItem
 from autorubric_local.graders.execution import JudgmentResult
 from autorubric_local.metrics.persist import migration_4_metrics
+from autorubric_local.provenance import package_version, timestamped_id, utc_now
 from autorubric_local.reports import EnsembleCriterionReport
 
 RUN_STATUSES: tuple[str, ...] = ("running", "finished", "failed", "interrupted")
@@ -161,19 +159,8 @@ def open_db(path: str | Path) -> sqlite_utils.Database:
             continue
         with db.atomic():
             migrate(db)
-            db["_migrations"].insert({"number": number, "name": name, "applied_utc": _now()})
+            db["_migrations"].insert({"number": number, "name": name, "applied_utc": utc_now()})
     return db
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _package_version() -> str:
-    try:
-        return version("autorubric-local")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 class ResultStore:
@@ -207,20 +194,20 @@ class ResultStore:
         ``items`` are planned item rows (see :meth:`plan_items`), inserted in the same
         transaction, so a checkpointed run never exists without its plan.
         """
-        run_id = f"run-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+        run_id = timestamped_id("run")
         with self.db.atomic():
             self.db["runs"].insert(
                 {
                     "id": run_id,
                     "name": name or run_id,
-                    "started_utc": _now(),
+                    "started_utc": utc_now(),
                     "finished_utc": None,
                     "status": "running",
                     "judges_json": json.dumps(list(judges)),
                     "grader_json": json.dumps(grader),
                     "rubric_json": json.dumps(rubric),
                     "data_path": data_path,
-                    "package_version": _package_version(),
+                    "package_version": package_version(),
                     "content_hash": content_hash,
                     "dataset_json": None if dataset is None else json.dumps(dataset),
                     "total_items": len(items) if items else None,
@@ -270,7 +257,7 @@ class ResultStore:
             self.db.execute(
                 "update runs set finished_utc = ?, status = ?, "
                 "wall_seconds = coalesce(wall_seconds, 0) + ? where id = ?",
-                [_now(), status, wall_seconds, run_id],
+                [utc_now(), status, wall_seconds, run_id],
             )
 
     # ----------------------------------------------------------------------------- items

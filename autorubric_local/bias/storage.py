@@ -22,13 +22,12 @@ This module must not import :mod:`autorubric_local.store` at import time (store 
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 import sqlite_utils
+
+from autorubric_local.provenance import package_version, timestamped_id, utc_now
 
 if TYPE_CHECKING:
     from autorubric_local.bias.sweep import SweepCell, SweepResult
@@ -83,17 +82,6 @@ def _migration_3(db: sqlite_utils.Database) -> None:
         pk=("sweep_id", "judge_id", "criterion_index", "variant"),
         foreign_keys=[("sweep_id", "sweeps", "id")],
     )
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _package_version() -> str:
-    try:
-        return version("autorubric-local")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def _judgment_rows(sweep_id: str, cell: SweepCell) -> list[dict[str, Any]]:
@@ -154,14 +142,14 @@ class SweepStore:
         data_path: str | None,
     ) -> str:
         """Insert a sweep row (status ``running``) and return its id (``sweep-<utc>-<hex>``)."""
-        sweep_id = f"sweep-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+        sweep_id = timestamped_id("sweep")
         with self.db.atomic():
             self.db["sweeps"].insert(
                 {
-                    "id": sweep_id, "name": name or sweep_id, "kind": kind, "started_utc": _now(),
+                    "id": sweep_id, "name": name or sweep_id, "kind": kind, "started_utc": utc_now(),
                     "finished_utc": None, "status": "running", "config_json": json.dumps(config),
                     "judges_json": json.dumps(list(judges)), "rubric_json": json.dumps(rubric),
-                    "data_path": data_path, "package_version": _package_version(),
+                    "data_path": data_path, "package_version": package_version(),
                 }
             )
         return sweep_id
@@ -188,4 +176,4 @@ class SweepStore:
     def finish_sweep(self, sweep_id: str, status: str = "finished") -> None:
         """Mark a sweep finished (or ``failed``) with its end time."""
         with self.db.atomic():
-            self.db["sweeps"].update(sweep_id, {"finished_utc": _now(), "status": status})
+            self.db["sweeps"].update(sweep_id, {"finished_utc": utc_now(), "status": status})

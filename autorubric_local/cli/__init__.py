@@ -7,9 +7,8 @@ import click
 
 # Modules are imported as modules (not their commands) so that ``autorubric_local.cli.grade``
 # stays the module.
-from autorubric_local.cli import grade, models
+from autorubric_local.cli import grade, metrics, models
 from autorubric_local.cli import sweep as sweep_cli
-from autorubric_local.cli import metrics
 
 
 @click.group()

@@ -21,7 +21,12 @@ from autorubric_local.config import DEFAULT_MODEL, LLMConfig
 from autorubric_local.errors import AutorubricError, InputError
 from autorubric_local.graders.criterion_grader import CriterionGrader
 from autorubric_local.judges_file import load_judges_file
-from autorubric_local.reports import EnsembleCriterionReport, EnsembleEvaluationReport, JudgeVote, MultiChoiceJudgeVote
+from autorubric_local.reports import (
+    EnsembleCriterionReport,
+    EnsembleEvaluationReport,
+    JudgeVote,
+    MultiChoiceJudgeVote,
+)
 from autorubric_local.rubric import Rubric
 from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 

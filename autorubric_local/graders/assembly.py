@@ -15,9 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from autorubric_local.graders.aggregation import aggregate_binary, aggregate_multi_choice
+from autorubric_local.graders.aggregation import (
+    aggregate_binary,
+    aggregate_multi_choice,
+)
 from autorubric_local.graders.execution import JudgmentResult
-from autorubric_local.penalty import LengthPenalty, ThinkingOutputDict, compute_length_penalty
+from autorubric_local.penalty import (
+    LengthPenalty,
+    ThinkingOutputDict,
+    compute_length_penalty,
+)
 from autorubric_local.prompts import BINARY_LABELS
 from autorubric_local.reports import (
     EnsembleCriterionReport,

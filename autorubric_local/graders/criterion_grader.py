@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from autorubric_local.config import LLMConfig
+from autorubric_local.dataset import RubricDataset
 from autorubric_local.engine.base import Engine
 from autorubric_local.errors import InputError
-from autorubric_local.dataset import RubricDataset
 from autorubric_local.graders.aggregation import Strategies, check_criterion_override
 from autorubric_local.graders.assembly import (
     binary_criterion_report,
@@ -31,11 +31,29 @@ from autorubric_local.graders.assembly import (
     judge_criterion_report,
 )
 from autorubric_local.graders.execution import JudgeMode, JudgmentResult, run_tasks
-from autorubric_local.graders.few_shot import FewShotConfig, render_examples, select_examples
-from autorubric_local.graders.planning import GradeItem, JudgmentTask, OptionPermutations, plan_tasks
+from autorubric_local.graders.few_shot import (
+    FewShotConfig,
+    render_examples,
+    select_examples,
+)
+from autorubric_local.graders.planning import (
+    GradeItem,
+    JudgmentTask,
+    OptionPermutations,
+    plan_tasks,
+)
 from autorubric_local.loading import load_engine
-from autorubric_local.penalty import LengthPenalty, ToGradeInput, normalize_to_grade_input
-from autorubric_local.reports import EnsembleCriterionReport, EnsembleEvaluationReport, JudgeVote, MultiChoiceJudgeVote
+from autorubric_local.penalty import (
+    LengthPenalty,
+    ToGradeInput,
+    normalize_to_grade_input,
+)
+from autorubric_local.reports import (
+    EnsembleCriterionReport,
+    EnsembleEvaluationReport,
+    JudgeVote,
+    MultiChoiceJudgeVote,
+)
 from autorubric_local.types import (
     AggregationStrategy,
     CannotAssessConfig,

@@ -19,7 +19,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from autorubric_local.engine.base import Engine, GenerateRequest, Generation, LabelScores, ScoreRequest, Usage
+from autorubric_local.engine.base import (
+    Engine,
+    GenerateRequest,
+    Generation,
+    LabelScores,
+    ScoreRequest,
+    Usage,
+)
 from autorubric_local.errors import EngineError
 from autorubric_local.graders.planning import JudgmentTask
 from autorubric_local.prompts import explanation_after_verdict

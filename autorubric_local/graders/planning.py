@@ -23,7 +23,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from autorubric_local.prompts import EXPLANATION_OPENER, criterion_text, labels_for, render_item, verdict_opener
+from autorubric_local.prompts import (
+    EXPLANATION_OPENER,
+    criterion_text,
+    labels_for,
+    render_item,
+    verdict_opener,
+)
 from autorubric_local.types import Criterion
 
 

@@ -25,7 +25,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from autorubric_local.dataset import DataItem, RubricDataset, rubric_to_json
+from autorubric_local.dataset import (
+    DataItem,
+    RubricDataset,
+    item_to_dict,
+    rubric_to_json,
+)
 from autorubric_local.dataset_validation import ProblemCollector
 from autorubric_local.errors import InputError
 from autorubric_local.graders.planning import GradeItem
@@ -83,23 +88,12 @@ def canonical_hash(value: Any) -> str:
 
 def ground_truth_json(item: DataItem) -> list[str] | None:
     """The item's ground truth as JSON values (verdict names, option labels)."""
-    if item.ground_truth is None:
-        return None
-    return [value.value if isinstance(value, Enum) else value for value in item.ground_truth]
+    return item_to_dict(item)["ground_truth"]
 
 
 def _item_json(item: DataItem) -> dict[str, Any]:
     """The item as a dataset file holds it, without ground truth (stored in its own column)."""
-    data: dict[str, Any] = {"submission": item.submission, "description": item.description}
-    if item.id is not None:
-        data["id"] = item.id
-    if item.rubric is not None:
-        data["rubric"] = rubric_to_json(item.rubric)
-    if item.reference_submission is not None:
-        data["reference_submission"] = item.reference_submission
-    if item.prompt is not None:
-        data["prompt"] = item.prompt
-    return data
+    return {key: value for key, value in item_to_dict(item).items() if key != "ground_truth"}
 
 
 def plan_dataset(dataset: RubricDataset) -> list[PlannedItem]:

@@ -85,13 +85,7 @@ def fill_ground_truth_sync(
             items.append(item)
         elif labels[index] is not None:
             items.append(replace(item, ground_truth=labels[index]))
-    return RubricDataset(
-        prompt=dataset.prompt,
-        rubric=dataset.rubric,
-        items=items,
-        name=dataset.name,
-        reference_submission=dataset.reference_submission,
-    )
+    return dataset.with_items(items)
 
 
 def _for_grading(dataset: RubricDataset, index: int) -> DataItem:
