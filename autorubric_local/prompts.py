@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
 from autorubric_local.types import Criterion, CriterionVerdict
 
 DEFAULT_SYSTEM_PROMPT = """You are a strict, impartial grader. You judge ONE submission against ONE criterion at a time.

@@ -9,7 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from autorubric_local.reports import EnsembleEvaluationReport, EvaluationReport, TokenUsage
+from autorubric_local.reports import (
+    EnsembleEvaluationReport,
+    EvaluationReport,
+    TokenUsage,
+)
 
 __all__ = ["aggregate_completion_cost", "aggregate_evaluation_usage", "aggregate_token_usage"]
 
