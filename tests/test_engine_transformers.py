@@ -202,6 +202,109 @@ def test_usage_counts_prefix_once_as_cache_hits(tiny_engine: Any, tiny_model: An
         assert result.usage.seconds >= 0
 
 
+OPTIONS = ["none", "some", "most", "all"]
+CHOICE_OPENER = '<|im_end|>\n<|im_start|>assistant\n{"selected_option": '
+
+
+def rotation_suffix(criterion: str, shift: int) -> str:
+    options = OPTIONS[shift:] + OPTIONS[:shift]
+    listed = "".join(f"\n{i}. {option}" for i, option in enumerate(options, start=1))
+    return f"<criterion>\nThis is a criterion: {criterion}\nOptions:{listed}</criterion>{CHOICE_OPENER}"
+
+
+def shared_start_requests(engine: Any, tokenizer: Any) -> list[ScoreRequest]:
+    """One prefix: the 4 rotations of a criterion (long shared starts), a suffix that is the
+    token-wise start of another, duplicate suffixes, labels sharing their first tokens, and a
+    second prefix interleaved."""
+    prefix = make_prefix(engine, SUBMISSIONS[1])
+    other = make_prefix(engine, SUBMISSIONS[2])
+    rotations = [rotation_suffix(CRITERIA[1], shift) for shift in range(4)]
+    short = f"<criterion>\nThis is a criterion: {CRITERIA[1]}\nOptions:\n"
+    assert ids(tokenizer, rotations[0])[: len(ids(tokenizer, short))] == ids(tokenizer, short)
+    binary = f"<criterion>{CRITERIA[0]}</criterion>" + '<|im_end|>\n<|im_start|>assistant\n{"criterion_status": "'
+    sharing_labels = ('CANNOT_ASSESS"', 'CANNOT"', 'MET"', 'UNMET"')
+    return [
+        *(ScoreRequest(prefix, suffix, CHOICE4) for suffix in rotations),
+        ScoreRequest(prefix, short, ("1. ", "2. ", "1. none")),  # runs into the rotations' nodes
+        ScoreRequest(other, rotations[2], CHOICE4),
+        ScoreRequest(prefix, rotations[1], CHOICE4),  # duplicate of a rotation
+        ScoreRequest(prefix, binary, sharing_labels),
+        ScoreRequest(prefix, binary, sharing_labels),  # duplicate, labels with shared starts
+        ScoreRequest(prefix, rotations[0], ("1,", "2,")),  # same suffix, other labels
+    ]
+
+
+@pytest.mark.parametrize("max_packed_tokens", [1, 24, 2048])
+def test_shared_starts_equal_single_full_sequence_scoring(tiny_model: Any, max_packed_tokens: int) -> None:
+    """Suffixes and labels that share starts are computed once in the trie; the label
+    log-probabilities still equal scoring every full sequence on its own."""
+    model, tokenizer = tiny_model.model, tiny_model.tokenizer
+    engine = from_transformers(model, tokenizer, model_id="tiny", max_packed_tokens=max_packed_tokens)
+    batch = shared_start_requests(engine, tokenizer)
+    labels = ids(tokenizer, 'CANNOT_ASSESS"'), ids(tokenizer, 'CANNOT"')
+    assert labels[0][0] == labels[1][0]  # the labels really share a start
+    results = engine.score(batch)
+    assert len(results) == len(batch)
+    for request, result in zip(batch, results):
+        assert result.error is None
+        assert max_abs_diff(result.logprobs, reference_logprobs(model, tokenizer, request)) <= TOL
+    # Duplicates give the same numbers; different rotations differ.
+    assert max_abs_diff(results[6].logprobs, results[1].logprobs) <= TOL
+    assert max_abs_diff(results[7].logprobs, results[8].logprobs) <= TOL
+    assert len({round(r.logprobs[0], 4) for r in results[:4]}) == 4
+
+
+def test_usage_apportions_shared_suffix_nodes(tiny_model: Any) -> None:
+    """Computed prompt tokens (prompt - cached) add up to the prefix plus the distinct suffix
+    nodes: shared starts are counted once, split among the requests using them."""
+    model, tokenizer = tiny_model.model, tiny_model.tokenizer
+    engine = from_transformers(model, tokenizer, model_id="tiny")
+    prefix = make_prefix(engine, SUBMISSIONS[0])
+    suffixes = [rotation_suffix(CRITERIA[0], shift) for shift in range(4)]
+    batch = [ScoreRequest(prefix, s, CHOICE4) for s in [*suffixes, suffixes[0]]]
+    results = engine.score(batch)
+    n_prefix = len(ids(tokenizer, prefix))
+    suffix_ids = [ids(tokenizer, r.suffix) for r in batch]
+    distinct = {tuple(s[: d + 1]) for s in suffix_ids for d in range(len(s))}
+    assert len(distinct) < sum(len(s) for s in suffix_ids)  # there is sharing to account for
+    computed = [r.usage.prompt_tokens - r.usage.cached_tokens for r in results]
+    assert sum(computed) == n_prefix + len(distinct)
+    for result, ids_ in zip(results, suffix_ids):
+        assert result.usage.prompt_tokens == n_prefix + len(ids_)
+        assert 0 <= result.usage.cached_tokens <= result.usage.prompt_tokens
+        assert result.usage.seconds > 0
+    assert results[0].usage.cached_tokens < n_prefix  # the first request pays for the prefix
+    assert all(r.usage.cached_tokens >= n_prefix for r in results[1:])
+    # Every request pays less than its whole suffix: the shared start is split.
+    assert all(c < len(s) for c, s in zip(computed[1:], suffix_ids[1:]))
+
+
+def test_row_mask_equals_reference_rule(tiny_engine: Any) -> None:
+    """The vectorised 4D mask is :func:`may_attend` over the row plus a fully visible prefix."""
+    import random
+
+    from autorubric_local.engine.packing import may_attend, pack_trie
+
+    rng = random.Random(0)
+    for _ in range(30):
+        trees = [
+            (
+                [rng.randrange(3) for _ in range(rng.randint(1, 5))],
+                [[rng.randrange(3) for _ in range(rng.randint(1, 4))] for _ in range(rng.randint(0, 3))],
+            )
+            for _ in range(rng.randint(1, 5))
+        ]
+        prefix_len = rng.randint(0, 4)
+        row = pack_trie(prefix_len, trees)
+        mask = tiny_engine._row_mask(row)
+        n = len(row.token_ids)
+        assert tuple(mask.shape) == (1, 1, n, prefix_len + n)
+        allowed = (mask[0, 0] == 0).tolist()
+        for q in range(n):
+            assert all(allowed[q][:prefix_len])
+            assert allowed[q][prefix_len:] == [may_attend(row, q, k) for k in range(n)]
+
+
 def test_empty_workloads(tiny_engine: Any) -> None:
     assert tiny_engine.score([]) == []
     assert tiny_engine.generate([]) == []

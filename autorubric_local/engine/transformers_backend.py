@@ -1,10 +1,11 @@
 """Transformers backend: the reference engine and the CPU default.
 
 Scoring computes each distinct prefix once (key/value cache) and runs all of its suffixes and
-label continuations as packed token trees (:mod:`autorubric_local.engine.packing`) in one
-forward pass per chunk, reading logits only where a label token is predicted. Generation is
-grammar-constrained (an Outlines-compiled regex of a JSON string body), decoded as branches of
-the same packed trees, so the assembled judgment always parses.
+label continuations as one packed token trie per chunk (:mod:`autorubric_local.engine.packing`):
+suffix and label tokens that start alike are computed once, each node attending to the prefix
+and its trie ancestors, in one forward pass per chunk, reading logits only where a label token
+is predicted. Generation is grammar-constrained (an Outlines-compiled regex of a JSON string
+body), decoded as branches below the suffixes' trie, so the assembled judgment always parses.
 
 Build one with :func:`from_transformers` from an already-loaded model and tokenizer, or let
 :func:`autorubric_local.loading.load_engine` resolve and load a model from an ``LLMConfig``.
@@ -26,8 +27,18 @@ from autorubric_local.engine.base import (
     Usage,
 )
 from autorubric_local.engine.chat_text import HFTextMixin
-from autorubric_local.engine.constrained import JSON_STRING_BODY_REGEX, split_string_body
-from autorubric_local.engine.packing import PackedRow, chunk_trees, pack_trees, tree_size
+from autorubric_local.engine.constrained import (
+    JSON_STRING_BODY_REGEX,
+    split_string_body,
+)
+from autorubric_local.engine.packing import (
+    PackedRow,
+    chunk_trees,
+    chunk_trie,
+    node_shares,
+    pack_trie,
+    prompt_shares,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -81,7 +92,16 @@ class TransformersEngine(HFTextMixin):
         return _per_prefix(requests, self._score_group)
 
     def _score_group(self, prefix: str, requests: list[ScoreRequest]) -> list[LabelScores]:
-        """Score requests sharing one prefix: prefix once, suffix trees packed in chunks."""
+        """Score requests sharing one prefix: prefix once, suffix tries packed in chunks.
+
+        Usage: ``prompt_tokens`` is ``len(prefix + suffix)``. The first fitting request pays
+        for the prefix; in each chunk every computed suffix node is split evenly among the
+        requests whose suffix runs through it (rounded to whole tokens, see
+        :func:`~.packing.prompt_shares`), the rest of each request's prompt counts as
+        ``cached_tokens``. ``seconds`` splits the group's wall time by computed nodes: the
+        prefix to the first request, every row node (label continuations included) evenly
+        among the requests using it.
+        """
         start = time.perf_counter()
         prefix_ids = self.tokens(prefix)
         trees: list[tuple[list[int], list[list[int]]]] = []
@@ -106,22 +126,28 @@ class TransformersEngine(HFTextMixin):
             return [r for r in results if r is not None]
 
         cache = self._prefix_cache(prefix_ids)
-        sizes = [tree_size(s, labels) for s, labels in trees]
-        logprobs: list[tuple[float, ...]] = []
-        for chunk in chunk_trees(sizes, self.max_packed_tokens):
-            row = pack_trees(len(prefix_ids), [trees[i] for i in chunk])
-            logprobs.extend(self._score_row(row, cache))
+        logprobs: list[tuple[float, ...]] = [()] * len(trees)
+        computed = [0] * len(trees)  # suffix tokens computed per tree
+        shares = [0.0] * len(trees)  # row nodes per tree (fractional)
+        for chunk in chunk_trie(trees, self.max_packed_tokens):
+            row = pack_trie(len(prefix_ids), [trees[i] for i in chunk])
+            for i, lps, own, share in zip(
+                chunk, self._score_row(row, cache), prompt_shares(row), node_shares(row)
+            ):
+                logprobs[i], computed[i], shares[i] = lps, own, share
         elapsed = time.perf_counter() - start
 
-        total_tokens = len(prefix_ids) + sum(sizes)
-        for position, (index, lps, size) in enumerate(zip(fits, logprobs, sizes)):
-            own = size + (len(prefix_ids) if position == 0 else 0)
+        shares[0] += len(prefix_ids)
+        total = sum(shares)
+        for position, index in enumerate(fits):
+            prompt_tokens = len(prefix_ids) + len(trees[position][0])
+            paid = computed[position] + (len(prefix_ids) if position == 0 else 0)
             usage = Usage(
-                prompt_tokens=len(prefix_ids) + len(trees[position][0]),
-                cached_tokens=0 if position == 0 else len(prefix_ids),
-                seconds=elapsed * own / total_tokens,
+                prompt_tokens=prompt_tokens,
+                cached_tokens=prompt_tokens - paid,
+                seconds=elapsed * shares[position] / total,
             )
-            results[index] = LabelScores(lps, usage=usage)
+            results[index] = LabelScores(logprobs[position], usage=usage)
         return [r for r in results if r is not None]
 
     def _prefix_cache(self, prefix_ids: list[int]) -> Any:
@@ -164,18 +190,27 @@ class TransformersEngine(HFTextMixin):
         ]
 
     def _row_mask(self, row: PackedRow) -> torch.Tensor:
-        """Additive 4D mask, shape (1, 1, n_row, prefix_len + n_row): 0 where attention is allowed."""
+        """Additive 4D mask, shape (1, 1, n_row, prefix_len + n_row): 0 where attention is allowed.
+
+        Vectorised :func:`~.packing.may_attend`: with ``A[n, d]`` the ancestor of node ``n`` at
+        depth ``d`` (:func:`~.packing.ancestor_table`), node ``q`` may see node ``k`` iff
+        ``A[q, depth[k]] == k``; every node sees the whole prefix.
+        """
         import torch
 
-        groups = torch.tensor(row.groups)
-        branches = torch.tensor(row.branches)
-        orders = torch.tensor(row.orders)
-        allowed = (
-            (groups[:, None] == groups[None, :])
-            & ((branches[None, :] == 0) | (branches[:, None] == branches[None, :]))
-            & (orders[None, :] <= orders[:, None])
-        )
         n = len(row.token_ids)
+        parents = torch.tensor(row.parents, dtype=torch.long)
+        depths = torch.tensor(row.depths, dtype=torch.long)
+        table = torch.full((n, row.max_depth + 1), -1, dtype=torch.long)
+        # Walk every node up to the root at once, one depth level per step (deepest first).
+        walker = torch.arange(n)
+        rows = torch.arange(n)
+        for depth in range(row.max_depth, -1, -1):
+            here = depths[walker.clamp(min=0)] == depth
+            here &= walker >= 0
+            table[rows[here], depth] = walker[here]
+            walker = torch.where(here, parents[walker.clamp(min=0)], walker)
+        allowed = table.gather(1, depths[None, :].expand(n, n)) == torch.arange(n)[None, :]
         full = torch.ones(n, row.prefix_len + n, dtype=torch.bool)
         full[:, row.prefix_len :] = allowed
         dtype = self.model.dtype
@@ -187,9 +222,10 @@ class TransformersEngine(HFTextMixin):
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
         """Constrained JSON-string bodies for every request; see :class:`~.base.Engine`.
 
-        Requests sharing a prefix decode together as branches of one packed tree: the prefix
-        is computed once, all suffixes in one pass, then one token per open branch per step,
-        each branch attending to the prefix, its own suffix and its own tokens. Every step is
+        Requests sharing a prefix decode together as branches below one packed suffix trie:
+        the prefix is computed once, all suffixes in one pass (shared starts once), then one
+        token per open branch per step, each branch attending to the prefix, its own suffix
+        path and its own tokens. Every step is
         masked by the Outlines-compiled grammar of a JSON string body.
         """
         return _per_prefix(requests, self._generate_group)
@@ -250,23 +286,21 @@ class TransformersEngine(HFTextMixin):
 
         device = self.model.device
         suffixes = [self.tokens(r.suffix) for r in requests]
-        row = pack_trees(prefix_len, [(s, []) for s in suffixes])
-        ends, offset = [], 0
-        own: list[list[int]] = []  # per branch: its row-relative key indices
-        for s in suffixes:
-            own.append(list(range(offset, offset + len(s))))
-            offset += len(s)
-            ends.append(offset - 1)
+        # The suffixes as one trie (shared starts computed once); each branch then decodes
+        # below its suffix's last node.
+        row = pack_trie(prefix_len, [(s, []) for s in suffixes])
+        own: list[list[int]] = [list(nodes) for nodes in row.suffix_nodes]  # row-relative keys
+        keep = sorted(set(row.ends))
         output = self.model(
             input_ids=torch.tensor([row.token_ids], dtype=torch.long, device=device),
             position_ids=torch.tensor([row.positions], device=device),
             attention_mask=self._row_mask(row),
             past_key_values=cache,
             use_cache=True,
-            logits_to_keep=torch.tensor(ends, device=device),
+            logits_to_keep=torch.tensor(keep, device=device),
         )
         appended = len(row.token_ids)
-        logits = output.logits[0]
+        logits = output.logits[0][[keep.index(end) for end in row.ends]]
         grammar = self._json_string_grammar()
         guides = [grammar.new_guide() for _ in requests]
         generated: list[list[int]] = [[] for _ in requests]
