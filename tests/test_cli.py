@@ -355,3 +355,37 @@ def test_a_dataset_with_its_own_rubric_needs_no_rubric_argument(
     assert result.exit_code != 0 and "rubric" in result.output
     result = invoke_grade(runner, RUBRIC_FILE, DATA_FILE, DATA_FILE)
     assert result.exit_code != 0 and "expected [RUBRIC] DATA" in result.output
+
+
+def test_grade_then_metrics_end_to_end(runner: CliRunner, tmp_path: Path, tiny_model_dir: Path) -> None:
+    """`grade` a labelled dataset, then `metrics` reads the run from the database alone."""
+    from dataclasses import replace
+
+    from autorubric_local.dataset import RubricDataset
+    from autorubric_local.submissions import load_grading_data
+
+    rubric = Rubric.from_file(str(RUBRIC_FILE))
+    dataset = load_grading_data(DATA_FILE, rubric)
+    labels = [
+        ["MET", "MET", "UNMET", "UNMET", "MET", "UNMET", "3 - Solid, several correct figures", "Matches the trade-offs"],
+        ["UNMET", "MET", "MET", "UNMET", "UNMET", "UNMET", "2 - Basic, one or two facts", "NA - No advice given"],
+        ["MET", "UNMET", "MET", "MET", "UNMET", "MET", "1 - Vague, no figures", "Contradicts the trade-offs"],
+    ]
+    items = [replace(item, ground_truth=truth) for item, truth in zip(dataset.items, labels)]
+    path = tmp_path / "labelled.json"
+    RubricDataset(prompt="Compare NMC and LFP.", rubric=rubric, items=items).to_file(path)
+    db_path = tmp_path / "r.sqlite"
+    assert invoke_grade(runner, path, "--model", tiny_model_dir, "--db", db_path, "--run", "lab").exit_code == 0
+
+    result = invoke(runner, "metrics", db_path, "--run", "lab", "--json", "--plot", tmp_path / "plots")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.stdout)
+    assert metrics["n_items"] == 3 and metrics["n_criteria"] == 8
+    per = {c["name"]: c for c in metrics["per_criterion"]}
+    assert per["nmc_energy_density"]["support"] == 3 and per["technical_depth"]["support"] == 3
+    assert per["technical_depth"]["scale"] == "ordinal" and per["use_case_advice"]["scale"] == "nominal"
+    assert per["use_case_advice"]["support"] + per["use_case_advice"]["n_excluded"] == 3
+    assert 0.0 <= metrics["criterion_accuracy"] <= 1.0
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir())[-2:] == ["reliability.png", "scores.png"]
+    stored = list(sqlite_utils.Database(db_path)["metrics"].rows)
+    assert len(stored) == 1
