@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_grader import BINARY_A, DEPTH, NEGATIVE
 
 from autorubric_local.config import LLMConfig
 from autorubric_local.dataset import DataItem, RubricDataset
@@ -20,21 +21,9 @@ from autorubric_local.graders.few_shot import FewShotConfig, select_examples
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.judges_file import load_judges_file
 from autorubric_local.rubric import Rubric
-from autorubric_local.types import Criterion, CriterionOption, CriterionVerdict
+from autorubric_local.types import Criterion, CriterionVerdict
 
-BINARY = Criterion(name="a", weight=10.0, requirement="States the energy density")
-NEGATIVE = Criterion(name="neg", weight=-5.0, requirement="Claims LFP is denser")
-DEPTH = Criterion(
-    name="depth",
-    weight=6.0,
-    requirement="How deep is the comparison?",
-    options=[
-        CriterionOption(label="Vague", value=0.0),
-        CriterionOption(label="Basic", value=0.33),
-        CriterionOption(label="Solid", value=0.67),
-        CriterionOption(label="Expert", value=1.0),
-    ],
-)
+BINARY = BINARY_A
 
 
 def lp(*probabilities: float) -> list[float]:

@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from autorubric_local.cli.common import fail
+from autorubric_local.cli.common import fail, load_rubric
 from autorubric_local.config import DEFAULT_MODEL, LLMConfig
 from autorubric_local.errors import AutorubricError, InputError
 from autorubric_local.graders.criterion_grader import CriterionGrader
@@ -27,7 +27,6 @@ from autorubric_local.reports import (
     JudgeVote,
     MultiChoiceJudgeVote,
 )
-from autorubric_local.rubric import Rubric
 from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
 
@@ -101,12 +100,7 @@ def grade(
     if len(paths) > 2:
         raise click.UsageError(f"expected [RUBRIC] DATA, got {len(paths)} paths")
     rubric_path, data_path = (None, paths[0]) if len(paths) == 1 else paths
-    rubric = None
-    if rubric_path is not None:
-        try:
-            rubric = Rubric.from_file(str(rubric_path))
-        except (ValueError, OSError) as exc:
-            raise click.ClickException(f"{rubric_path}: {exc}") from exc
+    rubric = None if rubric_path is None else load_rubric(rubric_path)
     try:
         dataset = load_grading_data(data_path, rubric)
         if limit is not None:

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from autorubric_local.bias.aggregate import Estimate, SweepAggregate
 from autorubric_local.bias.sweep import SweepKind, SweepResult, SweepSettings
-from autorubric_local.cli.common import fail
+from autorubric_local.cli.common import fail, load_rubric
 from autorubric_local.config import DEFAULT_MODEL, LLMConfig
 from autorubric_local.errors import AutorubricError
 from autorubric_local.graders.criterion_grader import JudgeSpec
@@ -63,13 +63,9 @@ def sweep(rubric_path: Path, data_path: Path, **options: Any) -> None:
 
         autorubric-local sweep examples/battery_rubric.yaml examples/battery_submissions.jsonl --json
     """
-    from autorubric_local.rubric import Rubric
     from autorubric_local.submissions import load_grading_data
 
-    try:
-        rubric = Rubric.from_file(str(rubric_path))
-    except (ValueError, OSError) as exc:
-        raise click.ClickException(f"{rubric_path}: {exc}") from exc
+    rubric = load_rubric(rubric_path)
     try:
         dataset = load_grading_data(data_path, rubric)
     except AutorubricError as exc:
