@@ -44,8 +44,6 @@ of criterion 'clarity' (options: 'Clear', 'Unclear')``.
 from __future__ import annotations
 
 import json
-import math
-import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -400,11 +398,8 @@ class RubricDataset:
         ----------
         n_train : int, 0 < n_train < len(self)
         stratify : bool, default True
-            Keep each ground-truth signature (the tuple of an item's labels; items without
-            ground truth form one stratum of their own) in the same proportion in both parts:
-            stratum ``s`` of size ``n_s`` gets ``floor(n_train * n_s / N)`` training items, and
-            the items left over go to the strata with the largest remainders (Hamilton's
-            method; ties broken at random). Without stratification the items are drawn at random.
+            Keep each ground-truth signature in the same proportion in both parts (largest
+            remainder; :func:`autorubric_local.dataset_split.split_indices`).
         seed : int, optional
             Seed of the draw; the same seed gives the same split.
 
@@ -419,20 +414,9 @@ class RubricDataset:
         InputError
             ``n_train`` not an integer in range.
         """
-        total = len(self.items)
-        if isinstance(n_train, bool) or not isinstance(n_train, int) or not 0 < n_train < total:
-            raise InputError(
-                f"split_train_test: n_train must be an integer with 0 < n_train < {total} "
-                f"(the dataset has {total} items), got {n_train!r}"
-            )
-        rng = random.Random(seed)
-        strata: dict[tuple[str, ...] | None, list[int]] = {}
-        for index, item in enumerate(self.items):
-            key = _signature(item) if stratify else None
-            strata.setdefault(key, []).append(index)
-        chosen: set[int] = set()
-        for members, quota in zip(strata.values(), _quotas([len(m) for m in strata.values()], n_train, rng)):
-            chosen.update(rng.sample(members, quota))
+        from autorubric_local.dataset_split import split_indices
+
+        chosen = set(split_indices(self.items, n_train, stratify=stratify, seed=seed))
         train = [item for i, item in enumerate(self.items) if i in chosen]
         test = [item for i, item in enumerate(self.items) if i not in chosen]
         return self.with_items(train), self.with_items(test)
@@ -658,21 +642,3 @@ class RubricDataset:
             name=header.get("name"),
             reference_submission=header.get("reference_submission"),
         )
-
-
-def _signature(item: DataItem) -> tuple[str, ...] | None:
-    """An item's ground-truth signature for stratification (None: no ground truth)."""
-    if item.ground_truth is None:
-        return None
-    return tuple(v.value if isinstance(v, CriterionVerdict) else v for v in item.ground_truth)
-
-
-def _quotas(sizes: Sequence[int], n: int, rng: random.Random) -> list[int]:
-    """Split ``n`` over strata of ``sizes`` in proportion (largest remainder, random ties)."""
-    total = sum(sizes)
-    exact = [n * size / total for size in sizes]
-    quotas = [math.floor(x) for x in exact]
-    order = sorted(range(len(sizes)), key=lambda i: (-(exact[i] - quotas[i]), rng.random()))
-    for i in order[: n - sum(quotas)]:
-        quotas[i] += 1
-    return quotas

@@ -287,6 +287,19 @@ class Criterion(BaseModel):
         return self.model_copy(update={"options": extended})
 
 
+class CaseInsensitiveEnum(str, Enum):
+    """A string enum whose lookup ignores case and surrounding white space (``" Skip "``)."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> CaseInsensitiveEnum | None:
+        if isinstance(value, str):
+            lowered = value.strip().lower()
+            for member in cls:
+                if member.value == lowered:
+                    return member
+        return None
+
+
 class CriterionVerdict(str, Enum):
     """Binary verdict: MET, UNMET, or CANNOT_ASSESS (insufficient evidence)."""
 
@@ -370,7 +383,7 @@ class MultiChoiceJudgment(BaseModel):
     )
 
 
-class CannotAssessStrategy(str, Enum):
+class CannotAssessStrategy(CaseInsensitiveEnum):
     """How scoring treats CANNOT_ASSESS (binary) and NA (multi-choice) verdicts.
 
     - SKIP: drop the criterion from numerator and denominator (default).
@@ -388,14 +401,6 @@ class CannotAssessStrategy(str, Enum):
     PARTIAL = "partial"
     FAIL = "fail"
 
-    @classmethod
-    def _missing_(cls, value: object) -> CannotAssessStrategy | None:
-        if isinstance(value, str):
-            lowered = value.strip().lower()
-            for member in cls:
-                if member.value == lowered:
-                    return member
-        return None
 
 
 class CannotAssessConfig(BaseModel):

@@ -64,3 +64,19 @@ def test_cyclic_plan_has_one_task_per_rotation() -> None:
     base = tasks[0].option_order
     assert base is not None
     assert [t.option_order for t in tasks[:4]] == cyclic_rotations(base)
+
+
+def test_judgments_per_judge_counts_the_planned_tasks() -> None:
+    from autorubric_local.graders.planning import judgments_per_judge
+
+    with_na = Criterion(
+        requirement="with NA",
+        options=[CriterionOption(label="a", value=0.0), CriterionOption(label="b", value=1.0),
+                 CriterionOption(label="NA", value=0.0, na=True)],
+    )
+    rubric = (criterion(4), Criterion(requirement="binary"), with_na)
+    items = [GradeItem("text", rubric)]
+    for permutations in OptionPermutations:
+        for auto_na in (False, True):
+            tasks = plan_tasks(items, [("a", FORMAT)], auto_na_option=auto_na, permutations=permutations)
+            assert judgments_per_judge(rubric, auto_na_option=auto_na, permutations=permutations) == len(tasks)

@@ -33,8 +33,8 @@ from autorubric_local.errors import InputError
 from autorubric_local.graders.planning import (
     GradeItem,
     JudgmentTask,
-    cyclic_rotations,
-    shuffle_order,
+    OptionPermutations,
+    option_orders,
 )
 from autorubric_local.types import Criterion, CriterionOption
 
@@ -206,11 +206,18 @@ def plan_selection_tasks(
             raise ValueError("the chat template altered the prompt layout; cannot split prefix/suffix")
         prefix, turn_switch = text.split(_SENTINEL)
         for criterion_index, criterion in enumerate(item.rubric):
-            n = len(criterion.options or ())
-            if n == 0:
+            if criterion.options is None:
                 continue
-            base = shuffle_order(seed, item.submission, criterion_index, judge_id, n) if shuffle_options else tuple(range(n))
-            for rotation, order in enumerate(cyclic_rotations(base)):
+            orders = option_orders(
+                criterion,
+                seed=seed,
+                submission=item.submission,
+                criterion_index=criterion_index,
+                judge_id=judge_id,
+                shuffle_options=shuffle_options,
+                permutations=OptionPermutations.CYCLIC,
+            )
+            for rotation, order in enumerate(orders):
                 tasks.append(
                     JudgmentTask(
                         item_index=item_index,

@@ -40,6 +40,7 @@ from autorubric_local.graders.planning import (
     GradeItem,
     JudgmentTask,
     OptionPermutations,
+    judgments_per_judge,
     plan_tasks,
 )
 from autorubric_local.loading import load_engine
@@ -99,6 +100,14 @@ class GradedItem:
 
 
 ProgressCallback = Callable[[int], None]
+
+
+def _describe_penalty(penalty: LengthPenalty | None) -> dict[str, Any] | None:
+    if penalty is None:
+        return None
+    count_fn = penalty.count_fn
+    name = None if count_fn is None else f"{getattr(count_fn, '__module__', '')}.{getattr(count_fn, '__qualname__', repr(count_fn))}"
+    return {**penalty.model_dump(mode="json", exclude={"count_fn"}), "count_fn": name}
 
 
 class CriterionGrader:
@@ -216,8 +225,9 @@ class CriterionGrader:
         return engine
 
     def describe(self) -> dict[str, Any]:
-        """Every setting that can change a verdict, as JSON-able data (for run records and the
-        content hash of a resumable run). Judges are described by their ``LLMConfig`` fields."""
+        """Every setting that can change a verdict or a score, as JSON-able data (for run
+        records and the content hash of a resumable run). Judges are described by their
+        ``LLMConfig`` fields; a length penalty's ``count_fn`` by its qualified name."""
         return {
             "judges": [
                 {
@@ -239,6 +249,10 @@ class CriterionGrader:
             "mode": self.mode.value,
             "explanation_first": self.explanation_first,
             "auto_na_option": self.auto_na_option,
+            # Scoring settings: they change every item score (not the verdicts).
+            "normalize": self.normalize,
+            "cannot_assess_config": self.cannot_assess_config.model_dump(mode="json"),
+            "length_penalty": _describe_penalty(self.length_penalty),
             "few_shot": None
             if self.few_shot_config is None or self.training_data is None
             else {
@@ -293,6 +307,13 @@ class CriterionGrader:
             for graded, (_, rubric, query, reference, item_id) in zip(normalized, inputs)
         ]
         return self.grade_batch(items, graded_inputs=normalized, progress=progress)
+
+    def judgment_count(self, item: GradeItem) -> int:
+        """How many judgments grading ``item`` takes (criteria x judges x option orders)."""
+        per_judge = judgments_per_judge(
+            item.rubric, auto_na_option=self.auto_na_option, permutations=self.permutations
+        )
+        return per_judge * len(self.judges)
 
     def plan(self, items: Sequence[GradeItem]) -> list[JudgmentTask]:
         """Every judgment task of ``items`` (pure; loads the judges' engines for their templates)."""

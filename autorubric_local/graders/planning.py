@@ -119,6 +119,38 @@ def cyclic_rotations(order: Sequence[int]) -> list[tuple[int, ...]]:
     return [tuple(order[(k + r) % n] for k in range(n)) for r in range(n)]
 
 
+def option_orders(
+    criterion: Criterion,
+    *,
+    seed: int,
+    submission: str,
+    criterion_index: int,
+    judge_id: str,
+    shuffle_options: bool,
+    permutations: OptionPermutations,
+) -> list[tuple[int, ...] | None]:
+    """The option orders ``criterion`` is judged in: ``[None]`` for a binary criterion, else the
+    seeded shuffle (or identity) and, with cyclic permutations, all its rotations."""
+    if criterion.options is None:
+        return [None]
+    n = len(criterion.options)
+    base = shuffle_order(seed, submission, criterion_index, judge_id, n) if shuffle_options else tuple(range(n))
+    return list(cyclic_rotations(base)) if permutations is OptionPermutations.CYCLIC else [base]
+
+
+def judgments_per_judge(
+    rubric: Sequence[Criterion], *, auto_na_option: bool, permutations: OptionPermutations
+) -> int:
+    """How many tasks :func:`plan_tasks` makes for one item and one judge."""
+    total = 0
+    for criterion in rubric:
+        if criterion.options is None or permutations is OptionPermutations.SINGLE:
+            total += 1
+        else:
+            total += len((criterion.with_guaranteed_na_option() if auto_na_option else criterion).options or [])
+    return total
+
+
 def plan_tasks(
     items: Sequence[GradeItem],
     judges: Sequence[tuple[str, Callable[[list[dict[str, str]]], str]] | tuple[str, Callable[[list[dict[str, str]]], str], str | None]],
@@ -165,17 +197,17 @@ def plan_tasks(
             )
             for criterion_index, original in enumerate(item.rubric):
                 criterion = original
-                orders: list[tuple[int, ...] | None] = [None]
-                if criterion.options is not None:
-                    if auto_na_option:
-                        criterion = criterion.with_guaranteed_na_option()
-                    n = len(criterion.options or [])
-                    base = (
-                        shuffle_order(seed, item.submission, criterion_index, judge_id, n)
-                        if shuffle_options
-                        else tuple(range(n))
-                    )
-                    orders = cyclic_rotations(base) if permutations is OptionPermutations.CYCLIC else [base]
+                if auto_na_option and criterion.options is not None:
+                    criterion = criterion.with_guaranteed_na_option()
+                orders = option_orders(
+                    criterion,
+                    seed=seed,
+                    submission=item.submission,
+                    criterion_index=criterion_index,
+                    judge_id=judge_id,
+                    shuffle_options=shuffle_options,
+                    permutations=permutations,
+                )
                 for permutation_index, order in enumerate(orders):
                     tasks.append(
                         JudgmentTask(

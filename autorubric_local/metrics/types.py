@@ -17,11 +17,12 @@ Conventions
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from autorubric_local.types import CaseInsensitiveEnum
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -52,18 +53,7 @@ Scale = Literal["binary", "ordinal", "nominal"]
 """Kind of a criterion for metrics: binary (MET/UNMET), or a multi-choice scale."""
 
 
-class _Mode(str, Enum):
-    @classmethod
-    def _missing_(cls, value: object) -> Any:
-        if isinstance(value, str):
-            lowered = value.strip().lower()
-            for member in cls:
-                if member.value == lowered:
-                    return member
-        return None
-
-
-class CannotAssessMode(_Mode):
+class CannotAssessMode(CaseInsensitiveEnum):
     """How a binary CANNOT_ASSESS (on either side of a human/judge pair) is counted.
 
     - ``EXCLUDE`` (default): drop the pair. The number dropped is reported per criterion
@@ -81,7 +71,7 @@ class CannotAssessMode(_Mode):
     AS_UNMET = "as_unmet"
 
 
-class NAMode(_Mode):
+class NAMode(CaseInsensitiveEnum):
     """How a multi-choice NA option (or an abstain with no option) is counted.
 
     - ``EXCLUDE`` (default): drop the pair when either side is NA.

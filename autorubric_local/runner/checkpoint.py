@@ -19,11 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
-from enum import Enum
+from dataclasses import dataclass
 from typing import Any
-
-from pydantic import BaseModel
 
 from autorubric_local.dataset import (
     DataItem,
@@ -162,59 +159,6 @@ def content_hash(planned: Sequence[PlannedItem], description: Mapping[str, Any])
 
 
 # ---- grader description --------------------------------------------------------------------------
-
-
-SCORING_SETTINGS: tuple[str, ...] = ("cannot_assess_config", "normalize", "length_penalty")
-"""Grader settings that change every stored item score (not the verdicts), so a resume under
-other values would mix scores; ``grader.describe()`` leaves them out, so they are added here."""
-
-
-def describe_grader(grader: Any) -> dict[str, Any]:
-    """``grader.describe()`` (or the fallback description of its settings) plus the scoring
-    settings (:data:`SCORING_SETTINGS`), as JSON values."""
-    describe = getattr(grader, "describe", None)
-    raw = dict(describe()) if callable(describe) else _fallback_description(grader)
-    for name in SCORING_SETTINGS:
-        if hasattr(grader, name):
-            raw.setdefault(name, getattr(grader, name))
-    return jsonable(raw)
-
-
-def _fallback_description(grader: Any) -> dict[str, Any]:
-    judges = [
-        {
-            "judge_id": judge.judge_id,
-            "weight": judge.weight,
-            "llm_config": judge.llm_config.model_dump(
-                mode="json", exclude={"engine", "api_key", "cache_dir", "timeout", "max_retries",
-                                      "max_parallel_requests", "extra_headers"}
-            ),
-        }
-        for judge in grader.judges
-    ]
-    names = ("mode", "explanation_first", "seed", "shuffle_options", "permutations", "system_prompt",
-             "cannot_assess_config", "normalize", "length_penalty", "aggregation", "ordinal_aggregation",
-             "nominal_aggregation", "auto_na_option", "few_shot_config")
-    return {"judges": judges, **{name: getattr(grader, name) for name in names if hasattr(grader, name)}}
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON values (enums by value, models and dataclasses as dicts)."""
-    if isinstance(value, Enum):  # before str: a str-valued enum is a str
-        return jsonable(value.value)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, BaseModel):  # python mode: a callable field (count_fn) is named below
-        return jsonable(value.model_dump())
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if callable(value):
-        return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(value))}"
-    return repr(value)
 
 
 # ---- resume -------------------------------------------------------------------------------------

@@ -45,7 +45,6 @@ from autorubric_local.runner.checkpoint import (
     adopt_stored_seed,
     check_resumable,
     content_hash,
-    describe_grader,
     plan_dataset,
 )
 from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
@@ -163,7 +162,7 @@ class EvalRunner:
         existing = store.find_run(name) if self.config.resume else None
         if existing is not None:
             adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
-        description = describe_grader(self.grader)
+        description = self.grader.describe()
         digest = content_hash(planned, description)
         judges = [
             {"judge_id": j.judge_id, "model": j.llm_config.model, "model_id": model_ids[j.judge_id], "weight": j.weight}
@@ -191,7 +190,7 @@ class EvalRunner:
     ) -> None:
         done = store.done_item_ids(run_id)
         pending = [entry for entry in planned if entry.key not in done]
-        estimates = {entry.key: estimate_judgments(entry.grade_item, self.grader) for entry in planned}
+        estimates = {entry.key: self.grader.judgment_count(entry.grade_item) for entry in planned}
         chunks = make_chunks(pending, estimates, self.config.chunk_judgments, self.config.max_concurrent_items)
         progress = RunProgress(
             enabled=self.config.show_progress, style=self.config.progress_style,
@@ -278,17 +277,6 @@ class EvalRunner:
 def failed_item(item: GradeItem, exc: BaseException) -> GradedItem:
     """An item whose grading raised: no score, the error kept, no judgments."""
     return GradedItem(item, EnsembleEvaluationReport(score=None, error=f"{type(exc).__name__}: {exc}"), ())
-
-
-def estimate_judgments(item: GradeItem, grader: Any) -> int:
-    """Judgments the grader will make for ``item`` (for chunk sizes and the progress bar)."""
-    permutations = getattr(grader, "permutations", "single")
-    cyclic = str(getattr(permutations, "value", permutations)) == "cyclic"
-    extra = 1 if getattr(grader, "auto_na_option", False) else 0
-    per_judge = sum(
-        len(c.options) + extra if (c.options is not None and cyclic) else 1 for c in item.rubric
-    )
-    return per_judge * len(grader.judges)
 
 
 def make_chunks(
