@@ -4,24 +4,13 @@ Change ``from autorubric import ...`` to ``from autorubric_local import ...`` an
 ``LLMConfig(model=...)`` at a local model (a preset name, a Hugging Face folder or a GGUF file).
 """
 
-from autorubric_local.config import (
-    LLMConfig,
-    ThinkingLevel,
-    ThinkingLevelLiteral,
-    ThinkingParam,
-)
-from autorubric_local.dataset import DataItem, RubricDataset
-from autorubric_local.engine import Engine, ScriptedEngine
-from autorubric_local.errors import (
+from autorubric_local.core.errors import (
     AutorubricError,
     EngineError,
     InputError,
     ModelNotFoundError,
 )
-from autorubric_local.graders import CriterionGrader, Grader, JudgeSpec
-from autorubric_local.graders.few_shot import FewShotConfig, FewShotExample
-from autorubric_local.judges_file import JudgesFile, load_judges_file
-from autorubric_local.penalty import (
+from autorubric_local.core.penalty import (
     CountFn,
     LengthPenalty,
     PenaltyType,
@@ -32,7 +21,7 @@ from autorubric_local.penalty import (
     parse_thinking_output,
     word_count,
 )
-from autorubric_local.reports import (
+from autorubric_local.core.reports import (
     CriterionReport,
     EnsembleCriterionReport,
     EnsembleEvaluationReport,
@@ -41,8 +30,8 @@ from autorubric_local.reports import (
     MultiChoiceJudgeVote,
     TokenUsage,
 )
-from autorubric_local.rubric import Rubric
-from autorubric_local.types import (
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import (
     AggregatedMultiChoiceVerdict,
     AggregationStrategy,
     CannotAssessConfig,
@@ -57,10 +46,21 @@ from autorubric_local.types import (
     OrdinalAggregation,
     ScaleType,
 )
-from autorubric_local.usage import (
+from autorubric_local.core.usage import (
     aggregate_completion_cost,
     aggregate_evaluation_usage,
     aggregate_token_usage,
+)
+from autorubric_local.data.dataset import DataItem, RubricDataset
+from autorubric_local.engine import Engine, ScriptedEngine
+from autorubric_local.graders import CriterionGrader, Grader, JudgeSpec
+from autorubric_local.graders.few_shot import FewShotConfig, FewShotExample
+from autorubric_local.graders.panel_file import JudgesFile, load_judges_file
+from autorubric_local.judges.config import (
+    LLMConfig,
+    ThinkingLevel,
+    ThinkingLevelLiteral,
+    ThinkingParam,
 )
 
 # Runner, metrics and position-bias names load on first use (PEP 562): ``import

@@ -37,12 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_workload import build_items
 
 from autorubric_local.bias import SweepSettings, run_sweep
-from autorubric_local.config import LLMConfig
 from autorubric_local.engine.base import Engine
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.execution import JudgeMode, run_tasks
 from autorubric_local.graders.planning import GradeItem, OptionPermutations, plan_tasks
-from autorubric_local.loading import load_engine
+from autorubric_local.judges.config import LLMConfig
+from autorubric_local.judges.engines import load_engine
 
 JUDGE_ID = "bench"
 
@@ -58,7 +58,7 @@ def grade_seconds(engine: Engine, items: Sequence[GradeItem], seed: int, choice_
     failed = [r.error for r in results if r.error is not None]
     if failed:
         raise RuntimeError(f"{len(failed)} judgments failed, e.g. {failed[0]}")
-    return elapsed, len(tasks), sum(r.usage.prompt_tokens - r.usage.cached_tokens for r in results)
+    return elapsed, len(tasks), sum(r.usage.prompt_tokens - r.usage.cache_read_input_tokens for r in results)
 
 
 def sweep_seconds(engine: Engine, items: Sequence[GradeItem], seed: int) -> tuple[float, int, int]:
@@ -71,7 +71,7 @@ def sweep_seconds(engine: Engine, items: Sequence[GradeItem], seed: int) -> tupl
     if dropped:
         raise RuntimeError(f"{dropped} rotations failed")
     usage = [r.usage for c in result.cells for r in c.results]
-    return elapsed, len(usage), sum(u.prompt_tokens - u.cached_tokens for u in usage)
+    return elapsed, len(usage), sum(u.prompt_tokens - u.cache_read_input_tokens for u in usage)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -13,9 +13,9 @@ import dataclasses
 import random
 from collections.abc import Sequence
 
+from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.graders.planning import GradeItem, JudgmentTask
-from autorubric_local.prompts import criterion_text
-from autorubric_local.types import Criterion, CriterionOption
+from autorubric_local.graders.prompts import criterion_text
 
 QUERY = "Explain how a lithium-ion battery stores energy and what limits its useful life."
 

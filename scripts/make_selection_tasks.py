@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from autorubric_local.dataset import RubricDataset
+from autorubric_local.data.dataset import RubricDataset
 
 
 def scored_answers(dataset: RubricDataset) -> dict[float, list[tuple[str, str]]]:

@@ -135,9 +135,9 @@ def tiny_engine(tiny_model: TinyModel) -> Any:
 @pytest.fixture(scope="session")
 def smollm2_engine() -> Any:
     """The real embedded judge, loaded as the library loads it; skipped if not installed."""
-    from autorubric_local.config import LLMConfig
-    from autorubric_local.errors import ModelNotFoundError
-    from autorubric_local.loading import load_engine
+    from autorubric_local.core.errors import ModelNotFoundError
+    from autorubric_local.judges.config import LLMConfig
+    from autorubric_local.judges.engines import load_engine
 
     try:
         engine = load_engine(LLMConfig(model="smollm2-135m-instruct", device="cpu"))

@@ -16,13 +16,13 @@ import math
 import sys
 import time
 
-from autorubric_local.config import LLMConfig
-from autorubric_local.dataset import RubricDataset
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import Criterion, CriterionOption
+from autorubric_local.data.dataset import RubricDataset
 from autorubric_local.engine import ScoreRequest, ScriptedEngine
 from autorubric_local.graders import CriterionGrader
-from autorubric_local.rubric import Rubric
+from autorubric_local.judges.config import LLMConfig
 from autorubric_local.runner import ChunkReport, EvalConfig, EvalRunner
-from autorubric_local.types import Criterion, CriterionOption
 
 RUBRIC = Rubric(
     [

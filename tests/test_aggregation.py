@@ -37,7 +37,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.reports import JudgeVote, MultiChoiceJudgeVote
+from autorubric_local.core.types import (
+    AggregatedMultiChoiceVerdict,
+    Criterion,
+    CriterionOption,
+    CriterionVerdict,
+)
 from autorubric_local.graders.aggregation import (
     BINARY_STRATEGIES,
     NOMINAL_STRATEGIES,
@@ -47,13 +54,6 @@ from autorubric_local.graders.aggregation import (
     aggregate_multi_choice,
     allowed_strategies,
     check_criterion_override,
-)
-from autorubric_local.reports import JudgeVote, MultiChoiceJudgeVote
-from autorubric_local.types import (
-    AggregatedMultiChoiceVerdict,
-    Criterion,
-    CriterionOption,
-    CriterionVerdict,
 )
 
 MET = CriterionVerdict.MET

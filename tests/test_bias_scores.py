@@ -17,7 +17,7 @@ from autorubric_local.bias.grade_score import (
     harmonic_mean,
     normalized_entropy,
 )
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
 from autorubric_local.graders.planning import cyclic_rotations
 
 

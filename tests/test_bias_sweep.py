@@ -25,16 +25,16 @@ from autorubric_local.bias import (
     load_selection_tasks,
     run_sweep,
 )
+from autorubric_local.bias.records import sweep_records
 from autorubric_local.bias.report import sweep_to_dict
-from autorubric_local.bias.storage import SweepStore
 from autorubric_local.cli import main
-from autorubric_local.config import LLMConfig
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.engine import ScoreRequest, ScriptedEngine
-from autorubric_local.errors import InputError
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.store import open_db
-from autorubric_local.types import Criterion, CriterionOption
+from autorubric_local.judges.config import LLMConfig
+from autorubric_local.store import Store, open_db
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SURE = 0.0
@@ -331,10 +331,10 @@ def test_sweep_rows_in_sqlite() -> None:
     spec, _ = judge(favourite)
     result = run_sweep(ITEMS[:2], [spec], SweepSettings(seed=1, unrelated_option=True, n_bootstrap=10))
     db = open_db(":memory:")
-    store = SweepStore(db)
+    store = Store(db)
     sweep_id = store.start_sweep(name="t", kind="rubric", config=result.settings.to_dict(), judges=[{"judge_id": "j"}],
                                  rubric=None, data_path=None)
-    store.record(sweep_id, result)
+    store.record_sweep(sweep_id, *sweep_records(result))
     store.finish_sweep(sweep_id)
     assert {"sweeps", "sweep_judgments", "sweep_scores", "sweep_aggregates"} <= set(db.table_names())
     (sweep,) = list(db["sweeps"].rows)

@@ -13,7 +13,7 @@ import sqlite_utils
 from click.testing import CliRunner, Result
 
 from autorubric_local.cli import main
-from autorubric_local.rubric import Rubric
+from autorubric_local.core.rubric import Rubric
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RUBRIC_FILE = EXAMPLES / "battery_rubric.yaml"
@@ -340,8 +340,8 @@ def test_model_and_judges_together_is_an_error(runner: CliRunner, tmp_path: Path
 def test_a_dataset_with_its_own_rubric_needs_no_rubric_argument(
     runner: CliRunner, tmp_path: Path, tiny_model_dir: Path
 ) -> None:
-    from autorubric_local.dataset import RubricDataset
-    from autorubric_local.submissions import load_grading_data
+    from autorubric_local.data.dataset import RubricDataset
+    from autorubric_local.data.submissions import load_grading_data
 
     dataset = load_grading_data(DATA_FILE, Rubric.from_file(str(RUBRIC_FILE)))
     labelled = RubricDataset(prompt="Compare NMC and LFP.", rubric=dataset.rubric, items=dataset.items[:1])
@@ -361,8 +361,8 @@ def test_grade_then_metrics_end_to_end(runner: CliRunner, tmp_path: Path, tiny_m
     """`grade` a labelled dataset, then `metrics` reads the run from the database alone."""
     from dataclasses import replace
 
-    from autorubric_local.dataset import RubricDataset
-    from autorubric_local.submissions import load_grading_data
+    from autorubric_local.data.dataset import RubricDataset
+    from autorubric_local.data.submissions import load_grading_data
 
     rubric = Rubric.from_file(str(RUBRIC_FILE))
     dataset = load_grading_data(DATA_FILE, rubric)

@@ -1,4 +1,4 @@
-"""Tests for autorubric_local.dataset: DataItem, RubricDataset, JSON/JSONL formats, validation."""
+"""Tests for autorubric_local.data.dataset: DataItem, RubricDataset, JSON/JSONL formats, validation."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from autorubric_local.dataset import DataItem, RubricDataset, parse_ground_truth
-from autorubric_local.errors import InputError
-from autorubric_local.rubric import Rubric
-from autorubric_local.types import (
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import (
     CannotAssessStrategy,
     Criterion,
     CriterionOption,
     CriterionVerdict,
 )
+from autorubric_local.data.dataset import DataItem, RubricDataset, parse_ground_truth
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "autorubric-examples"
 MET, UNMET, CA = CriterionVerdict.MET, CriterionVerdict.UNMET, CriterionVerdict.CANNOT_ASSESS

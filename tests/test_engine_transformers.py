@@ -13,11 +13,19 @@ from typing import Any
 
 import pytest
 
-from autorubric_local.engine import Engine, GenerateRequest, ScoreRequest, from_transformers
-from autorubric_local.engine.constrained import JSON_STRING_BODY_REGEX, split_string_body
+from autorubric_local.core.types import CriterionJudgment
+from autorubric_local.engine import (
+    Engine,
+    GenerateRequest,
+    ScoreRequest,
+    from_transformers,
+)
+from autorubric_local.engine.constrained import (
+    JSON_STRING_BODY_REGEX,
+    split_string_body,
+)
 from autorubric_local.engine.transformers_backend import TransformersEngine
-from autorubric_local.prompts import BINARY_LABELS
-from autorubric_local.types import CriterionJudgment
+from autorubric_local.graders.prompts import BINARY_LABELS
 
 torch = pytest.importorskip("torch")
 
@@ -197,9 +205,9 @@ def test_usage_counts_prefix_once_as_cache_hits(tiny_engine: Any, tiny_model: An
     n_prefix = len(ids(tiny_model.tokenizer, prefix))
     for position, (suffix, result) in enumerate(zip(suffixes, results)):
         assert result.usage.prompt_tokens == n_prefix + len(ids(tiny_model.tokenizer, suffix))
-        assert result.usage.cached_tokens == (0 if position == 0 else n_prefix)
+        assert result.usage.cache_read_input_tokens == (0 if position == 0 else n_prefix)
         assert result.usage.completion_tokens == 0
-        assert result.usage.seconds >= 0
+        assert result.seconds >= 0
 
 
 OPTIONS = ["none", "some", "most", "all"]
@@ -267,14 +275,14 @@ def test_usage_apportions_shared_suffix_nodes(tiny_model: Any) -> None:
     suffix_ids = [ids(tokenizer, r.suffix) for r in batch]
     distinct = {tuple(s[: d + 1]) for s in suffix_ids for d in range(len(s))}
     assert len(distinct) < sum(len(s) for s in suffix_ids)  # there is sharing to account for
-    computed = [r.usage.prompt_tokens - r.usage.cached_tokens for r in results]
+    computed = [r.usage.prompt_tokens - r.usage.cache_read_input_tokens for r in results]
     assert sum(computed) == n_prefix + len(distinct)
     for result, ids_ in zip(results, suffix_ids):
         assert result.usage.prompt_tokens == n_prefix + len(ids_)
-        assert 0 <= result.usage.cached_tokens <= result.usage.prompt_tokens
-        assert result.usage.seconds > 0
-    assert results[0].usage.cached_tokens < n_prefix  # the first request pays for the prefix
-    assert all(r.usage.cached_tokens >= n_prefix for r in results[1:])
+        assert 0 <= result.usage.cache_read_input_tokens <= result.usage.prompt_tokens
+        assert result.seconds > 0
+    assert results[0].usage.cache_read_input_tokens < n_prefix  # the first request pays for the prefix
+    assert all(r.usage.cache_read_input_tokens >= n_prefix for r in results[1:])
     # Every request pays less than its whole suffix: the shared start is split.
     assert all(c < len(s) for c, s in zip(computed[1:], suffix_ids[1:]))
 
@@ -337,8 +345,8 @@ def test_prompt_longer_than_context_is_an_error_for_that_request_only(tiny_model
         reference = reference_logprobs(tiny_model.model, tokenizer, batch[i])
         assert max_abs_diff(results[i].logprobs, reference) <= TOL
     # The usage of the first fitting request carries the prefix (no cache hit there).
-    assert results[0].usage.cached_tokens == 0
-    assert results[3].usage.cached_tokens == len(ids(tokenizer, short.prefix))
+    assert results[0].usage.cache_read_input_tokens == 0
+    assert results[3].usage.cache_read_input_tokens == len(ids(tokenizer, short.prefix))
 
 
 def test_generation_longer_than_context_is_an_infrastructure_error(tiny_model: Any) -> None:
@@ -409,7 +417,7 @@ def test_generated_bodies_assemble_into_valid_judgments(generations: list[Any]) 
         judgment = CriterionJudgment.model_validate_json(assembled)
         assert judgment.explanation == generation.text
         assert 1 <= generation.usage.completion_tokens <= 12
-        assert generation.usage.seconds >= 0
+        assert generation.seconds >= 0
 
 
 def test_branch_decoding_equals_plain_greedy_decoding(
@@ -516,7 +524,7 @@ def test_generation_usage_counts_the_computed_prefix_once(tiny_engine: Any, tiny
     request = generate_requests(tiny_engine)[0]
     n_prefix = len(ids(tiny_model.tokenizer, request.prefix))
     batch = [GenerateRequest(request.prefix, request.suffix + str(i), max_new_tokens=2) for i in range(3)]
-    cached = [g.usage.cached_tokens for g in tiny_engine.generate(batch)]
+    cached = [g.usage.cache_read_input_tokens for g in tiny_engine.generate(batch)]
     assert cached == [0, n_prefix, n_prefix]
 
 

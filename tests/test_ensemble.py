@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 from test_grader import BINARY_A, DEPTH, NEGATIVE
 
-from autorubric_local.config import LLMConfig
-from autorubric_local.dataset import DataItem, RubricDataset
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import Criterion, CriterionVerdict
+from autorubric_local.data.dataset import DataItem, RubricDataset
 from autorubric_local.engine import ScoreRequest, ScriptedEngine
-from autorubric_local.errors import InputError
 from autorubric_local.graders import CriterionGrader, JudgeSpec
 from autorubric_local.graders.few_shot import FewShotConfig, select_examples
+from autorubric_local.graders.panel_file import load_judges_file
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.judges_file import load_judges_file
-from autorubric_local.rubric import Rubric
-from autorubric_local.types import Criterion, CriterionVerdict
+from autorubric_local.judges.config import LLMConfig
 
 BINARY = BINARY_A
 

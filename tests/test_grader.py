@@ -11,14 +11,19 @@ from collections.abc import Sequence
 
 import pytest
 
-from autorubric_local.config import LLMConfig
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.reports import EnsembleEvaluationReport
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import (
+    CannotAssessConfig,
+    Criterion,
+    CriterionOption,
+    CriterionVerdict,
+)
 from autorubric_local.engine import GenerateRequest, ScoreRequest, ScriptedEngine
-from autorubric_local.errors import InputError
 from autorubric_local.graders import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.reports import EnsembleEvaluationReport
-from autorubric_local.rubric import Rubric
-from autorubric_local.types import CannotAssessConfig, Criterion, CriterionOption, CriterionVerdict
+from autorubric_local.judges.config import LLMConfig
 
 BINARY_KEYS = ["MET", "UNMET", "CANNOT_ASSESS"]
 

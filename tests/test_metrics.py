@@ -8,7 +8,8 @@ import math
 import pytest
 from test_metrics_support import BIN, NOM, ORD, make_run
 
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.types import Criterion, CriterionVerdict
 from autorubric_local.metrics import (
     CannotAssessMode,
     MetricsResult,
@@ -25,7 +26,6 @@ from autorubric_local.metrics import (
 )
 from autorubric_local.metrics.calibration import calibration, expected_calibration_error
 from autorubric_local.store import open_db
-from autorubric_local.types import Criterion, CriterionVerdict
 
 
 def _no_nan(m: MetricsResult) -> None:

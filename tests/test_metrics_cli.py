@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from test_metrics_support import BIN, ORD, make_run
 
 from autorubric_local.cli import main
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
 from autorubric_local.metrics import load_metrics
 from autorubric_local.store import open_db
 
@@ -30,7 +30,7 @@ def stored_run(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
             raise InputError("no run named 'missing'")
         return res, ds
 
-    monkeypatch.setattr("autorubric_local.runner.load.load_result", fake_load)
+    monkeypatch.setattr("autorubric_local.runner.load_result", fake_load)
     return db_path, calls
 
 

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from autorubric_local.dataset import DataItem, RubricDataset
-from autorubric_local.reports import (
+from autorubric_local.core.reports import (
     EnsembleCriterionReport,
     EnsembleEvaluationReport,
     JudgeVote,
     MultiChoiceJudgeVote,
 )
-from autorubric_local.rubric import Rubric
-from autorubric_local.runner.results import EvalResult, EvalTimingStats, ItemResult
-from autorubric_local.types import (
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import (
     AggregatedMultiChoiceVerdict,
     Criterion,
     CriterionVerdict,
 )
+from autorubric_local.data.dataset import DataItem, RubricDataset
+from autorubric_local.runner.results import EvalResult, EvalTimingStats, ItemResult
 
 Label = str | None  # a verdict name / option label; None = failed judgment
 

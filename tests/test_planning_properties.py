@@ -6,9 +6,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.engine import ScriptedEngine
-from autorubric_local.graders.planning import GradeItem, OptionPermutations, cyclic_rotations, plan_tasks
-from autorubric_local.types import Criterion, CriterionOption
+from autorubric_local.graders.planning import (
+    GradeItem,
+    OptionPermutations,
+    cyclic_rotations,
+    plan_tasks,
+)
 
 
 def criterion(n: int) -> Criterion:

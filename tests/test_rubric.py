@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from autorubric_local.errors import InputError
-from autorubric_local.reports import EvaluationReport
-from autorubric_local.rubric import Rubric
-from autorubric_local.types import Criterion, CriterionOption
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.reports import EvaluationReport
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import Criterion, CriterionOption
 
 FLAT = [
     {"name": "margin", "weight": 10.0, "requirement": "States the margin"},

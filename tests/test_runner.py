@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-from autorubric_local.config import LLMConfig
-from autorubric_local.dataset import DataItem, RubricDataset
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import Criterion, CriterionVerdict
+from autorubric_local.data.dataset import DataItem, RubricDataset
 from autorubric_local.engine import ScoreRequest, ScriptedEngine
-from autorubric_local.errors import InputError
 from autorubric_local.graders import CriterionGrader
-from autorubric_local.rubric import Rubric
+from autorubric_local.judges.config import LLMConfig
 from autorubric_local.runner import (
     EvalAbortedError,
     EvalConfig,
@@ -28,9 +29,8 @@ from autorubric_local.runner import (
     load_manifest,
     load_result,
 )
-from autorubric_local.runner.load import percentile, timing_stats
+from autorubric_local.runner.results import percentile, timing_stats
 from autorubric_local.store import open_db
-from autorubric_local.types import Criterion, CriterionVerdict
 
 sys.path.insert(0, str(Path(__file__).parent))
 import crash_worker
@@ -312,8 +312,8 @@ def test_fill_ground_truth(tmp_path: Path) -> None:
 @pytest.mark.parametrize("setting", ["normalize", "cannot_assess_config", "length_penalty", "count_fn"])
 def test_changed_scoring_settings_are_refused(tmp_path: Path, setting: str) -> None:
     # Scoring settings change every stored item score: a resume under new ones would mix them.
-    from autorubric_local.penalty import LengthPenalty
-    from autorubric_local.types import CannotAssessConfig, CannotAssessStrategy
+    from autorubric_local.core.penalty import LengthPenalty
+    from autorubric_local.core.types import CannotAssessConfig, CannotAssessStrategy
 
     values = {"normalize": False, "cannot_assess_config": CannotAssessConfig(strategy=CannotAssessStrategy.ZERO),
               "length_penalty": LengthPenalty(free_budget=1, max_cap=5, penalty_at_cap=0.5),

@@ -13,19 +13,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autorubric_local.reports import (
+from autorubric_local.core.reports import (
     CriterionReport,
     EnsembleCriterionReport,
     JudgeVote,
 )
-from autorubric_local.rubric import Rubric
-from autorubric_local.scoring import (
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.scoring import (
     criterion_contribution,
     raw_and_normalized,
     score_reports,
     worst_case_contribution,
 )
-from autorubric_local.types import (
+from autorubric_local.core.types import (
     AggregatedMultiChoiceVerdict,
     CannotAssessConfig,
     CannotAssessStrategy,

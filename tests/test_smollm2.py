@@ -10,13 +10,17 @@ from typing import Any
 
 import pytest
 
-from autorubric_local.config import LLMConfig
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import (
+    CriterionJudgment,
+    CriterionVerdict,
+    MultiChoiceJudgment,
+)
+from autorubric_local.data.submissions import load_grading_data
 from autorubric_local.engine import ScoreRequest
 from autorubric_local.graders import CriterionGrader
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.rubric import Rubric
-from autorubric_local.submissions import load_grading_data
-from autorubric_local.types import CriterionJudgment, CriterionVerdict, MultiChoiceJudgment
+from autorubric_local.judges.config import LLMConfig
 
 pytestmark = pytest.mark.slow
 

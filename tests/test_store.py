@@ -1,4 +1,4 @@
-"""ResultStore and open_db: schema after migrations, WAL, and how graded items are recorded
+"""Store and open_db: schema after migrations, WAL, and how graded items are recorded
 (one row per judgment, original option indices, errors stored as errors, idempotent writes,
 runs kept apart). Graded items come from a ScriptedEngine: no model is loaded."""
 
@@ -14,14 +14,16 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-import autorubric_local.store as store_module
-from autorubric_local.config import LLMConfig
+import autorubric_local.graders.records as records_module
+import autorubric_local.store.schema as schema_module
+from autorubric_local.core.errors import AutorubricError
+from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.engine import ScoreRequest, ScriptedEngine
-from autorubric_local.errors import AutorubricError
 from autorubric_local.graders import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.store import MIGRATIONS, SCHEMA_VERSION, ResultStore, open_db
-from autorubric_local.types import Criterion, CriterionOption
+from autorubric_local.graders.records import graded_item_records
+from autorubric_local.judges.config import LLMConfig
+from autorubric_local.store import MIGRATIONS, SCHEMA_VERSION, Store, open_db
 
 EXPECTED_COLUMNS: dict[str, dict[str, str]] = {
     "_migrations": {"number": "INTEGER", "name": "TEXT", "applied_utc": "TEXT"},
@@ -145,7 +147,7 @@ def grade(engine: ScriptedEngine | None = None, ids: Sequence[str] = ("a", "b", 
     return make_grader(engine).grade_batch(make_items(ids))
 
 
-def start(store: ResultStore, name: str | None = None) -> str:
+def start(store: Store, name: str | None = None) -> str:
     return store.start_run(
         name=name,
         judges=[{"judge_id": "scripted", "model": "scripted", "model_id": "scripted-judge"}],
@@ -158,6 +160,11 @@ def start(store: ResultStore, name: str | None = None) -> str:
 MODEL_IDS = {"scripted": "scripted-judge"}
 
 
+def record(store: Store, run_id: str, graded: Sequence[GradedItem], model_ids: dict[str, str], **kwargs: Any) -> None:
+    """Record graded items as the runner does: the grader's records, then the store's write."""
+    store.record_items(run_id, *graded_item_records(graded, model_ids, **kwargs))
+
+
 @pytest.fixture
 def db() -> Iterator[sqlite_utils.Database]:
     database = open_db(":memory:")
@@ -166,8 +173,8 @@ def db() -> Iterator[sqlite_utils.Database]:
 
 
 @pytest.fixture
-def store(db: sqlite_utils.Database) -> ResultStore:
-    return ResultStore(db)
+def store(db: sqlite_utils.Database) -> Store:
+    return Store(db)
 
 
 @pytest.fixture(params=["file", "memory"])
@@ -221,7 +228,7 @@ def test_failed_migration_leaves_nothing_behind(tmp_path: Path, monkeypatch: pyt
         db["half_done"].create({"a": int})
         raise RuntimeError("migration failed halfway")
 
-    monkeypatch.setattr(store_module, "MIGRATIONS", (*MIGRATIONS, (len(MIGRATIONS) + 1, "broken", broken)))
+    monkeypatch.setattr(schema_module, "MIGRATIONS", (*MIGRATIONS, (len(MIGRATIONS) + 1, "broken", broken)))
     path = tmp_path / "results.sqlite"
     with pytest.raises(RuntimeError, match="halfway"):
         open_db(path)
@@ -233,10 +240,10 @@ def test_failed_migration_leaves_nothing_behind(tmp_path: Path, monkeypatch: pyt
 # ------------------------------------------------------------------------------ recording
 
 
-def test_one_row_per_item_and_criterion(store: ResultStore) -> None:
+def test_one_row_per_item_and_criterion(store: Store) -> None:
     graded = grade()
     run_id = start(store)
-    store.record(run_id, graded, MODEL_IDS)
+    record(store, run_id, graded, MODEL_IDS)
     rows = store.judgments(run_id)
     assert len(rows) == len(graded) * len(RUBRIC)
     assert [(r["item_id"], r["criterion_index"]) for r in rows] == [
@@ -262,10 +269,10 @@ def test_one_row_per_item_and_criterion(store: ResultStore) -> None:
         assert item["error"] is None
 
 
-def test_binary_rows_store_verdict_and_probabilities(store: ResultStore) -> None:
+def test_binary_rows_store_verdict_and_probabilities(store: Store) -> None:
     graded = grade()
     run_id = start(store)
-    store.record(run_id, graded, MODEL_IDS)
+    record(store, run_id, graded, MODEL_IDS)
     rows = {(r["item_id"], r["criterion_index"]): r for r in store.judgments(run_id)}
     for entry in graded:
         for index in (0, 1):
@@ -280,10 +287,10 @@ def test_binary_rows_store_verdict_and_probabilities(store: ResultStore) -> None
             assert stored["MET"] == pytest.approx(0.7)
 
 
-def test_multi_choice_rows_store_original_index(store: ResultStore) -> None:
+def test_multi_choice_rows_store_original_index(store: Store) -> None:
     graded = grade()
     run_id = start(store)
-    store.record(run_id, graded, MODEL_IDS)
+    record(store, run_id, graded, MODEL_IDS)
     rows = {(r["item_id"], r["criterion_index"]): r for r in store.judgments(run_id)}
     orders = []
     for entry in graded:
@@ -304,18 +311,18 @@ def test_multi_choice_rows_store_original_index(store: ResultStore) -> None:
     assert any(order != [0, 1, 2, 3] for order in orders)
 
 
-def test_token_counts_are_recorded(store: ResultStore) -> None:
+def test_token_counts_are_recorded(store: Store) -> None:
     graded = grade()
     run_id = start(store)
-    store.record(run_id, graded, MODEL_IDS)
+    record(store, run_id, graded, MODEL_IDS)
     rows = {(r["item_id"], r["criterion_index"]): r for r in store.judgments(run_id)}
     for entry in graded:
         for result in entry.results:
             row = rows[(entry.item.item_id, result.task.criterion_index)]
             assert row["prompt_tokens"] == result.usage.prompt_tokens > 0
             assert row["completion_tokens"] == result.usage.completion_tokens
-            assert row["cached_tokens"] == result.usage.cached_tokens
-            assert row["duration_ms"] == pytest.approx(result.usage.seconds * 1000.0)
+            assert row["cached_tokens"] == result.usage.cache_read_input_tokens
+            assert row["duration_ms"] == pytest.approx(result.seconds * 1000.0)
     items = {i["item_id"]: i for i in store.db["items"].rows}
     for entry in graded:
         item = items[entry.item.item_id]
@@ -326,7 +333,7 @@ def test_token_counts_are_recorded(store: ResultStore) -> None:
         assert item["cached_tokens"] == usage.cache_read_input_tokens
 
 
-def test_failed_judgment_is_an_error_row_without_verdict(store: ResultStore) -> None:
+def test_failed_judgment_is_an_error_row_without_verdict(store: Store) -> None:
     engine = ScriptedEngine(model_id="scripted-judge", policy=policy)
     # Requests arrive item-major then criterion: fail item "b" on the positive and the
     # multi-choice criterion; its negative criterion is judged normally.
@@ -336,7 +343,7 @@ def test_failed_judgment_is_an_error_row_without_verdict(store: ResultStore) -> 
     )
     graded = grade(engine)
     run_id = start(store)
-    store.record(run_id, graded, MODEL_IDS)
+    record(store, run_id, graded, MODEL_IDS)
     rows = {(r["item_id"], r["criterion_index"]): r for r in store.judgments(run_id)}
 
     binary = rows[("b", 0)]
@@ -361,11 +368,11 @@ def test_failed_judgment_is_an_error_row_without_verdict(store: ResultStore) -> 
     assert item["score"] == pytest.approx(0.0)
 
 
-def test_item_whose_judgments_all_failed(store: ResultStore) -> None:
+def test_item_whose_judgments_all_failed(store: Store) -> None:
     engine = ScriptedEngine(model_id="scripted-judge")  # no policy: every request fails
     graded = grade(engine, ids=("a",))
     run_id = start(store)
-    store.record(run_id, graded, MODEL_IDS)
+    record(store, run_id, graded, MODEL_IDS)
     item = store.db["items"].get((run_id, "a"))
     assert item["score"] is None
     assert item["error"].startswith("all 3 judgments failed")
@@ -375,20 +382,20 @@ def test_item_whose_judgments_all_failed(store: ResultStore) -> None:
     assert all(r["verdict"] is None and r["selected_index"] is None for r in rows)
 
 
-def test_recording_twice_replaces(store: ResultStore) -> None:
+def test_recording_twice_replaces(store: Store) -> None:
     run_id = start(store)
-    store.record(run_id, grade(), MODEL_IDS)
+    record(store, run_id, grade(), MODEL_IDS)
     engine = ScriptedEngine(
         model_id="scripted-judge", policy=lambda r: lp(0.1, 0.8, 0.1) if len(r.labels) == 3 else policy(r)
     )
-    store.record(run_id, grade(engine), MODEL_IDS)
+    record(store, run_id, grade(engine), MODEL_IDS)
     rows = store.judgments(run_id)
     assert len(rows) == 3 * len(RUBRIC)
     assert store.db["items"].count_where("run_id = ?", [run_id]) == 3
     assert {r["verdict"] for r in rows if r["criterion_index"] in (0, 1)} == {"UNMET"}
 
 
-def test_start_and_finish_run(store: ResultStore) -> None:
+def test_start_and_finish_run(store: Store) -> None:
     run_id = start(store, name="nightly")
     assert run_id.startswith("run-")
     run = store.db["runs"].get(run_id)
@@ -415,12 +422,12 @@ def test_start_and_finish_run(store: ResultStore) -> None:
     assert store.db["runs"].get(failed)["status"] == "failed"
 
 
-def test_two_runs_never_mix(store: ResultStore) -> None:
+def test_two_runs_never_mix(store: Store) -> None:
     first = start(store, name="first")
     second = start(store, name="second")
     assert first != second
-    store.record(first, grade(), MODEL_IDS)
-    store.record(second, grade(ids=("a", "x", "y"))[:2], MODEL_IDS)
+    record(store, first, grade(), MODEL_IDS)
+    record(store, second, grade(ids=("a", "x", "y"))[:2], MODEL_IDS)
     assert len(store.judgments(first)) == 3 * len(RUBRIC)
     assert len(store.judgments(second)) == 2 * len(RUBRIC)
     assert {r["run_id"] for r in store.judgments(first)} == {first}
@@ -434,36 +441,36 @@ def test_two_runs_never_mix(store: ResultStore) -> None:
 def test_file_db_persists_across_connections(tmp_path: Path) -> None:
     path = tmp_path / "results.sqlite"
     db = open_db(path)
-    store = ResultStore(db)
+    store = Store(db)
     run_id = start(store)
-    store.record(run_id, grade(), MODEL_IDS)
+    record(store, run_id, grade(), MODEL_IDS)
     store.finish_run(run_id)
     db.close()
-    reopened = ResultStore(open_db(path))
+    reopened = Store(open_db(path))
     assert len(reopened.judgments(run_id)) == 3 * len(RUBRIC)
     assert reopened.db["runs"].get(run_id)["status"] == "finished"
 
 
-def test_record_is_one_transaction(store: ResultStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_record_is_one_transaction(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     graded = grade()
     run_id = start(store)
 
     def bad_row(*args: object) -> dict[str, object]:
         return {"run_id": run_id, "no_such_column": 1}
 
-    monkeypatch.setattr(store_module, "_judgment_row", bad_row)
+    monkeypatch.setattr(records_module, "_judgment_row", bad_row)
     with pytest.raises(sqlite3.OperationalError):
-        store.record(run_id, graded, MODEL_IDS)
+        record(store, run_id, graded, MODEL_IDS)
     assert store.db["items"].count_where("run_id = ?", [run_id]) == 0
 
 
-def test_batches_of_items_without_ids_are_not_lost(store: ResultStore) -> None:
+def test_batches_of_items_without_ids_are_not_lost(store: Store) -> None:
     run_id = start(store)
     first = grade(ids=("", "", ""))[:2]
     second = grade(ids=("", "", ""))[2:]
     try:
-        store.record(run_id, first, MODEL_IDS)
-        store.record(run_id, second, MODEL_IDS)
+        record(store, run_id, first, MODEL_IDS)
+        record(store, run_id, second, MODEL_IDS)
     except AutorubricError:
         return  # refusing id-less items is an acceptable fix too
     submissions = {i["submission"] for i in store.db["items"].rows_where("run_id = ?", [run_id])}
@@ -478,7 +485,7 @@ def test_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     old = sqlite_utils.Database(path)
     old["_migrations"].create({"number": int, "name": str, "applied_utc": str}, pk="number")
-    store_module._migration_1(old)
+    schema_module._migration_1(old)
     old["_migrations"].insert({"number": 1, "name": "runs, items, judgments", "applied_utc": "2026-01-01T00:00:00+00:00"})
     old["runs"].insert({"id": "run-old", "name": "old", "started_utc": "2026-01-01T00:00:00+00:00", "status": "finished"})
     old.close()
@@ -488,7 +495,7 @@ def test_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
     assert "report_json" in {c.name for c in db["items"].columns}
 
 
-def test_planned_items_keep_their_reports(store: ResultStore) -> None:
+def test_planned_items_keep_their_reports(store: Store) -> None:
     planned = [{"item_id": k, "item_index": i, "submission": s, "ground_truth_json": None}
                for i, (k, s) in enumerate(zip("abc", SUBMISSIONS))]
     run_id = store.start_run(name="r", judges=[], grader={}, rubric=None, data_path=None,
@@ -496,7 +503,7 @@ def test_planned_items_keep_their_reports(store: ResultStore) -> None:
     assert store.db["runs"].get(run_id)["total_items"] == 3
     assert store.done_item_ids(run_id) == set()
     graded = grade()[:1]
-    store.record(run_id, graded, MODEL_IDS, item_extras=[{"report_json": graded[0].report.model_dump_json()}])
+    record(store, run_id, graded, MODEL_IDS, item_extras=[{"report_json": graded[0].report.model_dump_json()}])
     assert store.done_item_ids(run_id) == {"a"}
     store.plan_items(run_id, [{**planned[0], "ground_truth_json": '["MET"]'}])
     row = store.db["items"].get((run_id, "a"))
@@ -504,7 +511,7 @@ def test_planned_items_keep_their_reports(store: ResultStore) -> None:
     assert [r["item_id"] for r in store.item_rows(run_id)] == ["a", "b", "c"]
 
 
-def test_find_run_by_name_id_or_latest(store: ResultStore) -> None:
+def test_find_run_by_name_id_or_latest(store: Store) -> None:
     assert store.find_run() is None
     first = start(store, name="same")
     second = start(store, name="same")
@@ -516,7 +523,7 @@ def test_find_run_by_name_id_or_latest(store: ResultStore) -> None:
     assert store.run_names() == ["same", "same", "other"]
 
 
-def test_finish_run_adds_wall_seconds_and_checks_status(store: ResultStore) -> None:
+def test_finish_run_adds_wall_seconds_and_checks_status(store: Store) -> None:
     run_id = start(store)
     store.finish_run(run_id, "interrupted", wall_seconds=1.5)
     store.update_run(run_id, status="running")
@@ -527,9 +534,9 @@ def test_finish_run_adds_wall_seconds_and_checks_status(store: ResultStore) -> N
         store.finish_run(run_id, "done")
 
 
-def test_recording_an_item_again_drops_its_old_judgments(store: ResultStore) -> None:
+def test_recording_an_item_again_drops_its_old_judgments(store: Store) -> None:
     run_id = start(store)
-    store.record(run_id, grade(), MODEL_IDS)
+    record(store, run_id, grade(), MODEL_IDS)
     store.db["judgments"].insert({**store.judgments(run_id)[0], "permutation_index": 7})
-    store.record(run_id, grade(), MODEL_IDS)
+    record(store, run_id, grade(), MODEL_IDS)
     assert len(store.judgments(run_id)) == 3 * len(RUBRIC)

@@ -1,4 +1,4 @@
-"""Tests for autorubric_local.submissions.load_grading_data and the bundled examples."""
+"""Tests for autorubric_local.data.submissions.load_grading_data and the bundled examples."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from autorubric_local.dataset import RubricDataset
-from autorubric_local.errors import InputError
-from autorubric_local.rubric import Rubric
-from autorubric_local.submissions import SUBMISSION_FIELDS, load_grading_data
-from autorubric_local.types import Criterion, CriterionVerdict
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import Criterion, CriterionVerdict
+from autorubric_local.data.dataset import RubricDataset
+from autorubric_local.data.submissions import SUBMISSION_FIELDS, load_grading_data
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

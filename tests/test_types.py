@@ -8,7 +8,7 @@ import warnings
 import pytest
 from pydantic import ValidationError
 
-from autorubric_local.penalty import (
+from autorubric_local.core.penalty import (
     LengthPenalty,
     ThinkingOutputDict,
     compute_length_penalty,
@@ -16,7 +16,7 @@ from autorubric_local.penalty import (
     parse_thinking_output,
     word_count,
 )
-from autorubric_local.reports import (
+from autorubric_local.core.reports import (
     CriterionReport,
     EnsembleCriterionReport,
     EvaluationReport,
@@ -24,7 +24,7 @@ from autorubric_local.reports import (
     MultiChoiceJudgeVote,
     TokenUsage,
 )
-from autorubric_local.types import (
+from autorubric_local.core.types import (
     CANONICAL_NA_OPTION,
     AggregatedMultiChoiceVerdict,
     CannotAssessConfig,
@@ -36,7 +36,7 @@ from autorubric_local.types import (
     MultiChoiceJudgment,
     MultiChoiceVerdict,
 )
-from autorubric_local.usage import (
+from autorubric_local.core.usage import (
     aggregate_completion_cost,
     aggregate_evaluation_usage,
     aggregate_token_usage,

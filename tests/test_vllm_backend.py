@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from autorubric_local.config import LLMConfig
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import CriterionJudgment, MultiChoiceJudgment
+from autorubric_local.data.submissions import load_grading_data
 from autorubric_local.engine import GenerateRequest, LabelScores, ScoreRequest
 from autorubric_local.graders.planning import GradeItem, JudgmentTask, plan_tasks
-from autorubric_local.prompts import explanation_after_verdict, verdict_opener
-from autorubric_local.rubric import Rubric
-from autorubric_local.submissions import load_grading_data
-from autorubric_local.types import CriterionJudgment, MultiChoiceJudgment
+from autorubric_local.graders.prompts import explanation_after_verdict, verdict_opener
+from autorubric_local.judges.config import LLMConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
@@ -107,8 +107,8 @@ def too_long(request: ScoreRequest | GenerateRequest) -> str:
 def run(smollm2_engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Run:
     """Plan the bundled example, score it with transformers here and with vLLM in the worker."""
     require_vllm_venv()
-    from autorubric_local.loading import ensure_converted
-    from autorubric_local.model_registry import resolve_model
+    from autorubric_local.judges.engines import ensure_converted
+    from autorubric_local.judges.presets import resolve_model
 
     folder = ensure_converted(resolve_model("smollm2-135m-instruct").path)
     rubric = Rubric.from_file(EXAMPLES / "battery_rubric.yaml")

@@ -20,10 +20,10 @@ from pathlib import Path
 
 
 def main(source: Path, target: Path) -> None:
-    from autorubric_local.config import LLMConfig
     from autorubric_local.engine import GenerateRequest, ScoreRequest
     from autorubric_local.engine.vllm_backend import from_vllm
-    from autorubric_local.loading import load_engine
+    from autorubric_local.judges.config import LLMConfig
+    from autorubric_local.judges.engines import load_engine
 
     job = json.loads(source.read_text(encoding="utf-8"))
     score = [ScoreRequest(r["prefix"], r["suffix"], tuple(r["labels"])) for r in job["score"]]

@@ -5,7 +5,8 @@
 - :mod:`.aggregate`: per judge and criterion: means, bootstrap intervals, histograms.
 - :mod:`.selection`: selection tasks (a prompt and candidate responses).
 - :mod:`.unrelated`: seeded unrelated options ("rand option").
-- :mod:`.storage`: SQLite tables (migration 3). :mod:`.plots` (matplotlib) is imported on use.
+- :mod:`.cells`: settings, variants and per-judge cells of a sweep.
+- :mod:`.records`: a sweep as the store's rows. :mod:`.plots` (matplotlib) is imported on use.
 """
 
 from autorubric_local.bias.aggregate import (
@@ -14,6 +15,7 @@ from autorubric_local.bias.aggregate import (
     aggregate_cells,
     bootstrap_mean,
 )
+from autorubric_local.bias.cells import SweepCell, SweepKind, SweepSettings, Variant
 from autorubric_local.bias.grade_score import (
     GradeScores,
     RotationOutcome,
@@ -26,15 +28,7 @@ from autorubric_local.bias.selection import (
     load_selection_tasks,
     plan_selection_tasks,
 )
-from autorubric_local.bias.sweep import (
-    SweepCell,
-    SweepKind,
-    SweepResult,
-    SweepSettings,
-    Variant,
-    plan_sweep,
-    run_sweep,
-)
+from autorubric_local.bias.sweep import SweepResult, plan_sweep, run_sweep
 from autorubric_local.bias.unrelated import (
     UnrelatedOption,
     sample_unrelated_options,

@@ -18,12 +18,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from autorubric_local.bias.sweep import SweepCell, SweepSettings, Variant
+from autorubric_local.bias.cells import SweepCell, SweepSettings, Variant
 
 __all__ = ["Estimate", "SweepAggregate", "aggregate_cells", "bootstrap_mean"]
 

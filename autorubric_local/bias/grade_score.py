@@ -38,7 +38,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
 
 __all__ = ["GradeScores", "RotationOutcome", "grade_scores", "harmonic_mean", "normalized_entropy"]
 

@@ -24,19 +24,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from autorubric_local.dataset_validation import (
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.types import Criterion, CriterionOption
+from autorubric_local.data.validation import (
     ProblemCollector,
     json_type_name,
     read_text_file,
 )
-from autorubric_local.errors import InputError
 from autorubric_local.graders.planning import (
     GradeItem,
     JudgmentTask,
     OptionPermutations,
     option_orders,
 )
-from autorubric_local.types import Criterion, CriterionOption
 
 __all__ = [
     "SELECTION_FIELDS",

@@ -20,17 +20,17 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import TYPE_CHECKING, Any
 
-from autorubric_local.bias.grade_score import GradeScores, RotationOutcome, grade_scores
+from autorubric_local.bias.aggregate import SweepAggregate, aggregate_cells
+from autorubric_local.bias.cells import SweepCell, SweepKind, SweepSettings, Variant
+from autorubric_local.bias.grade_score import RotationOutcome, grade_scores
 from autorubric_local.bias.selection import plan_selection_tasks
 from autorubric_local.bias.unrelated import (
     UnrelatedOption,
     sample_unrelated_options,
     with_unrelated_option,
 )
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.execution import JudgeMode, JudgmentResult, run_tasks
 from autorubric_local.graders.planning import (
@@ -39,124 +39,9 @@ from autorubric_local.graders.planning import (
     OptionPermutations,
     plan_tasks,
 )
-from autorubric_local.loading import load_engine
-from autorubric_local.types import Criterion
-
-if TYPE_CHECKING:
-    from autorubric_local.bias.aggregate import SweepAggregate
+from autorubric_local.judges.engines import load_engine
 
 __all__ = ["SweepCell", "SweepKind", "SweepResult", "SweepSettings", "Variant", "plan_sweep", "run_sweep"]
-
-
-class SweepKind(str, Enum):
-    """``rubric``: multi-choice criteria of a rubric; ``selection``: pick the best candidate."""
-
-    RUBRIC = "rubric"
-    SELECTION = "selection"
-
-
-class Variant(str, Enum):
-    """``base``: the criterion's own options; ``unrelated``: plus one unrelated option."""
-
-    BASE = "base"
-    UNRELATED = "unrelated"
-
-
-@dataclass(frozen=True)
-class SweepSettings:
-    """Validated, immutable settings of a sweep.
-
-    Attributes
-    ----------
-    kind : SweepKind
-    seed : int
-        Seeds the base option order, the unrelated options and the bootstrap.
-    shuffle_options : bool
-        Rotate a seeded shuffle of the options (True) or their original order (False).
-    unrelated_option : bool
-        Also sweep every criterion with an unrelated option added.
-    system_prompt : str or None
-        Replaces the default system prompt (of the rubric or the selection prompt).
-    n_bootstrap : int, >= 0
-        Bootstrap resamples for the confidence intervals (0: no intervals).
-    confidence : float in (0, 1)
-        Confidence level of the percentile bootstrap intervals.
-    """
-
-    kind: SweepKind = SweepKind.RUBRIC
-    seed: int = 0
-    shuffle_options: bool = True
-    unrelated_option: bool = False
-    system_prompt: str | None = None
-    n_bootstrap: int = 1000
-    confidence: float = 0.95
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", SweepKind(self.kind))
-        if self.n_bootstrap < 0:
-            raise InputError(f"SweepSettings: n_bootstrap must be >= 0, got {self.n_bootstrap}")
-        if not 0.0 < self.confidence < 1.0:
-            raise InputError(f"SweepSettings: confidence must be in (0, 1), got {self.confidence}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready settings (stored with the sweep)."""
-        return {**dataclasses.asdict(self), "kind": self.kind.value}
-
-
-@dataclass(frozen=True)
-class SweepCell:
-    """One (item, criterion, judge, variant): its rotations' results and scores.
-
-    Attributes
-    ----------
-    results : tuple of JudgmentResult
-        In rotation order (``task.permutation_index`` 0..N-1).
-    unrelated : UnrelatedOption or None
-        The added option (original index ``N - 1``) in the ``unrelated`` variant.
-    preferred : int or None
-        Human-preferred original option (selection tasks).
-    """
-
-    item_index: int
-    item_id: str
-    criterion_index: int
-    criterion: Criterion
-    judge_id: str
-    variant: Variant
-    results: tuple[JudgmentResult, ...]
-    scores: GradeScores
-    unrelated: UnrelatedOption | None = None
-    preferred: int | None = None
-
-    @property
-    def criterion_name(self) -> str:
-        """The criterion's name, or ``criterion <1-based index>``."""
-        return self.criterion.name or f"criterion {self.criterion_index + 1}"
-
-    @property
-    def unrelated_index(self) -> int | None:
-        """Original index of the unrelated option (the last one), if any."""
-        return None if self.unrelated is None else self.scores.n_options - 1
-
-    @property
-    def unrelated_chosen(self) -> int | None:
-        """Rotations in which the judge chose the unrelated option."""
-        index = self.unrelated_index
-        return None if index is None else self.scores.option_counts[index]
-
-    @property
-    def agreement(self) -> float | None:
-        """Share of the valid rotations whose choice is the preferred option."""
-        if self.preferred is None or self.scores.n_rotations == 0:
-            return None
-        return self.scores.option_counts[self.preferred] / self.scores.n_rotations
-
-    @property
-    def expected_agreement(self) -> float | None:
-        """Mean probability given to the preferred option over the valid rotations."""
-        if self.preferred is None or not self.scores.option_profile:
-            return None
-        return self.scores.option_profile[self.preferred]
 
 
 @dataclass(frozen=True)
@@ -266,7 +151,7 @@ def run_sweep(
         Rubric items, or selection items (:meth:`.selection.SelectionTask.to_grade_item`)
         with ``settings.kind = SweepKind.SELECTION``.
     judges : sequence of JudgeSpec
-        Engines come from :func:`autorubric_local.loading.load_engine` (``LLMConfig.engine``
+        Engines come from :func:`autorubric_local.judges.engines.load_engine` (``LLMConfig.engine``
         when given). A judge's ``system_prompt`` overrides ``settings.system_prompt``; judges
         with ``thinking`` write their reasoning before each verdict.
     settings : SweepSettings, optional
@@ -286,8 +171,6 @@ def run_sweep(
         generated ``item-<index>``), no multi-choice criterion at all, a ``preferred`` list of
         the wrong length, or no unrelated option to borrow.
     """
-    from autorubric_local.bias.aggregate import aggregate_cells
-
     settings = settings or SweepSettings()
     if not items:
         raise InputError("sweep: no items")

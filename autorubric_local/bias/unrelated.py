@@ -18,9 +18,9 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.types import Criterion, CriterionOption
 
 __all__ = ["UnrelatedOption", "sample_unrelated_options", "with_unrelated_option"]
 

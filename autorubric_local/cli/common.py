@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:  # pragma: no cover
-    from autorubric_local.rubric import Rubric
+    from autorubric_local.core.rubric import Rubric
 
 
 def fail(exc: BaseException) -> click.ClickException:
@@ -18,7 +18,7 @@ def fail(exc: BaseException) -> click.ClickException:
 
 def load_rubric(path: Path) -> Rubric:
     """The rubric file at ``path``; a clean CLI error naming the file when it cannot be read."""
-    from autorubric_local.rubric import Rubric
+    from autorubric_local.core.rubric import Rubric
 
     try:
         return Rubric.from_file(str(path))

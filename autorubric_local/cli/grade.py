@@ -17,16 +17,16 @@ from rich.console import Console
 from rich.table import Table
 
 from autorubric_local.cli.common import fail, load_rubric
-from autorubric_local.config import DEFAULT_MODEL, LLMConfig
-from autorubric_local.errors import AutorubricError, InputError
-from autorubric_local.graders.criterion_grader import CriterionGrader
-from autorubric_local.judges_file import load_judges_file
-from autorubric_local.reports import (
+from autorubric_local.core.errors import AutorubricError, InputError
+from autorubric_local.core.reports import (
     EnsembleCriterionReport,
     EnsembleEvaluationReport,
     JudgeVote,
     MultiChoiceJudgeVote,
 )
+from autorubric_local.graders.criterion_grader import CriterionGrader
+from autorubric_local.graders.panel_file import load_judges_file
+from autorubric_local.judges.config import DEFAULT_MODEL, LLMConfig
 from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
 
@@ -93,8 +93,8 @@ def grade(
 
         autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl --judges examples/judges.yaml --permutations cyclic
     """
+    from autorubric_local.data.submissions import load_grading_data
     from autorubric_local.runner import EvalConfig, EvalRunner
-    from autorubric_local.submissions import load_grading_data
 
     console = Console(stderr=True)
     if len(paths) > 2:

@@ -33,9 +33,9 @@ def metrics(db: str, run: str | None, bootstrap: bool, n_bootstrap: int, seed: i
 
         autorubric-local metrics results.sqlite --run essays-v1 --bootstrap --plot plots/
     """
-    from autorubric_local.errors import AutorubricError
+    from autorubric_local.core.errors import AutorubricError
     from autorubric_local.metrics import compute_metrics, save_metrics, write_plots
-    from autorubric_local.runner.load import load_result
+    from autorubric_local.runner import load_result
     from autorubric_local.store import open_db
 
     try:

@@ -15,8 +15,8 @@ def models() -> None:
 
         autorubric-local models
     """
-    from autorubric_local.errors import ModelNotFoundError
-    from autorubric_local.model_registry import list_presets, resolve_model
+    from autorubric_local.core.errors import ModelNotFoundError
+    from autorubric_local.judges.presets import list_presets, resolve_model
 
     table = Table(title="Judge presets")
     for column in ("name", "found at", "description"):

@@ -14,10 +14,10 @@ from rich.table import Table
 from autorubric_local.bias.aggregate import Estimate, SweepAggregate
 from autorubric_local.bias.sweep import SweepKind, SweepResult, SweepSettings
 from autorubric_local.cli.common import fail, load_rubric
-from autorubric_local.config import DEFAULT_MODEL, LLMConfig
-from autorubric_local.errors import AutorubricError
+from autorubric_local.core.errors import AutorubricError
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
+from autorubric_local.judges.config import DEFAULT_MODEL, LLMConfig
 
 
 def _sweep_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -63,7 +63,7 @@ def sweep(rubric_path: Path, data_path: Path, **options: Any) -> None:
 
         autorubric-local sweep examples/battery_rubric.yaml examples/battery_submissions.jsonl --json
     """
-    from autorubric_local.submissions import load_grading_data
+    from autorubric_local.data.submissions import load_grading_data
 
     rubric = load_rubric(rubric_path)
     try:
@@ -111,7 +111,7 @@ def sweep_select(data_path: Path, **options: Any) -> None:
 def _judges(model: str, judges_path: Path | None) -> list[JudgeSpec]:
     if judges_path is None:
         return [JudgeSpec(LLMConfig(model=model), model)]
-    from autorubric_local.judges_file import load_judges_file
+    from autorubric_local.graders.panel_file import load_judges_file
 
     return list(load_judges_file(judges_path).judges)
 
@@ -122,17 +122,17 @@ def _run(
     plot_dir: Path | None, seed: int, no_shuffle: bool, n_bootstrap: int, limit: int | None,
     name: str | None, as_json: bool,
 ) -> None:
+    from autorubric_local.bias.records import sweep_records
     from autorubric_local.bias.report import sweep_to_dict
-    from autorubric_local.bias.storage import SweepStore
     from autorubric_local.bias.sweep import run_sweep
-    from autorubric_local.store import open_db
+    from autorubric_local.store import Store
 
     console = Console(stderr=True)
     try:
         judges = _judges(model, judges_path)
         settings = SweepSettings(kind=kind, seed=seed, shuffle_options=not no_shuffle,
                                  unrelated_option=unrelated_option, n_bootstrap=n_bootstrap)
-        store = SweepStore(open_db(db_path))
+        store = Store.open(db_path)
         sweep_id = store.start_sweep(
             name=name, kind=kind.value, config=settings.to_dict(), rubric=rubric, data_path=str(data_path),
             judges=[{"judge_id": j.judge_id, "model": j.llm_config.model, "weight": j.weight,
@@ -145,7 +145,7 @@ def _run(
         except BaseException:
             store.finish_sweep(sweep_id, "failed")
             raise
-        store.record(sweep_id, result)
+        store.record_sweep(sweep_id, *sweep_records(result))
         store.finish_sweep(sweep_id)
     except AutorubricError as exc:
         raise fail(exc) from exc

@@ -6,7 +6,6 @@ from autorubric_local.engine.base import (
     Generation,
     LabelScores,
     ScoreRequest,
-    Usage,
     label_distribution,
 )
 from autorubric_local.engine.scripted import ScriptedEngine
@@ -18,7 +17,6 @@ __all__ = [
     "LabelScores",
     "ScoreRequest",
     "ScriptedEngine",
-    "Usage",
     "from_transformers",
     "from_vllm",
     "label_distribution",

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from autorubric_local.core.reports import TokenUsage
+
 
 @dataclass(frozen=True)
 class ScoreRequest:
@@ -67,21 +69,6 @@ class GenerateRequest:
 
 
 @dataclass(frozen=True)
-class Usage:
-    """Token and time accounting of one request.
-
-    ``prompt_tokens`` counts every prompt token the request needs; ``cached_tokens`` those of
-    them served from a shared prefix computed for another request (a prefix-cache hit);
-    ``seconds`` is the request's share of engine wall time.
-    """
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True)
 class LabelScores:
     """Result of a :class:`ScoreRequest`.
 
@@ -89,14 +76,20 @@ class LabelScores:
     ----------
     logprobs : tuple of float, length n_labels
         Natural-log probability of each label's token sequence given the prompt; empty on error.
-    usage : Usage
+    usage : TokenUsage
+        Token counts of the request: ``prompt_tokens`` every prompt token it needs,
+        ``cache_read_input_tokens`` those of them served from a prefix computed for another
+        request (a prefix-cache hit).
+    seconds : float
+        The request's share of engine wall time.
     error : str or None
         Set, with a category prefix (``"infrastructure: "``, ``"unknown: "``), when the engine
         could not score this request (e.g. the prompt exceeds the context length).
     """
 
     logprobs: tuple[float, ...]
-    usage: Usage = field(default_factory=Usage)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    seconds: float = 0.0
     error: str | None = None
 
     @property
@@ -107,11 +100,15 @@ class LabelScores:
 
 @dataclass(frozen=True)
 class Generation:
-    """Result of a :class:`GenerateRequest`: the body of a JSON string, unescaped form kept."""
+    """Result of a :class:`GenerateRequest`: the body of a JSON string, unescaped form kept.
+
+    ``usage`` and ``seconds`` as in :class:`LabelScores`.
+    """
 
     text: str
     truncated: bool = False
-    usage: Usage = field(default_factory=Usage)
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    seconds: float = 0.0
     error: str | None = None
 
 

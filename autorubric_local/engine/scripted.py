@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 
+from autorubric_local.core.reports import TokenUsage
 from autorubric_local.engine.base import (
     GenerateRequest,
     Generation,
     LabelScores,
     ScoreRequest,
-    Usage,
 )
 
 ScorePolicy = Callable[[ScoreRequest], Sequence[float]]
@@ -78,7 +78,7 @@ class ScriptedEngine:
             if len(answer) != len(request.labels):
                 raise ValueError(f"scripted answer has {len(answer)} logprobs for {len(request.labels)} labels")
             tokens = len((request.prefix + request.suffix).split())
-            results.append(LabelScores(tuple(float(x) for x in answer), usage=Usage(prompt_tokens=tokens)))
+            results.append(LabelScores(tuple(float(x) for x in answer), usage=TokenUsage.of(prompt_tokens=tokens)))
         return results
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
@@ -87,5 +87,5 @@ class ScriptedEngine:
         for request in requests:
             self.history.append(request)
             text = self._generations.popleft() if self._generations else self.explanation
-            results.append(Generation(text, usage=Usage(completion_tokens=len(text.split()))))
+            results.append(Generation(text, usage=TokenUsage.of(completion_tokens=len(text.split()))))
         return results

@@ -8,7 +8,7 @@ is predicted. Generation is grammar-constrained (an Outlines-compiled regex of a
 body), decoded as branches below the suffixes' trie, so the assembled judgment always parses.
 
 Build one with :func:`from_transformers` from an already-loaded model and tokenizer, or let
-:func:`autorubric_local.loading.load_engine` resolve and load a model from an ``LLMConfig``.
+:func:`autorubric_local.judges.engines.load_engine` resolve and load a model from an ``LLMConfig``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from autorubric_local.core.reports import TokenUsage
 from autorubric_local.engine.base import (
     GenerateRequest,
     Generation,
     LabelScores,
     ScoreRequest,
-    Usage,
 )
 from autorubric_local.engine.chat_text import HFTextMixin
 from autorubric_local.engine.constrained import (
@@ -98,7 +98,7 @@ class TransformersEngine(HFTextMixin):
         for the prefix; in each chunk every computed suffix node is split evenly among the
         requests whose suffix runs through it (rounded to whole tokens, see
         :func:`~.packing.prompt_shares`), the rest of each request's prompt counts as
-        ``cached_tokens``. ``seconds`` splits the group's wall time by computed nodes: the
+        ``cache_read_input_tokens``. ``seconds`` splits the group's wall time by computed nodes: the
         prefix to the first request, every row node (label continuations included) evenly
         among the requests using it.
         """
@@ -142,12 +142,8 @@ class TransformersEngine(HFTextMixin):
         for position, index in enumerate(fits):
             prompt_tokens = len(prefix_ids) + len(trees[position][0])
             paid = computed[position] + (len(prefix_ids) if position == 0 else 0)
-            usage = Usage(
-                prompt_tokens=prompt_tokens,
-                cached_tokens=prompt_tokens - paid,
-                seconds=elapsed * shares[position] / total,
-            )
-            results[index] = LabelScores(logprobs[position], usage=usage)
+            usage = TokenUsage.of(prompt_tokens=prompt_tokens, cache_read_input_tokens=prompt_tokens - paid)
+            results[index] = LabelScores(logprobs[position], usage=usage, seconds=elapsed * shares[position] / total)
         return [r for r in results if r is not None]
 
     def _prefix_cache(self, prefix_ids: list[int]) -> Any:
@@ -258,20 +254,18 @@ class TransformersEngine(HFTextMixin):
                     results[index] = Generation(
                         body,
                         truncated=truncated or not closed,
-                        usage=Usage(
+                        usage=TokenUsage.of(
                             prompt_tokens=len(prefix_ids) + len(self.tokens(requests[index].suffix)),
                             completion_tokens=len(ids),
                             # The first request of the group pays for the prefix; the rest hit it.
-                            cached_tokens=0 if index == runnable[0] else len(prefix_ids),
+                            cache_read_input_tokens=0 if index == runnable[0] else len(prefix_ids),
                         ),
                     )
             elapsed = time.perf_counter() - start
             for index in runnable:
                 generation = results[index]
                 assert generation is not None
-                results[index] = replace(
-                    generation, usage=replace(generation.usage, seconds=elapsed / len(runnable))
-                )
+                results[index] = replace(generation, seconds=elapsed / len(runnable))
         return [r for r in results if r is not None]
 
     def _decode_branches(

@@ -1,7 +1,7 @@
 """vLLM backend: offline ``vllm.LLM`` with automatic prefix caching and structured outputs.
 
 Build one with :func:`from_vllm` from an ``LLM`` the caller configured, or let
-:func:`autorubric_local.loading.load_engine` build it from ``LLMConfig(backend="vllm")``
+:func:`autorubric_local.judges.engines.load_engine` build it from ``LLMConfig(backend="vllm")``
 (:func:`load_vllm`). vLLM is imported lazily: this module imports without it. A program that
 starts vLLM on CPU needs an ``if __name__ == "__main__":`` guard (its workers are spawned).
 
@@ -38,7 +38,7 @@ A JSON string body constrained by :data:`~.constrained.JSON_STRING_BODY_REGEX`
 
 Accounting and errors
 ---------------------
-``prompt_tokens`` is ``len(prefix + suffix)``; ``cached_tokens`` is what vLLM reports as
+``prompt_tokens`` is ``len(prefix + suffix)``; ``cache_read_input_tokens`` is what vLLM reports as
 prefix-cache hits (for scoring, of the request's first node); ``seconds`` is the call's wall
 time shared by the tokens each request made vLLM compute (uncached prompt + generated). A
 prompt that does not fit the model's context (or is empty) is never sent: its result carries
@@ -54,15 +54,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from autorubric_local.engine.chat_text import HFTextMixin
+from autorubric_local.core.reports import TokenUsage
 from autorubric_local.engine.base import (
     GenerateRequest,
     Generation,
     LabelScores,
     ScoreRequest,
-    Usage,
 )
-from autorubric_local.engine.constrained import JSON_STRING_BODY_REGEX, split_string_body
+from autorubric_local.engine.chat_text import HFTextMixin
+from autorubric_local.engine.constrained import (
+    JSON_STRING_BODY_REGEX,
+    split_string_body,
+)
 
 ScoreMethod = Literal["auto", "logprob_token_ids", "prompt_logprobs"]
 
@@ -219,12 +222,8 @@ class VLLMEngine(HFTextMixin):
             logprobs = tuple(
                 sum(edges[index][(tuple(ids[:j]), ids[j])] for j in range(len(ids))) for ids in label_ids
             )
-            usage = Usage(
-                prompt_tokens=len(prompt),
-                cached_tokens=max(cached[index], 0),
-                seconds=elapsed * computed[index] / total,
-            )
-            results.append(LabelScores(logprobs, usage=usage))
+            usage = TokenUsage.of(prompt_tokens=len(prompt), cache_read_input_tokens=max(cached[index], 0))
+            results.append(LabelScores(logprobs, usage=usage, seconds=elapsed * computed[index] / total))
         return results
 
     def _score_prompt_logprobs(
@@ -250,7 +249,8 @@ class VLLMEngine(HFTextMixin):
             if error is not None
             else LabelScores(
                 tuple(per_request[i]),
-                usage=Usage(prompt_tokens=len(prompts[i]), seconds=elapsed * computed[i] / total),
+                usage=TokenUsage.of(prompt_tokens=len(prompts[i])),
+                seconds=elapsed * computed[i] / total,
             )
             for i, error in enumerate(errors)
         ]
@@ -290,12 +290,12 @@ class VLLMEngine(HFTextMixin):
             results[index] = Generation(
                 text,
                 truncated=truncated,
-                usage=Usage(
+                usage=TokenUsage.of(
                     prompt_tokens=len(prompt),
                     completion_tokens=len(completion.token_ids),
-                    cached_tokens=min(int(output.num_cached_tokens or 0), len(prompt)),
-                    seconds=elapsed * work / total,
+                    cache_read_input_tokens=min(int(output.num_cached_tokens or 0), len(prompt)),
                 ),
+                seconds=elapsed * work / total,
             )
         return [r for r in results if r is not None]
 
@@ -380,7 +380,7 @@ def load_vllm(
 
     Raises
     ------
-    autorubric_local.errors.EngineError
+    autorubric_local.core.errors.EngineError
         If ``device`` names a platform this vLLM does not run on.
     """
     # Local-first: no usage reports to vLLM's servers unless the user asked for them.
@@ -389,7 +389,7 @@ def load_vllm(
     from vllm import LLM
     from vllm.platforms import current_platform
 
-    from autorubric_local.errors import EngineError
+    from autorubric_local.core.errors import EngineError
 
     platform = "cpu" if current_platform.is_cpu() else str(current_platform.device_type)
     if device != "auto" and device != platform:

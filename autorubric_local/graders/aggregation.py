@@ -14,7 +14,7 @@ Rules common to every strategy (decisions where the spec is silent are marked *)
 - *Abstentions (binary CANNOT_ASSESS, a multi-choice NA option) do not vote either; when every
   answering judge abstains, the final verdict is CANNOT_ASSESS (binary) or the NA option the
   abstaining judges chose (multi-choice).
-- Binary (:data:`~autorubric_local.types.AggregationStrategy`): ``majority`` is MET when more
+- Binary (:data:`~autorubric_local.core.types.AggregationStrategy`): ``majority`` is MET when more
   MET than UNMET votes, ``weighted`` the same with judge weights summed; a head-count or
   weight tie resolves to the score-minimising verdict (UNMET for weight >= 0, MET for weight
   < 0). ``unanimous`` is MET only if every vote is MET; ``any`` is MET if one vote is.
@@ -36,9 +36,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import get_args
 
-from autorubric_local.errors import InputError
-from autorubric_local.reports import JudgeVote, MultiChoiceJudgeVote
-from autorubric_local.types import (
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.reports import JudgeVote, MultiChoiceJudgeVote
+from autorubric_local.core.types import (
     AggregatedMultiChoiceVerdict,
     AggregationStrategy,
     Criterion,

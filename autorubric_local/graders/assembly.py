@@ -15,26 +15,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from autorubric_local.graders.aggregation import (
-    aggregate_binary,
-    aggregate_multi_choice,
-)
-from autorubric_local.graders.execution import JudgmentResult
-from autorubric_local.penalty import (
+from autorubric_local.core.penalty import (
     LengthPenalty,
     ThinkingOutputDict,
     compute_length_penalty,
 )
-from autorubric_local.prompts import BINARY_LABELS
-from autorubric_local.reports import (
+from autorubric_local.core.reports import (
     EnsembleCriterionReport,
     EnsembleEvaluationReport,
     JudgeVote,
     MultiChoiceJudgeVote,
     TokenUsage,
 )
-from autorubric_local.scoring import raw_and_normalized
-from autorubric_local.types import CannotAssessConfig, Criterion, CriterionVerdict
+from autorubric_local.core.scoring import raw_and_normalized
+from autorubric_local.core.types import CannotAssessConfig, Criterion, CriterionVerdict
+from autorubric_local.graders.aggregation import (
+    aggregate_binary,
+    aggregate_multi_choice,
+)
+from autorubric_local.graders.execution import JudgmentResult
+from autorubric_local.graders.prompts import BINARY_LABELS
 
 
 def binary_vote(result: JudgmentResult, judge_id: str, weight: float) -> JudgeVote:
@@ -189,14 +189,7 @@ def judge_criterion_report(
 
 def token_usage(results: Sequence[JudgmentResult]) -> TokenUsage:
     """Token usage of results; prefix-cache hits are reported as cache-read tokens."""
-    prompt = sum(r.usage.prompt_tokens for r in results)
-    completion = sum(r.usage.completion_tokens for r in results)
-    return TokenUsage(
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        total_tokens=prompt + completion,
-        cache_read_input_tokens=sum(r.usage.cached_tokens for r in results),
-    )
+    return TokenUsage.combine(r.usage for r in results)
 
 
 def _score(
@@ -228,7 +221,7 @@ def evaluation_report(
     set (spec 003, ``EvaluationReport.score``).
     """
     usage = token_usage(results)
-    seconds = sum(r.usage.seconds for r in results)
+    seconds = sum(r.seconds for r in results)
     failures = [r.error for r in results if r.error is not None]
     if results and len(failures) == len(results):
         return EnsembleEvaluationReport(

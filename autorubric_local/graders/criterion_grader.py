@@ -3,7 +3,7 @@
 One grade, or a whole batch of items (:meth:`CriterionGrader.grade_batch`), is planned up
 front (:mod:`.planning`), sent to each judge's engine as one workload (:mod:`.execution`), and
 assembled into ``EnsembleEvaluationReport`` objects (:mod:`.assembly`), scored by the one
-scorer (:mod:`autorubric_local.scoring`).
+scorer (:mod:`autorubric_local.core.scoring`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,27 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from autorubric_local.config import LLMConfig
-from autorubric_local.dataset import RubricDataset
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.penalty import (
+    LengthPenalty,
+    ToGradeInput,
+    normalize_to_grade_input,
+)
+from autorubric_local.core.reports import (
+    EnsembleCriterionReport,
+    EnsembleEvaluationReport,
+    JudgeVote,
+    MultiChoiceJudgeVote,
+)
+from autorubric_local.core.types import (
+    AggregationStrategy,
+    CannotAssessConfig,
+    Criterion,
+    NominalAggregation,
+    OrdinalAggregation,
+)
+from autorubric_local.data.dataset import RubricDataset
 from autorubric_local.engine.base import Engine
-from autorubric_local.errors import InputError
 from autorubric_local.graders.aggregation import Strategies, check_criterion_override
 from autorubric_local.graders.assembly import (
     binary_criterion_report,
@@ -43,25 +60,8 @@ from autorubric_local.graders.planning import (
     judgments_per_judge,
     plan_tasks,
 )
-from autorubric_local.loading import load_engine
-from autorubric_local.penalty import (
-    LengthPenalty,
-    ToGradeInput,
-    normalize_to_grade_input,
-)
-from autorubric_local.reports import (
-    EnsembleCriterionReport,
-    EnsembleEvaluationReport,
-    JudgeVote,
-    MultiChoiceJudgeVote,
-)
-from autorubric_local.types import (
-    AggregationStrategy,
-    CannotAssessConfig,
-    Criterion,
-    NominalAggregation,
-    OrdinalAggregation,
-)
+from autorubric_local.judges.config import LLMConfig
+from autorubric_local.judges.engines import load_engine
 
 
 @dataclass(frozen=True)

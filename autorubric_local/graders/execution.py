@@ -19,17 +19,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from autorubric_local.core.errors import EngineError
+from autorubric_local.core.reports import TokenUsage
 from autorubric_local.engine.base import (
     Engine,
     GenerateRequest,
     Generation,
     LabelScores,
     ScoreRequest,
-    Usage,
 )
-from autorubric_local.errors import EngineError
 from autorubric_local.graders.planning import JudgmentTask
-from autorubric_local.prompts import explanation_after_verdict
+from autorubric_local.graders.prompts import explanation_after_verdict
 
 
 class JudgeMode(str, Enum):
@@ -51,8 +51,10 @@ class JudgmentResult:
     explanation : str or None
         Generated explanation (explain modes); None in score mode.
     explanation_truncated : bool
-    usage : Usage
+    usage : TokenUsage
         Summed over the task's engine calls.
+    seconds : float
+        Engine wall time of the task, summed over its engine calls.
     error : str or None
         Category-prefixed error of a failed engine call.
     """
@@ -62,7 +64,8 @@ class JudgmentResult:
     chosen: int | None
     explanation: str | None
     explanation_truncated: bool
-    usage: Usage
+    usage: TokenUsage
+    seconds: float
     error: str | None
 
 
@@ -70,13 +73,9 @@ def _argmax(values: Sequence[float]) -> int:
     return max(range(len(values)), key=lambda i: (values[i], -i))
 
 
-def _add(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        a.prompt_tokens + b.prompt_tokens,
-        a.completion_tokens + b.completion_tokens,
-        a.cached_tokens + b.cached_tokens,
-        a.seconds + b.seconds,
-    )
+def _add(a: LabelScores | Generation, b: LabelScores | Generation) -> tuple[TokenUsage, float]:
+    """Usage and seconds of two engine calls together."""
+    return a.usage + b.usage, a.seconds + b.seconds
 
 
 def _checked(results: list, expected: int, what: str) -> list:
@@ -123,7 +122,7 @@ def run_tasks(
     if reasoning_first:
         return _run_reasoning_first(engine, tasks, explanation_tokens)
     scores = _score(engine, [ScoreRequest(t.prefix, t.suffix, t.labels()) for t in tasks])
-    results = [_from_scores(t, s, None, False, s.usage) for t, s in zip(tasks, scores)]
+    results = [_from_scores(t, s, None, False, (s.usage, s.seconds)) for t, s in zip(tasks, scores)]
     if mode is JudgeMode.SCORE:
         return results
     pending = [i for i, r in enumerate(results) if r.error is None]
@@ -144,7 +143,8 @@ def run_tasks(
             chosen=base.chosen,
             explanation=generation.text if generation.error is None else None,
             explanation_truncated=generation.truncated,
-            usage=_add(base.usage, generation.usage),
+            usage=base.usage + generation.usage,
+            seconds=base.seconds + generation.seconds,
             error=generation.error,
         )
     return results
@@ -160,7 +160,9 @@ def _run_reasoning_first(
     ok = [i for i, g in enumerate(generations) if g.error is None]
     for i, generation in enumerate(generations):
         if generation.error is not None:
-            results[i] = JudgmentResult(tasks[i], (), None, None, False, generation.usage, generation.error)
+            results[i] = JudgmentResult(
+                tasks[i], (), None, None, False, generation.usage, generation.seconds, generation.error
+            )
     requests = [
         ScoreRequest(tasks[i].prefix, tasks[i].reasoning_suffix(generations[i].text), tasks[i].labels(True))
         for i in ok
@@ -168,15 +170,20 @@ def _run_reasoning_first(
     scores = _score(engine, requests)
     for i, score in zip(ok, scores):
         g = generations[i]
-        results[i] = _from_scores(tasks[i], score, g.text, g.truncated, _add(g.usage, score.usage))
+        results[i] = _from_scores(tasks[i], score, g.text, g.truncated, _add(g, score))
     return [r for r in results if r is not None]
 
 
 def _from_scores(
-    task: JudgmentTask, scores: LabelScores, explanation: str | None, truncated: bool, usage: Usage
+    task: JudgmentTask,
+    scores: LabelScores,
+    explanation: str | None,
+    truncated: bool,
+    cost: tuple[TokenUsage, float],
 ) -> JudgmentResult:
+    usage, seconds = cost
     if scores.error is not None or not scores.logprobs:
         error = scores.error or "unknown: engine returned no label scores"
-        return JudgmentResult(task, (), None, explanation, truncated, usage, error)
+        return JudgmentResult(task, (), None, explanation, truncated, usage, seconds, error)
     probabilities = scores.probabilities
-    return JudgmentResult(task, probabilities, _argmax(probabilities), explanation, truncated, usage, None)
+    return JudgmentResult(task, probabilities, _argmax(probabilities), explanation, truncated, usage, seconds, None)

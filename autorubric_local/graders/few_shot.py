@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autorubric_local.dataset import RubricDataset
-from autorubric_local.types import Criterion, CriterionVerdict
+from autorubric_local.core.types import Criterion, CriterionVerdict
+from autorubric_local.data.dataset import RubricDataset
 
 
 class FewShotConfig(BaseModel):

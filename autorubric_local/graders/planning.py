@@ -1,7 +1,7 @@
 """Pure planning of a grading job: items x criteria x judges -> a flat list of judgment tasks.
 
 No model is touched here. Each task carries its prompt split into the item's shared prefix and
-the criterion's suffix (:mod:`autorubric_local.prompts`), the label continuations to score, and
+the criterion's suffix (:mod:`autorubric_local.graders.prompts`), the label continuations to score, and
 the option order shown to the judge (``option_order[k]`` = original index of the option shown
 at position ``k``; AutoRubric's ``shuffle_order``).
 
@@ -23,14 +23,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from autorubric_local.prompts import (
+from autorubric_local.core.types import Criterion
+from autorubric_local.graders.prompts import (
     EXPLANATION_OPENER,
     criterion_text,
     labels_for,
     render_item,
     verdict_opener,
 )
-from autorubric_local.types import Criterion
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ def plan_tasks(
         ``format_chat`` renders messages with that judge's chat template; a judge's own
         ``system_prompt`` (not None) replaces the job's.
     system_prompt : str, optional
-        Replaces :data:`autorubric_local.prompts.DEFAULT_SYSTEM_PROMPT`.
+        Replaces :data:`autorubric_local.graders.prompts.DEFAULT_SYSTEM_PROMPT`.
     shuffle_options : bool
         Present multi-choice options in a seeded random order.
     seed : int

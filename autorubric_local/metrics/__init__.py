@@ -3,7 +3,9 @@
 Entry point: :func:`compute_metrics` (also ``EvalResult.compute_metrics``), returning a
 :class:`MetricsResult`. Modules:
 
-- :mod:`.types`: result types and the CANNOT_ASSESS / NA modes;
+- :mod:`.types`: the parts of a result and the CANNOT_ASSESS / NA modes;
+- :mod:`.result`: :class:`MetricsResult`, its summary text, DataFrame and JSON, and its
+  storage in a run's database (``save_metrics`` / ``load_metrics``, through the store);
 - :mod:`.extract`: aligning judge verdicts with ground truth (alignment rules live there);
 - :mod:`.agreement`: per-criterion metrics (binary, ordinal, nominal);
 - :mod:`.scores`: score-level errors and correlations;
@@ -11,11 +13,10 @@ Entry point: :func:`compute_metrics` (also ``EvalResult.compute_metrics``), retu
 - :mod:`.calibration`: Brier, log loss, ECE, reliability bins, AUROC of P(MET);
 - :mod:`.interjudge`: Krippendorff's alpha and Fleiss' kappa among ensemble judges;
 - :mod:`.bootstrap`: percentile bootstrap over items;
-- :mod:`.report`: summary text, DataFrame, JSON; :mod:`.plots`: PNG plots;
-- :mod:`.persist`: the ``metrics`` table in a run's SQLite file.
+- :mod:`.plots`: PNG plots.
 
-Names are resolved lazily (PEP 562), so importing :mod:`.persist` (which the store's
-migrations do) does not import scipy or scikit-learn.
+Names are resolved lazily (PEP 562), so importing this package does not import scipy or
+scikit-learn.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ _EXPORTS: dict[str, str] = {
     "InterJudgeResult": "types",
     "JudgeMetrics": "types",
     "KSTestResult": "types",
-    "MetricsResult": "types",
+    "MetricsResult": "result",
     "NAMode": "types",
     "OptionMetrics": "types",
     "ReliabilityBin": "types",
@@ -56,8 +57,8 @@ _EXPORTS: dict[str, str] = {
     "filter_cannot_assess": "extract",
     "verdict_to_binary": "extract",
     "verdict_to_string": "extract",
-    "save_metrics": "persist",
-    "load_metrics": "persist",
+    "save_metrics": "result",
+    "load_metrics": "result",
     "write_plots": "plots",
 }
 
@@ -133,8 +134,12 @@ if TYPE_CHECKING:  # pragma: no cover
         verdict_to_string,
     )
     from autorubric_local.metrics.interjudge import fleiss_kappa, inter_judge_agreement
-    from autorubric_local.metrics.persist import load_metrics, save_metrics
     from autorubric_local.metrics.plots import write_plots
+    from autorubric_local.metrics.result import (
+        MetricsResult,
+        load_metrics,
+        save_metrics,
+    )
     from autorubric_local.metrics.types import (
         BiasResult,
         BootstrapResult,
@@ -150,7 +155,6 @@ if TYPE_CHECKING:  # pragma: no cover
         InterJudgeResult,
         JudgeMetrics,
         KSTestResult,
-        MetricsResult,
         NAMode,
         OptionMetrics,
         ReliabilityBin,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
 
 
 def as_pair(

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
 
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
 from autorubric_local.metrics.types import CalibrationResult, ReliabilityBin
 
 __all__ = ["calibration", "expected_calibration_error", "reliability_bins"]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
 from autorubric_local.metrics._checks import check_confidence_level
 from autorubric_local.metrics.agreement import criterion_metrics, prf_from_confusion
 from autorubric_local.metrics.bootstrap import bootstrap_metrics
@@ -20,18 +20,18 @@ from autorubric_local.metrics.distribution import (
 )
 from autorubric_local.metrics.extract import AlignedData, _ca_mode, _na_mode, align
 from autorubric_local.metrics.interjudge import inter_judge_agreement, judge_ids
+from autorubric_local.metrics.result import MetricsResult
 from autorubric_local.metrics.scores import correlation, rmse_mae
 from autorubric_local.metrics.types import (
     CannotAssessMode,
     CriterionMetrics,
+    GradedRun,
     JudgeMetrics,
-    MetricsResult,
     NAMode,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from autorubric_local.dataset import RubricDataset
-    from autorubric_local.runner.results import EvalResult
+    from autorubric_local.data.dataset import RubricDataset
 
 __all__ = ["compute_metrics"]
 
@@ -110,7 +110,7 @@ def _judge_metrics(judge_id: str, data: AlignedData, ca: CannotAssessMode, na: N
 
 
 def compute_metrics(
-    eval_result: EvalResult,
+    eval_result: GradedRun,
     dataset: RubricDataset,
     bootstrap: bool = False,
     n_bootstrap: int = 1000,
@@ -124,7 +124,8 @@ def compute_metrics(
 
     Parameters
     ----------
-    eval_result : EvalResult
+    eval_result : GradedRun
+        A graded run, e.g. ``EvalResult``.
         The run; its ``item_results`` must cover exactly the dataset's items.
     dataset : RubricDataset
         The graded dataset with ``ground_truth`` (items without it are skipped).

@@ -4,7 +4,7 @@ Alignment rules (documented once here, used by every metric):
 
 - Items: ``EvalResult.item_results[k].item_idx`` indexes ``dataset``. Each index must be in
   range and appear once, with the dataset's submission, otherwise
-  :class:`~autorubric_local.errors.InputError` (so must a result longer than the dataset).
+  :class:`~autorubric_local.core.errors.InputError` (so must a result longer than the dataset).
   Dataset items the result does not cover (an interrupted run), items without ground truth
   and failed items (``report.score is None``) are left out and counted in the warnings.
 - Criteria: each item is read against its effective rubric (``dataset.get_item_rubric``).
@@ -30,14 +30,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autorubric_local.errors import InputError
-from autorubric_local.metrics.types import CannotAssessMode, NAMode, Scale
-from autorubric_local.reports import EnsembleCriterionReport, EnsembleEvaluationReport
-from autorubric_local.types import CannotAssessStrategy, Criterion, CriterionVerdict
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.reports import (
+    EnsembleCriterionReport,
+    EnsembleEvaluationReport,
+)
+from autorubric_local.core.types import (
+    CannotAssessStrategy,
+    Criterion,
+    CriterionVerdict,
+)
+from autorubric_local.metrics.types import CannotAssessMode, GradedRun, NAMode, Scale
 
 if TYPE_CHECKING:  # pragma: no cover
-    from autorubric_local.dataset import RubricDataset
-    from autorubric_local.runner.results import EvalResult
+    from autorubric_local.data.dataset import RubricDataset
 
 __all__ = [
     "AlignedData",
@@ -330,7 +336,7 @@ def _apply_mode(pairs: CriterionPairs, h: int, j: int, ca: CannotAssessMode,
     return h, j
 
 
-def _human_scoring(eval_result: EvalResult) -> dict[str, Any]:
+def _human_scoring(eval_result: GradedRun) -> dict[str, Any]:
     """Scoring settings for the ground truth: the run's own (``EvalResult.grader_settings``),
     so that human and judge item scores follow the same rules (``normalize``, CANNOT_ASSESS
     strategy and partial credit); the defaults when the run did not record them."""
@@ -344,7 +350,7 @@ def _human_scoring(eval_result: EvalResult) -> dict[str, Any]:
 
 
 def align(
-    eval_result: EvalResult,
+    eval_result: GradedRun,
     dataset: RubricDataset,
     judge: JudgeView = None,
     cannot_assess: CannotAssessMode | str = CannotAssessMode.EXCLUDE,
@@ -355,7 +361,8 @@ def align(
 
     Parameters
     ----------
-    eval_result : EvalResult
+    eval_result : GradedRun
+        A graded run, e.g. ``EvalResult``.
     dataset : RubricDataset
         The dataset the run graded, with ground truth.
     judge : str or None

@@ -11,12 +11,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import krippendorff
 import numpy as np
 
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
 from autorubric_local.metrics._checks import finite_or_none
 from autorubric_local.metrics.extract import (
     CANNOT_ASSESS,
@@ -27,13 +26,11 @@ from autorubric_local.metrics.extract import (
 )
 from autorubric_local.metrics.types import (
     CannotAssessMode,
+    GradedRun,
     InterJudgeCriterion,
     InterJudgeResult,
     NAMode,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from autorubric_local.runner.results import EvalResult
 
 __all__ = ["fleiss_kappa", "inter_judge_agreement", "judge_ids"]
 
@@ -83,7 +80,7 @@ def fleiss_kappa(counts: Sequence[Sequence[float]] | np.ndarray) -> float | None
     return float((p_bar - p_e) / (1 - p_e))
 
 
-def judge_ids(eval_result: EvalResult) -> list[str]:
+def judge_ids(eval_result: GradedRun) -> list[str]:
     """Every judge id that voted in the run, in first-seen order."""
     seen: dict[str, None] = {}
     for r in eval_result.item_results:
@@ -94,7 +91,7 @@ def judge_ids(eval_result: EvalResult) -> list[str]:
 
 
 def inter_judge_agreement(
-    eval_result: EvalResult,
+    eval_result: GradedRun,
     cannot_assess: CannotAssessMode = CannotAssessMode.EXCLUDE,
     na_mode: NAMode = NAMode.EXCLUDE,
     warn: list[str] | None = None,

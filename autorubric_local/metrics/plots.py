@@ -6,11 +6,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from autorubric_local.metrics.types import MetricsResult
+from autorubric_local.metrics.result import MetricsResult
+from autorubric_local.metrics.types import GradedRun
 
 if TYPE_CHECKING:  # pragma: no cover
-    from autorubric_local.dataset import RubricDataset
-    from autorubric_local.runner.results import EvalResult
+    from autorubric_local.data.dataset import RubricDataset
 
 __all__ = ["write_plots"]
 
@@ -22,7 +22,7 @@ def _slug(name: str) -> str:
 def write_plots(
     metrics: MetricsResult,
     out_dir: str | Path,
-    eval_result: EvalResult | None = None,
+    eval_result: GradedRun | None = None,
     dataset: RubricDataset | None = None,
 ) -> list[Path]:
     """Write confusion matrices (one per criterion with pairs, ``confusion_<name>.png``), the

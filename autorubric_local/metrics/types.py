@@ -2,7 +2,7 @@
 "Evaluation Metrics" / "MetricsResult Fields"; extensions marked below).
 
 Every result is an immutable pydantic model, so it serialises to JSON unchanged
-(:meth:`MetricsResult.to_file`) and reloads with ``MetricsResult.model_validate_json``.
+(:meth:`~.result.MetricsResult.to_file`) and reloads with ``MetricsResult.model_validate_json``.
 
 Conventions
 -----------
@@ -17,15 +17,14 @@ Conventions
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autorubric_local.types import CaseInsensitiveEnum
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
+from autorubric_local.core.reports import EnsembleEvaluationReport
+from autorubric_local.core.types import CaseInsensitiveEnum
+from autorubric_local.data.dataset import DataItem
 
 __all__ = [
     "BiasResult",
@@ -38,11 +37,12 @@ __all__ = [
     "CriterionMetrics",
     "DistributionResult",
     "EMDResult",
+    "GradedItemResult",
+    "GradedRun",
     "InterJudgeCriterion",
     "InterJudgeResult",
     "JudgeMetrics",
     "KSTestResult",
-    "MetricsResult",
     "NAMode",
     "OptionMetrics",
     "ReliabilityBin",
@@ -51,6 +51,32 @@ __all__ = [
 
 Scale = Literal["binary", "ordinal", "nominal"]
 """Kind of a criterion for metrics: binary (MET/UNMET), or a multi-choice scale."""
+
+
+class GradedItemResult(Protocol):
+    """What metrics read of one graded item (``autorubric_local.runner.ItemResult`` is one)."""
+
+    @property
+    def item_idx(self) -> int: ...
+    @property
+    def item_id(self) -> str: ...
+    @property
+    def item(self) -> DataItem: ...
+    @property
+    def report(self) -> EnsembleEvaluationReport: ...
+
+
+class GradedRun(Protocol):
+    """What metrics read of a graded run (``autorubric_local.runner.EvalResult`` is one).
+
+    ``grader_settings`` holds the run's scoring settings (``normalize``,
+    ``cannot_assess_config``); ``None`` means the defaults.
+    """
+
+    @property
+    def item_results(self) -> Sequence[GradedItemResult]: ...
+    @property
+    def grader_settings(self) -> Mapping[str, Any] | None: ...
 
 
 class CannotAssessMode(CaseInsensitiveEnum):
@@ -384,91 +410,3 @@ class InterJudgeResult(_Frozen):
     per_criterion: list[InterJudgeCriterion]
     mean_alpha: float | None
     mean_fleiss_kappa: float | None
-
-
-class MetricsResult(_Frozen):
-    """Judge-vs-human agreement of an evaluation run (spec "MetricsResult Fields").
-
-    Headline figures are ``None`` (never NaN) when undefined, with the reason in
-    ``warnings``.
-
-    Attributes
-    ----------
-    criterion_accuracy : float or None
-        Exact agreement pooled over every (item, criterion) pair, binary and multi-choice.
-    criterion_precision, criterion_recall, criterion_f1 : float or None
-        Pooled over binary criteria; MET is the positive class.
-    mean_kappa : float or None
-        Mean of the per-criterion (unweighted) Cohen's kappa, over criteria where defined.
-    per_criterion : list of CriterionMetrics
-    score_rmse, score_mae : float or None
-        Errors of the item score (judge's ``report.score`` vs the ground truth scored with
-        the same rubric and the run's scoring settings, ``EvalResult.grader_settings``;
-        defaults: normalised, CANNOT_ASSESS skipped).
-    score_spearman, score_kendall, score_pearson : CorrelationResult or None
-    bias : BiasResult or None
-    bootstrap : BootstrapResults or None
-        When ``bootstrap=True``.
-    per_judge : dict of str to JudgeMetrics or None
-        When ``per_judge=True``.
-    inter_judge : InterJudgeResult or None
-        Extension: Krippendorff's alpha and Fleiss' kappa among ensemble judges (2+ judges).
-    calibration : CalibrationResult or None
-        Extension: P(MET) calibration pooled over binary criteria.
-    score_emd, score_ks : EMDResult, KSTestResult or None
-        Distribution comparison of judge and human scores.
-    judge_score_distribution, human_score_distribution : DistributionResult or None
-    n_items : int
-        Items compared (graded, with ground truth).
-    n_criteria : int
-        Distinct criterion keys.
-    cannot_assess_mode, na_mode : str
-        The modes used.
-    warnings : list of str
-    """
-
-    criterion_accuracy: float | None
-    criterion_precision: float | None
-    criterion_recall: float | None
-    criterion_f1: float | None
-    mean_kappa: float | None
-    per_criterion: list[CriterionMetrics]
-    score_rmse: float | None
-    score_mae: float | None
-    score_spearman: CorrelationResult | None
-    score_kendall: CorrelationResult | None
-    score_pearson: CorrelationResult | None
-    bias: BiasResult | None
-    bootstrap: BootstrapResults | None = None
-    per_judge: dict[str, JudgeMetrics] | None = None
-    inter_judge: InterJudgeResult | None = None
-    calibration: CalibrationResult | None = None
-    score_emd: EMDResult | None = None
-    score_ks: KSTestResult | None = None
-    judge_score_distribution: DistributionResult | None = None
-    human_score_distribution: DistributionResult | None = None
-    n_items: int
-    n_criteria: int
-    cannot_assess_mode: str = CannotAssessMode.EXCLUDE.value
-    na_mode: str = NAMode.EXCLUDE.value
-    warnings: list[str] = Field(default_factory=list)
-
-    def summary(self) -> str:
-        """A readable multi-line text summary (see :mod:`autorubric_local.metrics.report`)."""
-        from autorubric_local.metrics.report import summary
-
-        return summary(self)
-
-    def to_dataframe(self) -> pd.DataFrame:
-        """One row per figure: columns ``level`` (aggregate / criterion / judge /
-        inter_judge / bootstrap), ``name``, ``metric``, ``value``, ``ci_lower``,
-        ``ci_upper``."""
-        from autorubric_local.metrics.report import to_dataframe
-
-        return to_dataframe(self)
-
-    def to_file(self, path: str | Path) -> None:
-        """Write the result as JSON (reload with ``MetricsResult.model_validate_json``)."""
-        from autorubric_local.metrics.report import to_file
-
-        to_file(self, path)

@@ -3,8 +3,14 @@ results (``load_result``, ``EvalResult.from_experiment``) and ``fill_ground_trut
 
 from autorubric_local.runner.config import EvalConfig
 from autorubric_local.runner.ground_truth import fill_ground_truth
-from autorubric_local.runner.load import ExperimentManifest, load_manifest, load_result
-from autorubric_local.runner.results import EvalResult, EvalTimingStats, ItemResult
+from autorubric_local.runner.results import (
+    EvalResult,
+    EvalTimingStats,
+    ExperimentManifest,
+    ItemResult,
+    load_manifest,
+    load_result,
+)
 from autorubric_local.runner.runner import (
     ChunkReport,
     EvalAbortedError,

@@ -22,16 +22,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from autorubric_local.dataset import (
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.penalty import ThinkingOutputDict, normalize_to_grade_input
+from autorubric_local.data.dataset import (
     DataItem,
     RubricDataset,
     item_to_dict,
     rubric_to_json,
 )
-from autorubric_local.dataset_validation import ProblemCollector
-from autorubric_local.errors import InputError
+from autorubric_local.data.validation import ProblemCollector
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.penalty import ThinkingOutputDict, normalize_to_grade_input
 
 HASH_SCHEME = "sha256:v1"
 
@@ -63,7 +63,7 @@ class PlannedItem:
     item_hash: str
 
     def row(self) -> dict[str, Any]:
-        """The planned item row for :meth:`ResultStore.plan_items`."""
+        """The planned item row for :meth:`Store.plan_items <autorubric_local.store.Store.plan_items>`."""
         item_json = _item_json(self.item)
         return {
             "item_id": self.key,

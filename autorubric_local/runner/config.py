@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
 
 ProgressStyle = Literal["simple", "detailed"]
 PROGRESS_STYLES: tuple[str, ...] = ("simple", "detailed")

@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from autorubric_local.dataset import DataItem, RubricDataset
+from autorubric_local.core.reports import EnsembleEvaluationReport
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import CriterionVerdict
+from autorubric_local.data.dataset import DataItem, RubricDataset
 from autorubric_local.graders.criterion_grader import CriterionGrader
-from autorubric_local.reports import EnsembleEvaluationReport
-from autorubric_local.rubric import Rubric
 from autorubric_local.runner.config import MEMORY_DB, EvalConfig
 from autorubric_local.runner.runner import EvalRunner
-from autorubric_local.types import CriterionVerdict
 
 
 async def fill_ground_truth(

@@ -1,24 +1,31 @@
-"""Results of an evaluation run: per-item results, timing statistics, the run's totals.
+"""Results of an evaluation run, and their loading from the run's database.
 
 Spec: README ``001_732b54dc4a0c7747.txt``, "Batch Evaluation with EvalRunner" ("EvalResult
 Fields", "Timing Statistics"). Extensions: ``judgments_per_second`` and p50 latency in
 :class:`EvalTimingStats`; ``total_judgments``, ``resumed_items`` and ``status`` in
 :class:`EvalResult`. Rates are per wall-clock second of the run, summed over the sessions of a
 resumed run; per-item durations are the engine's own time (its judgments' seconds).
+
+:func:`load_result` rebuilds a run's result and dataset from its database alone. The runner
+builds its own result through :func:`result_from_store` too, so a resumed run and an
+uninterrupted one are assembled by the same code from the same rows.
 """
 
 from __future__ import annotations
 
+import json
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from autorubric_local.dataset import DataItem
-from autorubric_local.reports import EnsembleEvaluationReport, TokenUsage
-
-if TYPE_CHECKING:  # pragma: no cover
-    from autorubric_local.dataset import RubricDataset
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.reports import EnsembleEvaluationReport, TokenUsage
+from autorubric_local.core.usage import aggregate_completion_cost, aggregate_token_usage
+from autorubric_local.data.dataset import DataItem, RubricDataset
+from autorubric_local.store import Store
 
 
 @dataclass(frozen=True)
@@ -102,8 +109,6 @@ class EvalResult:
         InputError
             No such database or run.
         """
-        from autorubric_local.runner.load import load_result
-
         return load_result(path, run)[0]
 
     def compute_metrics(self, dataset: RubricDataset, **kwargs: Any) -> Any:
@@ -111,3 +116,174 @@ class EvalResult:
         from autorubric_local.metrics import compute_metrics
 
         return compute_metrics(self, dataset, **kwargs)
+
+
+@dataclass(frozen=True)
+class ExperimentManifest:
+    """What a stored run is: name, id, where, its content hash and how far it got."""
+
+    experiment_name: str
+    run_id: str
+    db_path: str
+    status: str
+    content_hash: str | None
+    started_utc: str
+    finished_utc: str | None
+    total_items: int
+    completed_items: int
+
+
+def resolve_db_path(path: str | Path) -> Path:
+    """A database file, or ``<folder>/results.sqlite`` for an experiment folder.
+
+    Raises
+    ------
+    InputError
+        Neither exists.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.sqlite"
+    if not path.is_file():
+        raise InputError(f"{path}: no results database here")
+    return path
+
+
+def _open_run(db_path: str | Path, run: str | None) -> tuple[Store, dict[str, Any], Path]:
+    path = resolve_db_path(db_path)
+    store = Store.open(path)
+    row = store.find_run(run)
+    if row is None:
+        names = ", ".join(repr(n) for n in store.run_names()) or "none"
+        what = f"no run named {run!r}" if run is not None else "no runs"
+        store.close()
+        raise InputError(f"{path}: {what} (runs: {names})")
+    return store, row, path
+
+
+def load_result(db_path: str | Path, run: str | None = None) -> tuple[EvalResult, RubricDataset]:
+    """The stored run ``run`` (name or id; default the latest) as a result and its dataset.
+
+    ``item_results[i].item_idx`` indexes the returned dataset, which holds every planned item
+    (with the ground truth last stored), including items an interrupted run did not reach.
+
+    Raises
+    ------
+    InputError
+        No database at ``db_path``, no such run, or stored rows that no longer validate.
+    """
+    store, row, path = _open_run(db_path, run)
+    try:
+        return result_from_store(store, row, str(path))
+    finally:
+        store.close()
+
+
+def load_manifest(db_path: str | Path, run: str | None = None) -> ExperimentManifest:
+    """Summary of a stored run (see :func:`load_result` for the arguments)."""
+    store, row, path = _open_run(db_path, run)
+    try:
+        items = store.item_rows(row["id"])
+        return ExperimentManifest(
+            experiment_name=row["name"],
+            run_id=row["id"],
+            db_path=str(path),
+            status=row["status"],
+            content_hash=row.get("content_hash"),
+            started_utc=row["started_utc"],
+            finished_utc=row["finished_utc"],
+            total_items=row.get("total_items") or len(items),
+            completed_items=sum(1 for item in items if item.get("report_json") is not None),
+        )
+    finally:
+        store.close()
+
+
+def result_from_store(store: Store, run: Mapping[str, Any], db_path: str) -> tuple[EvalResult, RubricDataset]:
+    """Build the result and dataset of ``run`` (a ``runs`` row) from its stored rows."""
+    rows = store.item_rows(run["id"])
+    dataset = _dataset(run, rows, f"{db_path}: run {run['name']!r}")
+    results = [
+        ItemResult(
+            item_idx=index,
+            item=dataset.items[index],
+            report=EnsembleEvaluationReport.model_validate_json(row["report_json"]),
+            duration_seconds=float(row.get("engine_seconds") or 0.0),
+            item_id=row["item_id"],
+        )
+        for index, row in enumerate(rows)
+        if row.get("report_json") is not None
+    ]
+    judgments = store.judgment_count(run["id"])
+    wall = float(run.get("wall_seconds") or 0.0)
+    failed = [(r.item_idx, r.report.error) for r in results if r.report.error is not None]
+    result = EvalResult(
+        item_results=results,
+        total_items=run.get("total_items") or len(rows),
+        successful_items=len(results) - len(failed),
+        failed_items=len(failed),
+        total_token_usage=aggregate_token_usage(r.report.token_usage for r in results),
+        total_completion_cost=aggregate_completion_cost(r.report.completion_cost for r in results),
+        timing_stats=timing_stats([r.duration_seconds for r in results], wall, judgments),
+        started_at=_parse_utc(run["started_utc"]),
+        completed_at=_parse_utc(run["finished_utc"]) if run.get("finished_utc") else datetime.now(UTC),
+        errors=[(index, message) for index, message in failed if message is not None],
+        experiment_name=run["name"],
+        run_id=run["id"],
+        db_path=db_path,
+        total_judgments=judgments,
+        status=run["status"],
+        grader_settings=json.loads(run["grader_json"]) if run.get("grader_json") else None,
+    )
+    return result, dataset
+
+
+def _dataset(run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], source: str) -> RubricDataset:
+    """The run's dataset: its stored header and items (older runs: rebuilt from item columns)."""
+    header: dict[str, Any] = json.loads(run["dataset_json"]) if run.get("dataset_json") else {
+        "rubric": json.loads(run["rubric_json"]) if run.get("rubric_json") else None
+    }
+    items = []
+    for row in rows:
+        if row.get("item_json"):
+            item = json.loads(row["item_json"])
+        else:
+            item = {"id": row["item_id"], "submission": row["submission"], "prompt": row["query"],
+                    "reference_submission": row["reference_submission"]}
+            item = {key: value for key, value in item.items() if value is not None}
+        item["ground_truth"] = json.loads(row["ground_truth_json"]) if row.get("ground_truth_json") else None
+        items.append(item)
+    return RubricDataset.from_dict({**header, "items": items}, source=source)
+
+
+def _parse_utc(text: str) -> datetime:
+    value = datetime.fromisoformat(text)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) with linear interpolation (numpy's default); 0.0 if empty."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100.0
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def timing_stats(durations: Sequence[float], wall_seconds: float, judgments: int) -> EvalTimingStats:
+    """Timing of a run from per-item engine seconds and the run's wall-clock seconds.
+
+    Rates are per wall second (0.0 when no time was measured).
+    """
+    count = len(durations)
+    return EvalTimingStats(
+        total_duration_seconds=wall_seconds,
+        mean_item_duration_seconds=math.fsum(durations) / count if count else 0.0,
+        min_item_duration_seconds=min(durations, default=0.0),
+        max_item_duration_seconds=max(durations, default=0.0),
+        p50_item_duration_seconds=percentile(durations, 50),
+        p95_item_duration_seconds=percentile(durations, 95),
+        items_per_second=count / wall_seconds if wall_seconds > 0 else 0.0,
+        judgments_per_second=judgments / wall_seconds if wall_seconds > 0 else 0.0,
+    )

@@ -13,7 +13,7 @@ How a run goes:
    reports and judgments are committed in one transaction. A kill loses at most the chunk in
    flight; a resume computes only items without a stored report, so no judgment is missing or
    duplicated (rows are keyed by run, item, criterion, judge and permutation).
-4. The result is rebuilt from the database (:func:`~.load.result_from_store`), the same way
+4. The result is rebuilt from the database (:func:`~.results.result_from_store`), the same way
    for a resumed run and an uninterrupted one.
 
 An item that fails at run time (the engine raises for it, or every judgment fails) is stored
@@ -35,11 +35,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from autorubric_local.dataset import RubricDataset, rubric_to_json
-from autorubric_local.errors import AutorubricError
+from autorubric_local.core.errors import AutorubricError
+from autorubric_local.core.reports import EnsembleEvaluationReport
+from autorubric_local.data.dataset import RubricDataset, rubric_to_json
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.reports import EnsembleEvaluationReport
+from autorubric_local.graders.records import graded_item_records
 from autorubric_local.runner.checkpoint import (
     PlannedItem,
     adopt_stored_seed,
@@ -48,10 +49,9 @@ from autorubric_local.runner.checkpoint import (
     plan_dataset,
 )
 from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
-from autorubric_local.runner.load import result_from_store
 from autorubric_local.runner.progress import RunProgress
-from autorubric_local.runner.results import EvalResult
-from autorubric_local.store import ResultStore, open_db
+from autorubric_local.runner.results import EvalResult, result_from_store
+from autorubric_local.store import Store
 
 RUN_TIME_ERRORS: tuple[type[BaseException], ...] = (AutorubricError, RuntimeError)
 """Exceptions that fail one item (recorded as its error) rather than the run."""
@@ -142,7 +142,7 @@ class EvalRunner:
         path = self.config.database_path(name)
         if str(path) != MEMORY_DB:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        store = ResultStore(open_db(path))
+        store = Store.open(path)
         try:
             run_id, resumed = self._open_run(store, name, str(path), planned, model_ids)
             self._grade_pending(store, run_id, name, planned, model_ids)
@@ -150,13 +150,13 @@ class EvalRunner:
             assert row is not None
             result, _ = result_from_store(store, row, str(path))
         finally:
-            store.db.close()
+            store.close()
         return replace(result, resumed_items=resumed)
 
     # ------------------------------------------------------------------------------ run rows
 
     def _open_run(
-        self, store: ResultStore, name: str, where: str, planned: Sequence[PlannedItem], model_ids: dict[str, str]
+        self, store: Store, name: str, where: str, planned: Sequence[PlannedItem], model_ids: dict[str, str]
     ) -> tuple[str, int]:
         """Resume the stored run of this name or start one; returns (run id, items already done)."""
         existing = store.find_run(name) if self.config.resume else None
@@ -186,7 +186,7 @@ class EvalRunner:
     # ------------------------------------------------------------------------------- grading
 
     def _grade_pending(
-        self, store: ResultStore, run_id: str, name: str, planned: Sequence[PlannedItem], model_ids: dict[str, str]
+        self, store: Store, run_id: str, name: str, planned: Sequence[PlannedItem], model_ids: dict[str, str]
     ) -> None:
         done = store.done_item_ids(run_id)
         pending = [entry for entry in planned if entry.key not in done]
@@ -252,7 +252,7 @@ class EvalRunner:
 
     def _commit(
         self,
-        store: ResultStore,
+        store: Store,
         run_id: str,
         chunk: Sequence[PlannedItem],
         graded: Sequence[GradedItem],
@@ -264,14 +264,16 @@ class EvalRunner:
             {
                 "item_index": entry.index,
                 "report_json": result.report.model_dump_json(),
-                "engine_seconds": sum(r.usage.seconds for r in result.results),
+                "engine_seconds": sum(r.seconds for r in result.results),
                 "judgment_count": len(result.results),
                 "graded_utc": now,
             }
             for entry, result in zip(chunk, graded)
         ]
-        store.record(run_id, graded, model_ids, first_index=0,
-                     judge_ids=[j.judge_id for j in self.grader.judges], item_extras=extras)
+        items, judgments = graded_item_records(
+            graded, model_ids, first_index=0, judge_ids=[j.judge_id for j in self.grader.judges], item_extras=extras
+        )
+        store.record_items(run_id, items, judgments)
 
 
 def failed_item(item: GradeItem, exc: BaseException) -> GradedItem:

@@ -2,8 +2,8 @@
 
 These are the inputs of grading (what a rubric is made of) and the small verdict values a
 judge produces. Result containers (``CriterionReport``, ``EvaluationReport`` and the
-ensemble reports) live in :mod:`autorubric_local.reports`; scoring lives in
-:mod:`autorubric_local.scoring`.
+ensemble reports) live in :mod:`autorubric_local.core.reports`; scoring lives in
+:mod:`autorubric_local.core.scoring`.
 
 Names, fields, defaults and validation messages follow the AutoRubric API reference
 ("Core Grading", spec ``003_a216d4fbcf834065.txt``; "Multi-Choice", spec

@@ -1,35 +1,51 @@
-"""Judge model presets (``models/*.yaml``) and resolution of ``LLMConfig.model`` to files.
+"""Judge model presets and resolution of ``LLMConfig.model`` to files on disk.
 
-``LLMConfig.model`` may be a preset name, a local Hugging Face model folder, or a ``.gguf``
-file. Nothing is ever downloaded: a model that cannot be found raises
-:class:`~autorubric_local.errors.ModelNotFoundError` listing every place that was searched.
+``LLMConfig.model`` may be a preset name, a local Hugging Face model folder, a ``.gguf`` file,
+or a Hugging Face id (``Qwen/Qwen2.5-7B-Instruct``) already in the local Hugging Face cache.
+Nothing is ever downloaded and no network call is made: a model that cannot be found raises
+:class:`~autorubric_local.core.errors.ModelNotFoundError` listing every place that was searched
+and how to put the weights there.
 
-Preset folders are searched in order: each entry of ``$AUTORUBRIC_LOCAL_MODELS``
-(``os.pathsep``-separated), then the project's ``models/`` folder.
+Preset files (``*.yaml``) are searched in order: each folder of ``$AUTORUBRIC_LOCAL_MODELS``
+(``os.pathsep``-separated), then the presets shipped inside this package
+(``autorubric_local/judges/models/``, read with :mod:`importlib.resources`, so they work from
+an installed wheel as from a clone). The first definition of a name wins.
+
+The Hugging Face cache is ``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else
+``~/.cache/huggingface/hub`` (the layout ``huggingface_hub`` writes:
+``models--<org>--<name>/snapshots/<commit>/``).
 """
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import os
+import re
 from dataclasses import dataclass, field
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
-from autorubric_local.errors import InputError, ModelNotFoundError
+from autorubric_local.core.errors import InputError, ModelNotFoundError
 
-PROJECT_MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+BUILTIN_PRESETS: Traversable = importlib.resources.files("autorubric_local.judges") / "models"
+"""The presets shipped with the package (package data)."""
+
+HF_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+"""A Hugging Face model id, ``<org>/<name>``."""
 
 
 @dataclass(frozen=True)
 class ModelPreset:
     """A known judge model: where its weights are expected and how to run it.
 
-    ``weights`` holds one of: ``python_package`` + ``file`` (weights inside an installed
-    package, located without importing it), ``env`` (a variable naming a path) and/or
-    ``paths`` (candidate paths, ``~`` expanded).
+    ``weights`` holds one or more of: ``python_package`` + ``file`` (weights inside an
+    installed package, located without importing it), ``env`` (a variable naming a path),
+    ``paths`` (candidate paths, ``~`` expanded) and ``hf_id`` (a Hugging Face id looked up in
+    the local Hugging Face cache).
     """
 
     name: str
@@ -38,7 +54,7 @@ class ModelPreset:
     context_length: int | None = None
     chat_template: str = ""
     license: str = ""
-    source_file: Path | None = None
+    source_file: Traversable | None = None
 
     def candidate_paths(self) -> list[Path]:
         """Every path where this preset's weights may be, in search order."""
@@ -56,6 +72,9 @@ class ModelPreset:
                 base = Path(list(spec.submodule_search_locations)[0])
                 candidates.append(base / self.weights.get("file", ""))
         candidates.extend(Path(p).expanduser() for p in self.weights.get("paths", []))
+        hf_id = self.weights.get("hf_id")
+        if hf_id:
+            candidates.append(hf_cache_snapshot(hf_id))
         return candidates
 
 
@@ -70,10 +89,10 @@ class ResolvedModel:
     searched: tuple[str, ...] = field(default_factory=tuple)
 
 
-def preset_dirs() -> list[Path]:
-    """Folders searched for preset files, in order."""
+def preset_dirs() -> list[Traversable]:
+    """Folders searched for preset files, in order: ``$AUTORUBRIC_LOCAL_MODELS``, then the built-in ones."""
     extra = [Path(p).expanduser() for p in os.environ.get("AUTORUBRIC_LOCAL_MODELS", "").split(os.pathsep) if p]
-    return [*extra, PROJECT_MODELS_DIR]
+    return [*extra, BUILTIN_PRESETS]
 
 
 def list_presets() -> list[ModelPreset]:
@@ -82,10 +101,34 @@ def list_presets() -> list[ModelPreset]:
     for folder in preset_dirs():
         if not folder.is_dir():
             continue
-        for file in sorted(folder.glob("*.yaml")):
+        for file in sorted((f for f in folder.iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name):
             preset = _load_preset(file)
             seen.setdefault(preset.name, preset)
     return list(seen.values())
+
+
+def hf_hub_cache() -> Path:
+    """The local Hugging Face hub cache folder (read from the environment at each call)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME")
+    return (Path(home).expanduser() if home else Path("~/.cache/huggingface").expanduser()) / "hub"
+
+
+def hf_cache_snapshot(repo_id: str) -> Path:
+    """The cached snapshot folder of ``repo_id`` (its ``main`` revision), or where it would be.
+
+    Reads only the local cache (``huggingface_hub.try_to_load_from_cache``): no network call.
+    When the model is not cached, the returned path is the repository's cache folder
+    (``models--<org>--<name>``), which does not exist.
+    """
+    from huggingface_hub import try_to_load_from_cache
+
+    cache = hf_hub_cache()
+    found = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache)
+    if isinstance(found, str):
+        return Path(found).parent
+    return cache / f"models--{repo_id.replace('/', '--')}"
 
 
 def get_preset(name: str) -> ModelPreset | None:
@@ -96,7 +139,7 @@ def get_preset(name: str) -> ModelPreset | None:
     return None
 
 
-def _load_preset(file: Path) -> ModelPreset:
+def _load_preset(file: Traversable) -> ModelPreset:
     try:
         data = yaml.safe_load(file.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
@@ -109,7 +152,7 @@ def _load_preset(file: Path) -> ModelPreset:
     weights = data["weights"]
     if not isinstance(weights, dict):
         raise InputError(f"{file}: field 'weights': expected a mapping")
-    for key in ("env", "python_package", "file"):
+    for key in ("env", "python_package", "file", "hf_id"):
         if key in weights and not isinstance(weights[key], str):
             raise InputError(f"{file}: field 'weights.{key}': expected a string, got {type(weights[key]).__name__}")
     paths = weights.get("paths", [])
@@ -166,9 +209,24 @@ def resolve_model(spec: str) -> ResolvedModel:
     kind = _classify(path)
     if kind:
         return ResolvedModel(kind, path, str(path), None, tuple(searched))
+    hint = ""
+    if HF_REPO_ID.match(spec) and not path.exists():
+        snapshot = hf_cache_snapshot(spec)
+        searched.append(f"{snapshot} (Hugging Face cache)")
+        if _classify(snapshot) == "hf_folder":
+            return ResolvedModel("hf_folder", snapshot, spec, None, tuple(searched))
+        hint = (
+            f" {spec!r} is not in the local Hugging Face cache ({hf_hub_cache()}; set HF_HUB_CACHE or"
+            f" HF_HOME to use another). Nothing is downloaded: on a machine with network run"
+            f" `huggingface-cli download {spec}` and copy its cache folder here, or pass the model's"
+            " folder as the model."
+        )
     known = ", ".join(p.name for p in list_presets()) or "none"
     raise ModelNotFoundError(
         f"model '{spec}' not found: it is not a preset (known presets: {known}; preset folders: "
         + ", ".join(str(d) for d in preset_dirs())
         + f"), and {path} is neither a Hugging Face model folder (with config.json) nor a .gguf file."
+        + hint
+        + " Looked in:\n  "
+        + "\n  ".join(searched)
     )

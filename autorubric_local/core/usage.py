@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from autorubric_local.reports import (
+from autorubric_local.core.reports import (
     EnsembleEvaluationReport,
     EvaluationReport,
     TokenUsage,

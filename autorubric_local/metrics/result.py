@@ -1,20 +1,118 @@
-"""Presenting a :class:`MetricsResult`: readable text, a long-format DataFrame, JSON."""
+"""The result of ``compute_metrics``: :class:`MetricsResult`, its presentation (text, a
+long-format DataFrame, JSON) and its storage in a run's database."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import Field
+
 from autorubric_local.metrics.types import (
+    BiasResult,
     BootstrapResult,
+    BootstrapResults,
+    CalibrationResult,
+    CannotAssessMode,
     CorrelationResult,
-    MetricsResult,
+    CriterionMetrics,
+    DistributionResult,
+    EMDResult,
+    InterJudgeResult,
+    JudgeMetrics,
+    KSTestResult,
+    NAMode,
+    _Frozen,
 )
+from autorubric_local.store import Store
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
+    import sqlite_utils
 
-__all__ = ["summary", "to_dataframe", "to_file"]
+__all__ = ["MetricsResult", "load_metrics", "save_metrics", "summary", "to_dataframe", "to_file"]
+
+
+class MetricsResult(_Frozen):
+    """Judge-vs-human agreement of an evaluation run (spec "MetricsResult Fields").
+
+    Headline figures are ``None`` (never NaN) when undefined, with the reason in
+    ``warnings``.
+
+    Attributes
+    ----------
+    criterion_accuracy : float or None
+        Exact agreement pooled over every (item, criterion) pair, binary and multi-choice.
+    criterion_precision, criterion_recall, criterion_f1 : float or None
+        Pooled over binary criteria; MET is the positive class.
+    mean_kappa : float or None
+        Mean of the per-criterion (unweighted) Cohen's kappa, over criteria where defined.
+    per_criterion : list of CriterionMetrics
+    score_rmse, score_mae : float or None
+        Errors of the item score (judge's ``report.score`` vs the ground truth scored with
+        the same rubric and the run's scoring settings, ``EvalResult.grader_settings``;
+        defaults: normalised, CANNOT_ASSESS skipped).
+    score_spearman, score_kendall, score_pearson : CorrelationResult or None
+    bias : BiasResult or None
+    bootstrap : BootstrapResults or None
+        When ``bootstrap=True``.
+    per_judge : dict of str to JudgeMetrics or None
+        When ``per_judge=True``.
+    inter_judge : InterJudgeResult or None
+        Extension: Krippendorff's alpha and Fleiss' kappa among ensemble judges (2+ judges).
+    calibration : CalibrationResult or None
+        Extension: P(MET) calibration pooled over binary criteria.
+    score_emd, score_ks : EMDResult, KSTestResult or None
+        Distribution comparison of judge and human scores.
+    judge_score_distribution, human_score_distribution : DistributionResult or None
+    n_items : int
+        Items compared (graded, with ground truth).
+    n_criteria : int
+        Distinct criterion keys.
+    cannot_assess_mode, na_mode : str
+        The modes used.
+    warnings : list of str
+    """
+
+    criterion_accuracy: float | None
+    criterion_precision: float | None
+    criterion_recall: float | None
+    criterion_f1: float | None
+    mean_kappa: float | None
+    per_criterion: list[CriterionMetrics]
+    score_rmse: float | None
+    score_mae: float | None
+    score_spearman: CorrelationResult | None
+    score_kendall: CorrelationResult | None
+    score_pearson: CorrelationResult | None
+    bias: BiasResult | None
+    bootstrap: BootstrapResults | None = None
+    per_judge: dict[str, JudgeMetrics] | None = None
+    inter_judge: InterJudgeResult | None = None
+    calibration: CalibrationResult | None = None
+    score_emd: EMDResult | None = None
+    score_ks: KSTestResult | None = None
+    judge_score_distribution: DistributionResult | None = None
+    human_score_distribution: DistributionResult | None = None
+    n_items: int
+    n_criteria: int
+    cannot_assess_mode: str = CannotAssessMode.EXCLUDE.value
+    na_mode: str = NAMode.EXCLUDE.value
+    warnings: list[str] = Field(default_factory=list)
+
+    def summary(self) -> str:
+        """A readable multi-line text summary."""
+        return summary(self)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per figure: columns ``level`` (aggregate / criterion / judge /
+        inter_judge / bootstrap), ``name``, ``metric``, ``value``, ``ci_lower``,
+        ``ci_upper``."""
+        return to_dataframe(self)
+
+    def to_file(self, path: str | Path) -> None:
+        """Write the result as JSON (reload with ``MetricsResult.model_validate_json``)."""
+        to_file(self, path)
 
 
 def _pct(v: float | None) -> str:
@@ -155,3 +253,24 @@ def to_file(m: MetricsResult, path: str | Path) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(m.model_dump_json(indent=2), encoding="utf-8")
+
+
+def save_metrics(
+    db: sqlite_utils.Database, run_id: str, metrics: MetricsResult, options: dict[str, Any] | None = None
+) -> int:
+    """Store ``metrics`` for ``run_id`` in the ``metrics`` table (one transaction); return the row id.
+
+    ``db`` comes from :func:`autorubric_local.store.open_db`. ``options`` defaults to the
+    modes recorded in ``metrics``.
+    """
+    opts = options if options is not None else {
+        "cannot_assess": metrics.cannot_assess_mode, "na_mode": metrics.na_mode,
+        "bootstrap": metrics.bootstrap is not None, "per_judge": metrics.per_judge is not None,
+    }
+    return Store(db).save_metrics(run_id, metrics.model_dump_json(), opts)
+
+
+def load_metrics(db: sqlite_utils.Database, run_id: str) -> MetricsResult | None:
+    """The latest metrics stored for ``run_id``, or ``None``."""
+    text = Store(db).latest_metrics_json(run_id)
+    return None if text is None else MetricsResult.model_validate_json(text)

@@ -16,10 +16,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from autorubric_local.config import LLMConfig
+from autorubric_local.core.errors import EngineError
 from autorubric_local.engine.base import Engine
-from autorubric_local.errors import EngineError
-from autorubric_local.model_registry import ResolvedModel, resolve_model
+from autorubric_local.judges.config import LLMConfig
+from autorubric_local.judges.presets import ResolvedModel, resolve_model
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@
     ``reference_submission`` (exemplar answer); any other field is an error, so typos are
     caught. A submissions file carries no rubric: ``rubric`` must be given.
 (b) **a JSON array** of such objects.
-(c) **an AutoRubric dataset** (:class:`~autorubric_local.dataset.RubricDataset` JSON, an object
+(c) **an AutoRubric dataset** (:class:`~autorubric_local.data.dataset.RubricDataset` JSON, an object
     with ``items``; or its JSONL form, whose first line is a header with ``rubric``). Its own
     global rubric is used when ``rubric`` is None. When both exist the explicit ``rubric``
     replaces the file's global rubric; items with their own per-item rubric keep it.
@@ -24,7 +24,7 @@ else as JSONL.
 Items without an ``id`` get ``item-<i>``, where ``i`` is the item's 0-based position, equal to
 its index in the returned dataset. Duplicate ids are an error.
 
-Every problem is an :class:`~autorubric_local.errors.InputError` whose lines name the file, the
+Every problem is an :class:`~autorubric_local.core.errors.InputError` whose lines name the file, the
 line (JSONL, 1-based) or item (JSON, 0-based) and the field, e.g.
 ``subs.jsonl: line 3: field 'submission': missing``. The whole file is checked before anything
 is returned.
@@ -37,15 +37,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from autorubric_local.dataset import (
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.data.dataset import (
     DataItem,
     ProblemCollector,
     RubricDataset,
     json_type_name,
     read_text_file,
 )
-from autorubric_local.errors import InputError
-from autorubric_local.rubric import Rubric
 
 __all__ = ["SUBMISSION_FIELDS", "load_grading_data"]
 

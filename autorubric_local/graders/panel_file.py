@@ -28,14 +28,14 @@ from typing import Any
 import pydantic
 import yaml
 
-from autorubric_local.config import LLMConfig
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
 from autorubric_local.graders.aggregation import (
     BINARY_STRATEGIES,
     NOMINAL_STRATEGIES,
     ORDINAL_STRATEGIES,
 )
 from autorubric_local.graders.criterion_grader import JudgeSpec
+from autorubric_local.judges.config import LLMConfig
 
 _JUDGE_KEYS = ("judge_id", "weight", "system_prompt")
 _TOP_KEYS: dict[str, tuple[str, ...]] = {

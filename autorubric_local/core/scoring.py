@@ -7,7 +7,7 @@ scored, with weight ``w_i``, its contribution ``c_i`` is
 
 - binary: ``w_i`` if MET, ``0`` if UNMET;
 - multi-choice: ``value_i * w_i`` of the selected option;
-- CANNOT_ASSESS / NA option, by :class:`~autorubric_local.types.CannotAssessStrategy`:
+- CANNOT_ASSESS / NA option, by :class:`~autorubric_local.core.types.CannotAssessStrategy`:
 
   - SKIP: the criterion is not scored (left out of numerator and denominator);
   - ZERO: ``0``;
@@ -33,8 +33,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from autorubric_local.reports import CriterionReport, EnsembleCriterionReport
-from autorubric_local.types import CannotAssessConfig, CannotAssessStrategy, Criterion
+from autorubric_local.core.reports import CriterionReport, EnsembleCriterionReport
+from autorubric_local.core.types import (
+    CannotAssessConfig,
+    CannotAssessStrategy,
+    Criterion,
+)
 
 __all__ = [
     "criterion_contribution",

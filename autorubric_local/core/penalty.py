@@ -15,7 +15,7 @@ from typing import Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
 
 __all__ = [
     "CountFn",

@@ -1,7 +1,7 @@
 """Validation helpers for datasets and submission files: every problem names its place.
 
 ``ProblemCollector`` gathers problems as ``"<file>: <where>: <message>"`` lines and raises one
-:class:`~autorubric_local.errors.InputError` listing them (at most 20), so a malformed file is
+:class:`~autorubric_local.core.errors.InputError` listing them (at most 20), so a malformed file is
 refused whole, before any work, with every bad item and field named.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from autorubric_local.errors import InputError
-from autorubric_local.rubric import Rubric
-from autorubric_local.types import Criterion, CriterionVerdict
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import Criterion, CriterionVerdict
 
 _MAX_REPORTED = 20
 _NO_RUBRIC = "the item has no rubric and the dataset has no global rubric"

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from autorubric_local.errors import InputError
+from autorubric_local.core.errors import InputError
 
 Backend = Literal["transformers", "vllm"]
 Device = Literal["auto", "cpu", "cuda"]

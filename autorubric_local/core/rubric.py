@@ -3,7 +3,7 @@
 Accepted formats and loader error messages follow the AutoRubric API reference (spec
 ``003_a216d4fbcf834065.txt``, ``Rubric``) and README (``001_732b54dc4a0c7747.txt``,
 "Loading Rubrics"). Input errors are raised as
-:class:`~autorubric_local.errors.InputError`, a ``ValueError``.
+:class:`~autorubric_local.core.errors.InputError`, a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from typing import IO, Any, Protocol
 import yaml
 from pydantic import ValidationError
 
-from autorubric_local.errors import InputError
-from autorubric_local.penalty import ToGradeInput
-from autorubric_local.reports import (
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.penalty import ToGradeInput
+from autorubric_local.core.reports import (
     CriterionReport,
     EnsembleEvaluationReport,
     EvaluationReport,
 )
-from autorubric_local.scoring import score_reports
-from autorubric_local.types import (
+from autorubric_local.core.scoring import score_reports
+from autorubric_local.core.types import (
     CannotAssessConfig,
     CannotAssessStrategy,
     Criterion,
@@ -343,7 +343,7 @@ class Rubric:
         """Score a list of verdicts (e.g. ground truth) against this rubric.
 
         Builds one :class:`CriterionReport` per criterion and delegates to
-        :func:`autorubric_local.scoring.score_reports`, so it agrees with live grading.
+        :func:`autorubric_local.core.scoring.score_reports`, so it agrees with live grading.
 
         Parameters
         ----------

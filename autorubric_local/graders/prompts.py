@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from autorubric_local.types import Criterion, CriterionVerdict
+from autorubric_local.core.types import Criterion, CriterionVerdict
 
 DEFAULT_SYSTEM_PROMPT = """You are a strict, impartial grader. You judge ONE submission against ONE criterion at a time.
 For a yes/no criterion answer with a verdict:

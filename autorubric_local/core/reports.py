@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from autorubric_local.types import (
+from autorubric_local.core.types import (
     CANONICAL_NA_OPTION,
     AggregatedMultiChoiceVerdict,
     Criterion,
@@ -92,6 +92,16 @@ class TokenUsage:
         if isinstance(other, TokenUsage):
             return other.__add__(self)
         return NotImplemented
+
+    @classmethod
+    def of(cls, prompt_tokens: int = 0, completion_tokens: int = 0, cache_read_input_tokens: int = 0) -> TokenUsage:
+        """Usage of one call: ``total_tokens`` is ``prompt_tokens + completion_tokens``."""
+        return cls(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            total_tokens=prompt_tokens + completion_tokens,
+            cache_read_input_tokens=cache_read_input_tokens,
+        )
 
     @classmethod
     def combine(cls, usages: Iterable[TokenUsage | None]) -> TokenUsage:
@@ -173,7 +183,7 @@ class CriterionReport(Criterion):
     error : str or None
         Set, prefixed by ``"infrastructure: "``, ``"parse: "`` or ``"unknown: "``, when the
         result was synthesised after a failed judge call. Scoring then uses the
-        conservative worst case (see :mod:`autorubric_local.scoring`).
+        conservative worst case (see :mod:`autorubric_local.core.scoring`).
     reasoning : str or None
         The thinking trace ``reason`` was distilled from, when thinking is enabled.
     label_probabilities : dict of str to float or None

@@ -1,0 +1,131 @@
+"""The values of a position-bias sweep: its settings, variants and per-judge cells.
+
+A :class:`SweepCell` is one (item, criterion, judge, variant) with its rotations' results and
+Grade Scores; :mod:`.sweep` makes them and :mod:`.aggregate` summarises them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from autorubric_local.bias.grade_score import GradeScores
+from autorubric_local.bias.unrelated import UnrelatedOption
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.types import Criterion
+from autorubric_local.graders.execution import JudgmentResult
+
+__all__ = ["SweepCell", "SweepKind", "SweepSettings", "Variant"]
+
+
+class SweepKind(str, Enum):
+    """``rubric``: multi-choice criteria of a rubric; ``selection``: pick the best candidate."""
+
+    RUBRIC = "rubric"
+    SELECTION = "selection"
+
+
+class Variant(str, Enum):
+    """``base``: the criterion's own options; ``unrelated``: plus one unrelated option."""
+
+    BASE = "base"
+    UNRELATED = "unrelated"
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """Validated, immutable settings of a sweep.
+
+    Attributes
+    ----------
+    kind : SweepKind
+    seed : int
+        Seeds the base option order, the unrelated options and the bootstrap.
+    shuffle_options : bool
+        Rotate a seeded shuffle of the options (True) or their original order (False).
+    unrelated_option : bool
+        Also sweep every criterion with an unrelated option added.
+    system_prompt : str or None
+        Replaces the default system prompt (of the rubric or the selection prompt).
+    n_bootstrap : int, >= 0
+        Bootstrap resamples for the confidence intervals (0: no intervals).
+    confidence : float in (0, 1)
+        Confidence level of the percentile bootstrap intervals.
+    """
+
+    kind: SweepKind = SweepKind.RUBRIC
+    seed: int = 0
+    shuffle_options: bool = True
+    unrelated_option: bool = False
+    system_prompt: str | None = None
+    n_bootstrap: int = 1000
+    confidence: float = 0.95
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", SweepKind(self.kind))
+        if self.n_bootstrap < 0:
+            raise InputError(f"SweepSettings: n_bootstrap must be >= 0, got {self.n_bootstrap}")
+        if not 0.0 < self.confidence < 1.0:
+            raise InputError(f"SweepSettings: confidence must be in (0, 1), got {self.confidence}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready settings (stored with the sweep)."""
+        return {**dataclasses.asdict(self), "kind": self.kind.value}
+
+
+@dataclass(frozen=True)
+class SweepCell:
+    """One (item, criterion, judge, variant): its rotations' results and scores.
+
+    Attributes
+    ----------
+    results : tuple of JudgmentResult
+        In rotation order (``task.permutation_index`` 0..N-1).
+    unrelated : UnrelatedOption or None
+        The added option (original index ``N - 1``) in the ``unrelated`` variant.
+    preferred : int or None
+        Human-preferred original option (selection tasks).
+    """
+
+    item_index: int
+    item_id: str
+    criterion_index: int
+    criterion: Criterion
+    judge_id: str
+    variant: Variant
+    results: tuple[JudgmentResult, ...]
+    scores: GradeScores
+    unrelated: UnrelatedOption | None = None
+    preferred: int | None = None
+
+    @property
+    def criterion_name(self) -> str:
+        """The criterion's name, or ``criterion <1-based index>``."""
+        return self.criterion.name or f"criterion {self.criterion_index + 1}"
+
+    @property
+    def unrelated_index(self) -> int | None:
+        """Original index of the unrelated option (the last one), if any."""
+        return None if self.unrelated is None else self.scores.n_options - 1
+
+    @property
+    def unrelated_chosen(self) -> int | None:
+        """Rotations in which the judge chose the unrelated option."""
+        index = self.unrelated_index
+        return None if index is None else self.scores.option_counts[index]
+
+    @property
+    def agreement(self) -> float | None:
+        """Share of the valid rotations whose choice is the preferred option."""
+        if self.preferred is None or self.scores.n_rotations == 0:
+            return None
+        return self.scores.option_counts[self.preferred] / self.scores.n_rotations
+
+    @property
+    def expected_agreement(self) -> float | None:
+        """Mean probability given to the preferred option over the valid rotations."""
+        if self.preferred is None or not self.scores.option_profile:
+            return None
+        return self.scores.option_profile[self.preferred]

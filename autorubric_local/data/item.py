@@ -1,0 +1,161 @@
+"""One submission to grade (:class:`DataItem`) and its JSON form in a dataset file.
+
+The format is AutoRubric's (see :mod:`.dataset`); ``id`` and the per-item ``prompt`` are
+autorubric-local's additions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import CriterionVerdict
+from autorubric_local.data.validation import (
+    _check_optional_str,
+    _parse_rubric,
+    json_type_name,
+    parse_ground_truth,
+)
+
+__all__ = ["ITEM_FIELDS", "DataItem", "item_to_dict", "rubric_to_json"]
+
+ITEM_FIELDS: tuple[str, ...] = (
+    "id", "submission", "description", "ground_truth", "rubric", "reference_submission", "prompt"
+)
+"""Keys allowed in an item object."""
+
+
+@dataclass(frozen=True)
+class DataItem:
+    """One submission to grade, optionally with ground truth.
+
+    Attributes
+    ----------
+    submission : str
+        The text to grade (structured data, e.g. a dialogue, as a JSON-encoded string).
+    description : str
+        Short human note about the item (e.g. "Excellent - all criteria met"); not graded.
+    ground_truth : list of CriterionVerdict or str, or None
+        One value per criterion of the item's effective rubric (see the module docstring).
+        Checked against ``rubric`` here when the item has its own rubric, otherwise when the
+        item joins a :class:`RubricDataset`.
+    rubric : Rubric or None
+        Per-item rubric; replaces the dataset's rubric entirely for this item.
+    reference_submission : str or None
+        Exemplar answer shown to the judge as calibration; overrides the dataset's.
+    prompt : str or None
+        Per-item prompt (the ``query`` passed to grading); overrides the dataset's.
+    id : str or None
+        Caller's identifier for the item (autorubric-local extension); unique in a dataset.
+
+    Items are immutable: derive variants with :func:`dataclasses.replace`.
+    """
+
+    submission: str
+    description: str = ""
+    ground_truth: list[CriterionVerdict | str] | None = None
+    rubric: Rubric | None = None
+    reference_submission: str | None = None
+    prompt: str | None = None
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.submission, str):
+            raise InputError(
+                f"field 'submission': expected a string, got {json_type_name(self.submission)}"
+            )
+        if not isinstance(self.description, str):
+            raise InputError(
+                f"field 'description': expected a string, got {json_type_name(self.description)}"
+            )
+        for name in ("reference_submission", "prompt", "id"):
+            _check_optional_str(name, getattr(self, name))
+        if self.rubric is not None and not isinstance(self.rubric, Rubric):
+            raise InputError(
+                f"field 'rubric': expected a Rubric or None, got {type(self.rubric).__name__}"
+            )
+        if self.ground_truth is None:
+            return
+        if self.rubric is not None:
+            parsed = parse_ground_truth(self.ground_truth, self.rubric)
+            object.__setattr__(self, "ground_truth", parsed)
+            return
+        values = self.ground_truth
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise InputError(
+                f"field 'ground_truth': expected a list or null, got {json_type_name(values)}"
+            )
+        # Values are checked against the effective rubric when the item joins a dataset.
+        object.__setattr__(self, "ground_truth", list(values))
+
+
+def rubric_to_json(rubric: Rubric) -> list[dict[str, Any]]:
+    """A rubric as AutoRubric writes it inside a dataset: a list of criterion objects.
+
+    Keys come in AutoRubric's order (``name``, ``weight``, ``requirement``, then for
+    multi-choice ``scale_type``, ``options`` with ``label``/``value``/``na``, and
+    ``aggregation`` when set), so a dataset file AutoRubric wrote is written back byte for byte.
+    """
+    criteria: list[dict[str, Any]] = []
+    for criterion in rubric.rubric:
+        data: dict[str, Any] = {
+            "name": criterion.name,
+            "weight": criterion.weight,
+            "requirement": criterion.requirement,
+        }
+        if criterion.options is not None:
+            data["scale_type"] = criterion.scale_type
+            data["options"] = [
+                {"label": option.label, "value": option.value, "na": option.na}
+                for option in criterion.options
+            ]
+            if criterion.aggregation is not None:
+                data["aggregation"] = criterion.aggregation
+        criteria.append(data)
+    return criteria
+
+
+def item_to_dict(item: DataItem) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if item.id is not None:
+        data["id"] = item.id
+    data["submission"] = item.submission
+    data["description"] = item.description
+    if item.ground_truth is None:
+        data["ground_truth"] = None
+    else:
+        data["ground_truth"] = [
+            v.value if isinstance(v, CriterionVerdict) else v for v in item.ground_truth
+        ]
+    if item.rubric is not None:
+        data["rubric"] = rubric_to_json(item.rubric)
+    if item.reference_submission is not None:
+        data["reference_submission"] = item.reference_submission
+    if item.prompt is not None:
+        data["prompt"] = item.prompt
+    return data
+
+
+def _item_from_dict(raw: object) -> DataItem:
+    """Build a DataItem from its JSON object; errors name the field but not the item."""
+    if not isinstance(raw, dict):
+        raise InputError(f"expected a JSON object, got {json_type_name(raw)}")
+    unknown = [key for key in raw if key not in ITEM_FIELDS]
+    if unknown:
+        raise InputError(f"field {unknown[0]!r}: unknown field (allowed: {', '.join(ITEM_FIELDS)})")
+    if "submission" not in raw:
+        raise InputError("field 'submission': missing")
+    item_rubric = None if raw.get("rubric") is None else _parse_rubric(raw["rubric"])
+    description = raw.get("description")
+    return DataItem(
+        submission=raw["submission"],
+        description="" if description is None else description,
+        ground_truth=raw.get("ground_truth"),
+        rubric=item_rubric,
+        reference_submission=raw.get("reference_submission"),
+        prompt=raw.get("prompt"),
+        id=raw.get("id"),
+    )

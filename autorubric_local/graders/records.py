@@ -1,0 +1,127 @@
+"""Graded items as the store's records: one item row and one row per judgment.
+
+The store (:mod:`autorubric_local.store`) knows no grading logic; this module turns what the
+grader produced (:class:`GradedItem`) into finished rows whose keys are the columns of the
+``items`` and ``judgments`` tables (:mod:`autorubric_local.store.schema`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.reports import EnsembleCriterionReport
+from autorubric_local.graders.assembly import binary_vote, choice_vote
+from autorubric_local.graders.criterion_grader import GradedItem
+from autorubric_local.graders.execution import JudgmentResult
+
+__all__ = ["graded_item_records"]
+
+
+def graded_item_records(
+    graded: Sequence[GradedItem],
+    model_ids: Mapping[str, str],
+    *,
+    first_index: int | None = None,
+    judge_ids: Sequence[str] | None = None,
+    item_extras: Sequence[Mapping[str, Any]] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(item rows, judgment rows)`` of ``graded``, for ``Store.record_items``.
+
+    ``first_index`` is the run-wide index of ``graded[0]`` (items of a run are recorded in
+    batches); an item without an id is stored as ``item-<run-wide index>``. ``judge_ids``
+    maps ``task.judge_index`` to a judge id (default: the keys of ``model_ids`` in order).
+    ``item_extras[i]`` adds columns to item ``i``'s row (the runner's ``report_json``,
+    ``engine_seconds`` ...).
+
+    Raises
+    ------
+    InputError
+        If an item has no id and ``first_index`` is not given (its row could overwrite
+        another batch's item).
+    """
+    if first_index is None:
+        if any(not entry.item.item_id for entry in graded):
+            raise InputError("items without an id need first_index, their index in the run")
+        first_index = 0
+    judges = list(judge_ids) if judge_ids is not None else list(model_ids)
+    item_rows: list[dict[str, Any]] = []
+    judgment_rows: list[dict[str, Any]] = []
+    for offset, entry in enumerate(graded):
+        row = _item_row(entry, first_index + offset)
+        if item_extras is not None:
+            row.update(item_extras[offset])
+        item_rows.append(row)
+        for result in entry.results:
+            criterion_report = (entry.report.report or [])[result.task.criterion_index]
+            judge_id = _judge_id(result, criterion_report, judges)
+            judgment_rows.append(_judgment_row(row["item_id"], result, judge_id, model_ids.get(judge_id)))
+    return item_rows, judgment_rows
+
+
+def _item_row(entry: GradedItem, index: int) -> dict[str, Any]:
+    report = entry.report
+    usage = report.token_usage
+    return {
+        "item_id": entry.item.item_id or f"item-{index}",
+        "item_index": index,
+        "submission": entry.item.submission,
+        "query": entry.item.query,
+        "reference_submission": entry.item.reference_submission,
+        "score": report.score,
+        "raw_score": report.raw_score,
+        "cannot_assess_count": report.cannot_assess_count,
+        "error": report.error,
+        "prompt_tokens": usage.prompt_tokens if usage else None,
+        "completion_tokens": usage.completion_tokens if usage else None,
+        "cached_tokens": usage.cache_read_input_tokens if usage else None,
+    }
+
+
+def _judge_id(result: JudgmentResult, report: EnsembleCriterionReport, judges: Sequence[str]) -> str:
+    index = result.task.judge_index
+    if index < len(judges):
+        return judges[index]
+    votes = report.votes or report.multi_choice_votes
+    return votes[min(index, len(votes) - 1)].judge_id
+
+
+def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id: str | None) -> dict[str, Any]:
+    """One judgment as a row: this judge's vote in this option order (not the aggregate)."""
+    task = result.task
+    row: dict[str, Any] = {
+        "item_id": item_id,
+        "criterion_index": task.criterion_index,
+        "criterion_name": task.criterion.name,
+        "judge_id": judge_id,
+        "model_id": model_id,
+        "permutation_index": task.permutation_index,
+        "shuffle_order_json": json.dumps(list(task.option_order)) if task.option_order else None,
+        "verdict": None,
+        "selected_index": None,
+        "selected_label": None,
+        "label_probabilities_json": None,
+        "explanation": result.explanation,
+        "explanation_truncated": int(result.explanation_truncated),
+        "prompt_tokens": result.usage.prompt_tokens,
+        "completion_tokens": result.usage.completion_tokens,
+        "cached_tokens": result.usage.cache_read_input_tokens,
+        "duration_ms": round(result.seconds * 1000.0, 3),
+        "error": result.error,
+    }
+    if result.error is not None or result.chosen is None:
+        return row
+    if task.criterion.options is None:
+        vote = binary_vote(result, judge_id, 1.0)
+        row["verdict"] = vote.verdict.value
+        probabilities = vote.label_probabilities
+    else:
+        choice = choice_vote(result, judge_id, 1.0)
+        row["selected_index"] = choice.selected_index
+        row["selected_label"] = choice.selected_label
+        probabilities = choice.label_probabilities
+    if probabilities:
+        row["label_probabilities_json"] = json.dumps(probabilities)
+    return row

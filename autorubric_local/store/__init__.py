@@ -1,0 +1,55 @@
+"""The results store: one SQLite file per project of runs, sweeps and metrics (sqlite-utils).
+
+This package owns the whole schema (:mod:`.schema`, one numbered sequence of migrations) and
+the read/write API, :class:`Store`. It imports no grading logic: callers hand it finished
+records (plain dicts keyed by column), built by :mod:`autorubric_local.graders.records` and
+:mod:`autorubric_local.bias.records`.
+
+Example
+-------
+>>> store = Store.open(":memory:")
+>>> run_id = store.start_run(name="demo", judges=[], grader={}, rubric=None, data_path=None)
+>>> store.find_run("demo")["status"]
+'running'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlite_utils
+
+from autorubric_local.store.metrics import MetricsTables
+from autorubric_local.store.runs import RUN_STATUSES, RunTables
+from autorubric_local.store.schema import MIGRATIONS, SCHEMA_VERSION, open_db
+from autorubric_local.store.sweeps import SweepTables
+
+__all__ = ["MIGRATIONS", "RUN_STATUSES", "SCHEMA_VERSION", "Store", "open_db"]
+
+
+class Store(RunTables, SweepTables, MetricsTables):
+    """Reads and writes runs, items, judgments, sweeps and metrics in one database.
+
+    Parameters
+    ----------
+    db : sqlite_utils.Database
+        From :func:`open_db` (schema up to date).
+    """
+
+    def __init__(self, db: sqlite_utils.Database) -> None:
+        self.db = db
+
+    @classmethod
+    def open(cls, path: str | Path) -> Store:
+        """Open (creating and migrating if needed) the database at ``path``.
+
+        Raises
+        ------
+        sqlite3.DatabaseError
+            If the file is not an SQLite database.
+        """
+        return cls(open_db(path))
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()

@@ -1,0 +1,176 @@
+"""The results database's schema: every table, created by one numbered sequence of migrations.
+
+:func:`open_db` is the one way in: it opens the file (WAL mode) and applies the migrations of
+:data:`MIGRATIONS` in order, each in its own transaction, recording them in ``_migrations``.
+
+Tables (units in column names):
+
+- ``runs``: ``id``, ``name``, ``started_utc``, ``finished_utc``, ``status``, ``judges_json``,
+  ``grader_json``, ``rubric_json``, ``data_path``, ``package_version``; from migration 2
+  ``content_hash`` (``sha256:v1:<hex>``), ``dataset_json`` (the dataset header),
+  ``total_items`` and ``wall_seconds`` (summed over the sessions of a resumed run).
+- ``items``: per run and item: the graded text and context, ``score``, ``raw_score``,
+  ``cannot_assess_count``, ``error``, token counts; from migration 2 ``item_json``,
+  ``ground_truth_json``, ``item_hash``, ``report_json`` (the item's report; NULL while the item
+  is pending), ``engine_seconds``, ``judgment_count`` and ``graded_utc``.
+- ``judgments``: per run, item, criterion, judge and ``permutation_index``: ``verdict``
+  (binary) or ``selected_index``/``selected_label`` (multi-choice),
+  ``label_probabilities_json``, ``shuffle_order_json``, ``explanation``, token counts,
+  ``duration_ms`` and ``error``. A failed judgment has ``error`` set and no verdict.
+- ``sweeps``, ``sweep_judgments`` (one row per rotation), ``sweep_scores`` (one row per item,
+  criterion, judge and variant) and ``sweep_aggregates`` (per judge, criterion and variant):
+  position-bias sweeps (migration 3).
+- ``metrics``: one row per ``compute_metrics`` computation of a run (migration 4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import sqlite_utils
+
+from autorubric_local.store.provenance import utc_now
+
+SWEEP_KEY: tuple[str, ...] = ("sweep_id", "item_id", "criterion_index", "judge_id", "variant")
+"""Primary key of ``sweep_scores`` (``sweep_judgments`` adds ``rotation``)."""
+
+
+def _migration_1(db: sqlite_utils.Database) -> None:
+    db["runs"].create(
+        {
+            "id": str, "name": str, "started_utc": str, "finished_utc": str, "status": str,
+            "judges_json": str, "grader_json": str, "rubric_json": str, "data_path": str,
+            "package_version": str,
+        },
+        pk="id",
+        not_null={"id", "started_utc", "status"},
+    )
+    db["items"].create(
+        {
+            "run_id": str, "item_id": str, "item_index": int, "submission": str, "query": str,
+            "reference_submission": str, "score": float, "raw_score": float,
+            "cannot_assess_count": int, "error": str, "prompt_tokens": int,
+            "completion_tokens": int, "cached_tokens": int,
+        },
+        pk=("run_id", "item_id"),
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["judgments"].create(
+        {
+            "run_id": str, "item_id": str, "criterion_index": int, "criterion_name": str,
+            "judge_id": str, "model_id": str, "permutation_index": int, "shuffle_order_json": str,
+            "verdict": str, "selected_index": int, "selected_label": str,
+            "label_probabilities_json": str, "explanation": str, "explanation_truncated": int,
+            "prompt_tokens": int, "completion_tokens": int, "cached_tokens": int,
+            "duration_ms": float, "error": str,
+        },
+        pk=("run_id", "item_id", "criterion_index", "judge_id", "permutation_index"),
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["judgments"].create_index(["run_id", "item_id"])
+
+
+def _migration_2(db: sqlite_utils.Database) -> None:
+    runs = db.table("runs")
+    for column, kind in (("content_hash", str), ("dataset_json", str), ("total_items", int),
+                         ("wall_seconds", float)):
+        runs.add_column(column, kind)
+    items = db.table("items")
+    for column, kind in (("item_json", str), ("ground_truth_json", str), ("item_hash", str),
+                         ("report_json", str), ("engine_seconds", float), ("judgment_count", int),
+                         ("graded_utc", str)):
+        items.add_column(column, kind)
+    runs.create_index(["name"])
+    items.create_index(["run_id", "item_index"])
+
+
+def _migration_3(db: sqlite_utils.Database) -> None:
+    db["sweeps"].create(
+        {
+            "id": str, "name": str, "kind": str, "started_utc": str, "finished_utc": str,
+            "status": str, "config_json": str, "judges_json": str, "rubric_json": str,
+            "data_path": str, "package_version": str,
+        },
+        pk="id",
+        not_null={"id", "kind", "started_utc", "status"},
+    )
+    db["sweep_judgments"].create(
+        {
+            "sweep_id": str, "item_id": str, "item_index": int, "criterion_index": int,
+            "criterion_name": str, "judge_id": str, "variant": str, "rotation": int,
+            "option_order_json": str, "chosen_position": int, "chosen_option": int,
+            "probabilities_json": str, "prompt_tokens": int, "cached_tokens": int,
+            "duration_ms": float, "error": str,
+        },
+        pk=(*SWEEP_KEY, "rotation"),
+        foreign_keys=[("sweep_id", "sweeps", "id")],
+    )
+    db["sweep_scores"].create(
+        {
+            "sweep_id": str, "item_id": str, "item_index": int, "criterion_index": int,
+            "criterion_name": str, "judge_id": str, "variant": str, "n_options": int,
+            "n_rotations": int, "n_dropped": int, "llm_score": float, "choice_score": float,
+            "grade_score": float, "expected_llm_score": float, "expected_choice_score": float,
+            "expected_grade_score": float, "mode_option": int, "position_counts_json": str,
+            "option_counts_json": str, "position_profile_json": str, "option_profile_json": str,
+            "unrelated_index": int, "unrelated_label": str, "unrelated_chosen": int,
+            "preferred": int, "agreement": float, "expected_agreement": float,
+        },
+        pk=SWEEP_KEY,
+        foreign_keys=[("sweep_id", "sweeps", "id")],
+    )
+    db["sweep_aggregates"].create(
+        {
+            "sweep_id": str, "judge_id": str, "criterion_index": int, "criterion_name": str,
+            "variant": str, "n_items": int, "n_dropped": int, "llm_score": float,
+            "choice_score": float, "grade_score": float, "expected_grade_score": float,
+            "summary_json": str,
+        },
+        pk=("sweep_id", "judge_id", "criterion_index", "variant"),
+        foreign_keys=[("sweep_id", "sweeps", "id")],
+    )
+
+
+def _migration_4(db: sqlite_utils.Database) -> None:
+    db["metrics"].create(
+        {"id": int, "run_id": str, "computed_utc": str, "options_json": str, "metrics_json": str},
+        pk="id",
+        not_null={"run_id", "computed_utc", "metrics_json"},
+    )
+    db["metrics"].create_index(["run_id"])
+
+
+MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
+    (1, "runs, items, judgments", _migration_1),
+    (2, "runner checkpoints (item reports, content hash)", _migration_2),
+    (3, "position-bias sweeps", _migration_3),
+    (4, "metrics", _migration_4),
+)
+"""Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+"""Number of the newest migration."""
+
+
+def open_db(path: str | Path) -> sqlite_utils.Database:
+    """Open (creating if needed) a results database and bring its schema up to date.
+
+    Raises
+    ------
+    sqlite3.DatabaseError
+        If the file is not an SQLite database.
+    """
+    db = sqlite_utils.Database(path)
+    if str(path) != ":memory:":
+        db.enable_wal()
+    if "_migrations" not in db.table_names():
+        db["_migrations"].create({"number": int, "name": str, "applied_utc": str}, pk="number")
+    applied = {row["number"] for row in db["_migrations"].rows}
+    for number, name, migrate in MIGRATIONS:
+        if number in applied:
+            continue
+        with db.atomic():
+            migrate(db)
+            db["_migrations"].insert({"number": number, "name": name, "applied_utc": utc_now()})
+    return db
