@@ -395,3 +395,64 @@ def test_load_engine_from_saved_hf_folder(tmp_path: Path, tiny_model: Any, keep_
     original = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="tiny")
     (expected,) = original.score([ScoreRequest(prompt, '{"criterion_status": "', labels)])
     assert loaded.logprobs == pytest.approx(expected.logprobs, abs=1e-5)
+
+
+# ------------------------------------------------------------------- Hugging Face cache
+
+
+def hf_cache_entry(cache: Path, repo_id: str, commit: str = "0123abcd") -> Path:
+    """A model in the layout huggingface_hub writes; returns its snapshot folder."""
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit, encoding="utf-8")
+    return hf_folder(repo / "snapshots" / commit)
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to open a socket fails the test."""
+    import socket
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+def test_hf_id_resolves_from_hf_hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: None) -> None:
+    snapshot = hf_cache_entry(tmp_path / "hub", "Org/Judge-7B")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    resolved = resolve_model("Org/Judge-7B")
+    assert resolved.kind == "hf_folder"
+    assert resolved.path == snapshot
+    assert resolved.model_id == "Org/Judge-7B"
+
+
+def test_hf_id_resolves_from_hf_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: None) -> None:
+    snapshot = hf_cache_entry(tmp_path / "home" / "hub", "Org/Judge-7B")
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    assert resolve_model("Org/Judge-7B").path == snapshot
+
+
+def test_missing_hf_id_lists_the_cache_and_how_to_fill_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: None
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    with pytest.raises(ModelNotFoundError) as info:
+        resolve_model("Org/Not-Here")
+    message = str(info.value)
+    assert str(tmp_path / "hub" / "models--Org--Not-Here") in message
+    assert "huggingface-cli download Org/Not-Here" in message
+    assert "HF_HUB_CACHE" in message and "Org/Not-Here" in message
+
+
+def test_preset_with_hf_id_resolves_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: None
+) -> None:
+    snapshot = hf_cache_entry(tmp_path / "hub", "Qwen/Qwen2.5-7B-Instruct")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.delenv("AUTORUBRIC_LOCAL_QWEN2_5_7B_INSTRUCT", raising=False)
+    resolved = resolve_model("qwen2.5-7b-instruct")
+    assert resolved.path == snapshot and resolved.model_id == "qwen2.5-7b-instruct"
