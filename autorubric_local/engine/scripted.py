@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TypeVar
 
 from autorubric_local.core.reports import TokenUsage
 from autorubric_local.engine.base import (
@@ -18,6 +20,7 @@ from autorubric_local.engine.base import (
     LabelScores,
     ScoreRequest,
 )
+from autorubric_local.engine.user_text import plain
 
 ScorePolicy = Callable[[ScoreRequest], Sequence[float]]
 
@@ -63,7 +66,7 @@ class ScriptedEngine:
     def score(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:
         """Answer each request from the queue, else the policy, else with an error."""
         results: list[LabelScores] = []
-        for request in requests:
+        for request in map(_as_read, requests):
             self.history.append(request)
             answer: Sequence[float] | str | None
             if self._scores:
@@ -84,8 +87,17 @@ class ScriptedEngine:
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
         """Return queued texts (or the default explanation), one per request."""
         results: list[Generation] = []
-        for request in requests:
+        for request in map(_as_read, requests):
             self.history.append(request)
             text = self._generations.popleft() if self._generations else self.explanation
             results.append(Generation(text, usage=TokenUsage.of(completion_tokens=len(text.split()))))
         return results
+
+
+_Request = TypeVar("_Request", ScoreRequest, GenerateRequest)
+
+
+def _as_read(request: _Request) -> _Request:
+    """The request as a model reads it: untrusted-text markers removed (``history`` and
+    policies see plain text)."""
+    return replace(request, prefix=plain(request.prefix), suffix=plain(request.suffix))

@@ -57,6 +57,7 @@ from autorubric_local.graders.planning import (
     GradeItem,
     JudgmentTask,
     OptionPermutations,
+    check_item_text,
     judgments_per_judge,
     plan_tasks,
 )
@@ -345,13 +346,17 @@ class CriterionGrader:
         Raises
         ------
         InputError
-            If an item has no criteria or a criterion's ``aggregation`` does not fit it.
+            If an item has no criteria, a criterion's ``aggregation`` does not fit it, or an
+            item's text is not valid Unicode or holds a reserved marker character; the
+            runner then grades the batch's items one by one, so only that item fails.
         """
         for index, item in enumerate(items):
+            where = f"item {item.item_id!r}" if item.item_id else f"item {index}"
             if not item.rubric:
-                raise InputError(f"item {index} ({item.item_id or 'no id'}): field 'rubric': no criteria")
+                raise InputError(f"{where}: field 'rubric': no criteria")
             for c_index, criterion in enumerate(item.rubric):
-                check_criterion_override(criterion, f"item {index} ({item.item_id or 'no id'}) criterion {c_index}")
+                check_criterion_override(criterion, f"{where} criterion {c_index}")
+            check_item_text(item, where)
         tasks = self.plan(items)
         results: dict[tuple[int, int, int], list[JudgmentResult]] = defaultdict(list)
         for workload in self._workloads(tasks):

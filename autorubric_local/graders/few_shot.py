@@ -27,8 +27,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from autorubric_local.core.text import utf8
 from autorubric_local.core.types import Criterion, CriterionVerdict
 from autorubric_local.data.dataset import RubricDataset
+from autorubric_local.engine.user_text import mark
 
 
 class FewShotConfig(BaseModel):
@@ -83,7 +85,7 @@ def select_examples(training_data: RubricDataset, criterion: Criterion, config: 
                 reason = item.description if config.include_reason and item.description else None
                 by_label[label].append(FewShotExample(item.submission, label, reason))
                 break
-    digest = hashlib.sha256(f"{config.seed or 0}\x1f{criterion.requirement}".encode()).digest()
+    digest = hashlib.sha256(utf8(f"{config.seed or 0}\x1f{criterion.requirement}")).digest()
     rng = random.Random(int.from_bytes(digest[:8], "big"))
     if not config.balance_verdicts:
         pool = [example for label in sorted(by_label) for example in by_label[label]]
@@ -114,10 +116,10 @@ def render_examples(criterion: Criterion, examples: list[FewShotExample]) -> str
     what = "option" if criterion.is_multi_choice else "verdict"
     parts = ["<graded_examples>", f"Examples graded by an expert on the criterion below ({what} shown):"]
     for number, example in enumerate(examples, start=1):
-        parts.append(f'<example number="{number}">\n<submission>\n{example.submission}\n</submission>')
-        parts.append(f"{what.capitalize()}: {example.label}")
+        parts.append(f'<example number="{number}">\n<submission>\n{mark(example.submission)}\n</submission>')
+        parts.append(f"{what.capitalize()}: {mark(example.label)}")
         if example.reason:
-            parts.append(f"Reason: {example.reason}")
+            parts.append(f"Reason: {mark(example.reason)}")
         parts.append("</example>")
     parts.append("</graded_examples>")
     return "\n".join(parts) + "\n"

@@ -23,7 +23,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.text import unicode_problem, utf8
 from autorubric_local.core.types import Criterion
+from autorubric_local.engine.user_text import marker_problem
 from autorubric_local.graders.prompts import (
     EXPLANATION_OPENER,
     criterion_text,
@@ -45,6 +48,31 @@ class GradeItem:
     query: str | None = None
     reference_submission: str | None = None
     item_id: str = ""
+
+
+def check_item_text(item: GradeItem, where: str) -> None:
+    """Refuse an item whose text cannot be judged safely: ``where`` names the item.
+
+    Text cannot be encoded when it holds a lone surrogate, and cannot be delimited as untrusted
+    when it holds a reserved marker character (:mod:`autorubric_local.engine.user_text`).
+
+    Raises
+    ------
+    InputError
+        Naming the item, the field and the first offending character.
+    """
+    fields: list[tuple[str, str | None]] = [
+        ("submission", item.submission), ("query", item.query), ("reference_submission", item.reference_submission),
+    ]
+    for c_index, criterion in enumerate(item.rubric):
+        fields.append((f"rubric[{c_index}].requirement", criterion.requirement))
+        fields.append((f"rubric[{c_index}].name", criterion.name))
+        for o_index, option in enumerate(criterion.options or []):
+            fields.append((f"rubric[{c_index}].options[{o_index}].label", option.label))
+    for name, text in fields:
+        problem = (unicode_problem(text) or marker_problem(text)) if text else None
+        if problem is not None:
+            raise InputError(f"{where}: field '{name}': {problem}")
 
 
 class OptionPermutations(str, Enum):
@@ -103,7 +131,7 @@ class JudgmentTask:
 def shuffle_order(seed: int, submission: str, criterion_index: int, judge_id: str, n_options: int) -> tuple[int, ...]:
     """Reproducible permutation of ``range(n_options)`` for one judgment."""
     digest = hashlib.sha256(
-        f"{seed}\x1f{criterion_index}\x1f{judge_id}\x1f{submission}".encode()
+        utf8(f"{seed}\x1f{criterion_index}\x1f{judge_id}\x1f{submission}")
     ).digest()
     order = list(range(n_options))
     random.Random(int.from_bytes(digest[:8], "big")).shuffle(order)

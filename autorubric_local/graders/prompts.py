@@ -4,7 +4,13 @@ Layout (DESIGN.md, "Prompt layout"): ``[system][query][reference][submission]`` 
 *prefix*, identical for every criterion of an item; ``[criterion + options][answer format]``
 then the chat template's turn switch and the opening of the JSON answer is the *suffix*.
 The chat template is rendered once with a sentinel where the criterion goes and split there, so
-any model's template works and the prefix/suffix boundary is exact.
+any model's template works and the prefix/suffix boundary is exact. The sentinel holds a random
+nonce drawn per rendering, so no submission can contain it.
+
+Text from the data (query, reference, submission, few-shot examples, criterion requirement and
+option labels, an explanation fed back) is wrapped with
+:func:`autorubric_local.engine.user_text.mark`: engines encode it as plain text, so a
+special-token string inside it never becomes a control token.
 
 Answer openers and label continuations (the label set is prefix-free thanks to the delimiter):
 
@@ -21,10 +27,12 @@ choice, reasoning first   ``{"explanation": "<text>", "selected_option": ``    `
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from autorubric_local.core.types import Criterion, CriterionVerdict
+from autorubric_local.engine.user_text import mark
 
 DEFAULT_SYSTEM_PROMPT = """You are a strict, impartial grader. You judge ONE submission against ONE criterion at a time.
 For a yes/no criterion answer with a verdict:
@@ -39,7 +47,6 @@ Answer only with a JSON object:
 - multiple-choice criterion: {"selected_option": <option number>, "explanation": "<one sentence>"}"""
 
 BINARY_LABELS: tuple[str, ...] = tuple(v.value for v in CriterionVerdict)
-_SENTINEL = "\u0000CRITERION\u0000"
 
 
 @dataclass(frozen=True)
@@ -77,22 +84,34 @@ def render_item(
     if examples:
         sections.append(examples)
     if query:
-        sections.append(f"<question>\n{query}\n</question>")
+        sections.append(f"<question>\n{mark(query)}\n</question>")
     if reference_submission:
         sections.append(
             "<reference>\nA reference answer, for calibration only (grade the submission on its "
-            f"own merits):\n{reference_submission}\n</reference>"
+            f"own merits):\n{mark(reference_submission)}\n</reference>"
         )
-    sections.append(f"<submission>\n{submission}\n</submission>")
-    user = "\n\n".join(sections) + "\n\n" + _SENTINEL
-    messages = [
-        {"role": "system", "content": system_prompt or DEFAULT_SYSTEM_PROMPT},
-        {"role": "user", "content": user},
-    ]
-    text = format_chat(messages)
-    if text.count(_SENTINEL) != 1:
+    sections.append(f"<submission>\n{mark(submission)}\n</submission>")
+    return split_at_turn_end(format_chat, system_prompt or DEFAULT_SYSTEM_PROMPT, "\n\n".join(sections) + "\n\n")
+
+
+def split_at_turn_end(
+    format_chat: Callable[[list[dict[str, str]]], str], system: str, user_start: str
+) -> PromptParts:
+    """Render ``[system, user_start + <suffix goes here>]`` and split it where the suffix goes.
+
+    The split point is a sentinel with a fresh random nonce, so no text in ``user_start`` can
+    collide with it.
+
+    Raises
+    ------
+    ValueError
+        If the chat template moved or duplicated the sentinel (a template that rewrites content).
+    """
+    sentinel = f"\x00split:{secrets.token_hex(16)}\x00"
+    text = format_chat([{"role": "system", "content": system}, {"role": "user", "content": user_start + sentinel}])
+    if text.count(sentinel) != 1:
         raise ValueError("the chat template altered the prompt layout; cannot split prefix/suffix")
-    prefix, turn_switch = text.split(_SENTINEL)
+    prefix, turn_switch = text.split(sentinel)
     return PromptParts(prefix=prefix, turn_switch=turn_switch)
 
 
@@ -103,12 +122,12 @@ def criterion_text(criterion: Criterion, option_order: Sequence[int] | None = No
     """
     lines: list[str] = []
     kind = "negative criterion (describes a mistake)" if criterion.weight < 0 else "criterion"
-    lines.append(f"<criterion>\nThis is a {kind}: {criterion.requirement}")
+    lines.append(f"<criterion>\nThis is a {kind}: {mark(criterion.requirement)}")
     if criterion.options is not None:
         order = list(option_order) if option_order is not None else list(range(len(criterion.options)))
         lines.append("Options:")
         for position, original in enumerate(order, start=1):
-            lines.append(f"{position}. {criterion.options[original].label}")
+            lines.append(f"{position}. {mark(criterion.options[original].label)}")
     lines.append("</criterion>")
     return "\n".join(lines)
 
@@ -119,7 +138,7 @@ def verdict_opener(criterion: Criterion, explanation: str | None = None) -> str:
     quote = "" if criterion.is_multi_choice else '"'
     if explanation is None:
         return f'{{"{key}": {quote}'
-    return f'{{"explanation": {json.dumps(explanation)}, "{key}": {quote}'
+    return f'{{"explanation": {mark(json.dumps(explanation))}, "{key}": {quote}'
 
 
 def labels_for(criterion: Criterion, reasoning_first: bool) -> tuple[str, ...]:

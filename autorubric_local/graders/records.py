@@ -13,6 +13,7 @@ from typing import Any
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.reports import EnsembleCriterionReport
+from autorubric_local.core.text import storable
 from autorubric_local.graders.assembly import binary_vote, choice_vote
 from autorubric_local.graders.criterion_grader import GradedItem
 from autorubric_local.graders.execution import JudgmentResult
@@ -67,9 +68,9 @@ def _item_row(entry: GradedItem, index: int) -> dict[str, Any]:
     return {
         "item_id": entry.item.item_id or f"item-{index}",
         "item_index": index,
-        "submission": entry.item.submission,
-        "query": entry.item.query,
-        "reference_submission": entry.item.reference_submission,
+        "submission": storable(entry.item.submission),
+        "query": storable(entry.item.query),
+        "reference_submission": storable(entry.item.reference_submission),
         "score": report.score,
         "raw_score": report.raw_score,
         "cannot_assess_count": report.cannot_assess_count,

@@ -24,6 +24,7 @@ from typing import Any
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.penalty import ThinkingOutputDict, normalize_to_grade_input
+from autorubric_local.core.text import storable, utf8
 from autorubric_local.data.dataset import (
     DataItem,
     RubricDataset,
@@ -68,9 +69,9 @@ class PlannedItem:
         return {
             "item_id": self.key,
             "item_index": self.index,
-            "submission": self.grade_item.submission,
-            "query": self.grade_item.query,
-            "reference_submission": self.grade_item.reference_submission,
+            "submission": storable(self.grade_item.submission),
+            "query": storable(self.grade_item.query),
+            "reference_submission": storable(self.grade_item.reference_submission),
             "item_json": json.dumps(item_json),
             "ground_truth_json": None if self.item.ground_truth is None else json.dumps(ground_truth_json(self.item)),
             "item_hash": self.item_hash,
@@ -80,7 +81,7 @@ class PlannedItem:
 def canonical_hash(value: Any) -> str:
     """``sha256:v1:<hex>`` of the canonical JSON of ``value``."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return f"{HASH_SCHEME}:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+    return f"{HASH_SCHEME}:{hashlib.sha256(utf8(text)).hexdigest()}"
 
 
 def ground_truth_json(item: DataItem) -> list[str] | None:
