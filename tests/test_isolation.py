@@ -114,3 +114,30 @@ def test_user_text_is_marked_in_prompts_and_template_text_is_not() -> None:
             assert option.label in untrusted
     with pytest.raises(InputError, match="U\\+FDD1"):
         mark("x\ufdd1")
+
+
+def test_explain_mode_keeps_the_verdict_when_only_the_explanation_fails() -> None:
+    from autorubric_local.core.types import Criterion, CriterionVerdict
+    from autorubric_local.engine import Generation, ScriptedEngine
+    from autorubric_local.graders import CriterionGrader
+    from autorubric_local.graders.execution import JudgeMode, run_tasks
+    from autorubric_local.judges.config import LLMConfig
+
+    class FailingExplanations(ScriptedEngine):
+        def generate(self, requests):  # type: ignore[no-untyped-def]
+            super().generate(requests)
+            return [Generation("", error="infrastructure: decoding failed") for _ in requests]
+
+    engine = FailingExplanations(policy=lambda request: [-0.1, -3.0, -5.0])  # MET clearly
+    grader = CriterionGrader(LLMConfig(model="scripted", engine=engine), mode="explain", seed=0)
+    criterion = Criterion(name="c", weight=10.0, requirement="States the figure")
+    graded = grader.grade_batch([GradeItem(submission="NMC reaches 250 Wh/kg.", rubric=(criterion,))])[0]
+    vote = graded.report.report[0].votes[0]  # type: ignore[index]
+    assert vote.verdict is CriterionVerdict.MET and vote.error is None
+    assert graded.report.score == 1.0
+    (result,) = graded.results
+    assert result.error is None and result.explanation is None
+    assert result.explanation_error == "infrastructure: decoding failed"
+    tasks = [result.task]
+    again = run_tasks(engine, tasks, mode=JudgeMode.EXPLAIN, reasoning_first=False, explanation_tokens=8)
+    assert again[0].chosen == 0 and again[0].explanation_error is not None

