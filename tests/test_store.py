@@ -210,6 +210,12 @@ def test_opening_twice_applies_nothing_new(tmp_path: Path) -> None:
     assert second["_migrations"].count == len(MIGRATIONS)
 
 
+def test_open_db_sets_a_busy_timeout(tmp_path: Path) -> None:
+    assert open_db(tmp_path / "a.sqlite").execute("PRAGMA busy_timeout").fetchone()[0] == 30_000
+    db = open_db(tmp_path / "b.sqlite", busy_timeout_seconds=2.5)
+    assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 2_500
+
+
 def test_file_db_uses_wal(tmp_path: Path) -> None:
     db = open_db(tmp_path / "results.sqlite")
     assert db.journal_mode == "wal"

@@ -1,8 +1,9 @@
 """Runs, items and judgments: writes and reads of a grading run (tables in :mod:`.schema`).
 
 Writes take finished records (plain dicts whose keys are column names); this module knows
-nothing of grading. Every write is one transaction, so a crash loses at most the batch in flight
-and never leaves half of one.
+nothing of grading. Every write is one ``BEGIN IMMEDIATE`` transaction
+(:func:`~.transaction.write_transaction`), so a crash loses at most the batch in flight and never
+leaves half of one, and writers in several processes wait for each other instead of failing.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sqlite_utils
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.store.provenance import package_version, timestamped_id, utc_now
+from autorubric_local.store.transaction import write_transaction
 
 RUN_STATUSES: tuple[str, ...] = ("running", "finished", "failed", "interrupted")
 """Values of ``runs.status``."""
@@ -45,7 +47,7 @@ class RunTables:
         transaction, so a checkpointed run never exists without its plan.
         """
         run_id = timestamped_id("run")
-        with self.db.atomic():
+        with write_transaction(self.db):
             self.db["runs"].insert(
                 {
                     "id": run_id,
@@ -73,7 +75,7 @@ class RunTables:
         Each row has ``item_id``, ``item_index``, ``submission``, ``query``,
         ``reference_submission``, ``item_json``, ``ground_truth_json`` and ``item_hash``.
         """
-        with self.db.atomic():
+        with write_transaction(self.db):
             self._upsert_items(run_id, items)
 
     def _upsert_items(self, run_id: str, items: Sequence[dict[str, Any]]) -> None:
@@ -93,7 +95,7 @@ class RunTables:
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         """Set columns of a run row (one transaction)."""
-        with self.db.atomic():
+        with write_transaction(self.db):
             self.db["runs"].update(run_id, fields)
 
     def finish_run(self, run_id: str, status: str = "finished", *, wall_seconds: float = 0.0) -> None:
@@ -103,7 +105,7 @@ class RunTables:
         """
         if status not in RUN_STATUSES:
             raise InputError(f"status: expected one of {', '.join(RUN_STATUSES)}, got {status!r}")
-        with self.db.atomic():
+        with write_transaction(self.db):
             self.db.execute(
                 "update runs set finished_utc = ?, status = ?, "
                 "wall_seconds = coalesce(wall_seconds, 0) + ? where id = ?",
@@ -122,7 +124,7 @@ class RunTables:
         re-graded item never keeps stale judgments.
         """
         item_ids = [row["item_id"] for row in items]
-        with self.db.atomic():
+        with write_transaction(self.db):
             for begin in range(0, len(item_ids), 500):
                 part = item_ids[begin : begin + 500]
                 self.db.execute(
