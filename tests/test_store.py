@@ -86,9 +86,18 @@ EXPECTED_COLUMNS: dict[str, dict[str, str]] = {
         "duration_ms": "REAL",
         "error": "TEXT",
     },
+    "run_leases": {
+        "run_id": "TEXT",
+        "owner": "TEXT",
+        "pid": "INTEGER",
+        "host": "TEXT",
+        "acquired_utc": "TEXT",
+        "heartbeat_utc": "TEXT",
+    },
 }
 EXPECTED_PKS: dict[str, list[str]] = {
     "_migrations": ["number"],
+    "run_leases": ["run_id"],
     "runs": ["id"],
     "items": ["run_id", "item_id"],
     "judgments": ["run_id", "item_id", "criterion_index", "judge_id", "permutation_index"],

@@ -23,6 +23,13 @@ Tables (units in column names):
   criterion, judge and variant) and ``sweep_aggregates`` (per judge, criterion and variant):
   position-bias sweeps (migration 3).
 - ``metrics``: one row per ``compute_metrics`` computation of a run (migration 4).
+- ``run_leases`` (migration 5): the lease of a run being written, at most one per run:
+  ``run_id`` (primary key), ``owner`` (``<host>:<pid>:<random hex>``, one per writer), ``pid``
+  and ``host`` of the writing process, ``acquired_utc`` and ``heartbeat_utc`` (renewed with
+  every committed chunk and every few seconds by the writer). The row is deleted when the
+  writer ends the run; a row left by a killed writer is stale once its heartbeat is older than
+  the lease timeout or its process is gone (:mod:`.leases`). A table of its own rather than
+  columns of ``runs``: the lease is the writer's state, not the run's, and is dropped whole.
 """
 
 from __future__ import annotations
@@ -150,11 +157,21 @@ def _migration_4(db: sqlite_utils.Database) -> None:
     db["metrics"].create_index(["run_id"])
 
 
+def _migration_5(db: sqlite_utils.Database) -> None:
+    db["run_leases"].create(
+        {"run_id": str, "owner": str, "pid": int, "host": str, "acquired_utc": str, "heartbeat_utc": str},
+        pk="run_id",
+        not_null={"owner", "pid", "host", "acquired_utc", "heartbeat_utc"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
     (2, "runner checkpoints (item reports, content hash)", _migration_2),
     (3, "position-bias sweeps", _migration_3),
     (4, "metrics", _migration_4),
+    (5, "run leases (one writer per run)", _migration_5),
 )
 """Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
 
