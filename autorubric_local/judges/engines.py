@@ -1,4 +1,11 @@
-"""Turn an ``LLMConfig`` into a ready engine: resolve, convert GGUF once, load, cache in-process.
+"""Turn an ``LLMConfig`` into a ready engine: check, resolve, convert GGUF once, load, cache in-process.
+
+Before anything is resolved, the config is checked against its backend: an ``LLMConfig`` field
+that the backend cannot honour (AutoRubric's hosted-API settings such as ``api_key`` or
+``timeout``, or a setting of the other local backend) with a non-default value is an
+:class:`~autorubric_local.core.errors.InputError` (:data:`UNSUPPORTED_FIELDS`). The check is
+made here, not when the config is built, so one config file stays usable with other backends;
+a config with ``engine=`` (an engine built by the caller) is not checked.
 
 GGUF files are de-quantised by transformers into float32 and written once as a safetensors
 folder under the cache directory (``$AUTORUBRIC_LOCAL_CACHE`` or ``~/.cache/autorubric-local``),
@@ -13,10 +20,11 @@ import logging
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from autorubric_local.core.errors import EngineError
+from autorubric_local.core.errors import EngineError, InputError
 from autorubric_local.engine.base import Engine
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.judges.presets import ResolvedModel, resolve_model
@@ -24,6 +32,48 @@ from autorubric_local.judges.presets import ResolvedModel, resolve_model
 logger = logging.getLogger(__name__)
 
 _ENGINES: dict[tuple[Any, ...], Engine] = {}
+
+LOCAL_BACKENDS: tuple[str, ...] = ("transformers", "vllm")
+_HOSTED = "hosted judges need the LiteLLM backend, not available yet"
+_NO_CACHE = ("there is no response cache; graded items are kept in the results database and an "
+             "interrupted run resumes from it")
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """Why a backend ignores an ``LLMConfig`` field, which backends, and whether its value may be shown."""
+
+    reason: str
+    backends: tuple[str, ...] = LOCAL_BACKENDS
+    shown: Literal["value", "keys", "hidden"] = "value"  # keys: of a mapping; hidden: a secret
+
+
+UNSUPPORTED_FIELDS: dict[str, Unsupported] = {
+    "timeout": Unsupported(f"a local judge runs in this process, there is no request to time out; {_HOSTED}"),
+    "max_retries": Unsupported(
+        f"a local engine call is not retried (a failed judgment is stored as an error row); {_HOSTED}"),
+    "max_parallel_requests": Unsupported(
+        "a local engine batches a whole chunk of judgments; bound a chunk with EvalConfig.max_concurrent_items "
+        f"or chunk_judgments; {_HOSTED}"),
+    "cache_enabled": Unsupported(_NO_CACHE),
+    "cache_dir": Unsupported(_NO_CACHE),
+    "cache_ttl": Unsupported(_NO_CACHE),
+    "prompt_caching": Unsupported(
+        "a local engine always shares the prompt prefix of a chunk's judgments (trie packing, vLLM prefix "
+        "caching); it cannot be turned off"),
+    "api_key": Unsupported(_HOSTED, shown="hidden"),
+    "api_base": Unsupported(_HOSTED),
+    "extra_headers": Unsupported(_HOSTED, shown="keys"),
+    "extra_params": Unsupported(_HOSTED, shown="keys"),
+    "top_p": Unsupported(
+        "it samples explanations with temperature only; use backend='vllm' or leave top_p unset",
+        backends=("transformers",)),
+    "gpu_memory_utilization": Unsupported("only the vllm backend reserves GPU memory", backends=("transformers",)),
+    "max_packed_tokens": Unsupported(
+        "vLLM schedules its own batches; max_packed_tokens sizes the transformers backend's packed passes",
+        backends=("vllm",)),
+}
+"""``LLMConfig`` fields that a local backend does not implement: a non-default value is refused."""
 
 
 def cache_dir() -> Path:
@@ -94,11 +144,55 @@ def _pick_device_dtype(config: LLMConfig) -> tuple[str, Any]:
     return device, getattr(torch, dtype_name)
 
 
+def unsupported_settings(config: LLMConfig) -> list[str]:
+    """One message per field of ``config`` set (to a non-default value) that its backend ignores.
+
+    A message names the field path, its value (keys of a mapping; never a secret), the backend
+    and what to do instead: ``LLMConfig.api_base is not supported by the transformers backend
+    (got 'http://...'); hosted judges need the LiteLLM backend, not available yet``.
+    """
+    problems: list[str] = []
+    for name, unsupported in UNSUPPORTED_FIELDS.items():
+        value = getattr(config, name)
+        if config.backend not in unsupported.backends or value == _default(name):
+            continue
+        problems.append(f"LLMConfig.{name} is not supported by the {config.backend} backend "
+                        f"(got {_shown(value, unsupported.shown)}); {unsupported.reason}")
+    return problems
+
+
+def _shown(value: Any, how: Literal["value", "keys", "hidden"]) -> str:
+    if how == "hidden":
+        return "a value, not shown"
+    if how == "keys":
+        return f"keys {sorted(value)}"
+    return repr(value)
+
+
+def _default(name: str) -> Any:
+    return LLMConfig.model_fields[name].get_default(call_default_factory=True)
+
+
+def check_backend_support(config: LLMConfig) -> None:
+    """Refuse a config that sets a field its backend cannot honour (:data:`UNSUPPORTED_FIELDS`).
+
+    Raises
+    ------
+    InputError
+        One line per such field (:func:`unsupported_settings`).
+    """
+    problems = unsupported_settings(config)
+    if problems:
+        raise InputError("\n".join(problems))
+
+
 def load_engine(config: LLMConfig) -> Engine:
     """The engine for ``config``: ``config.engine`` if given, else a (shared) loaded model.
 
     Raises
     ------
+    InputError
+        If ``config`` sets a field its backend cannot honour (:func:`check_backend_support`).
     ModelNotFoundError
         If the model cannot be located (the message lists where it looked).
     EngineError
@@ -106,6 +200,7 @@ def load_engine(config: LLMConfig) -> Engine:
     """
     if config.engine is not None:
         return config.engine
+    check_backend_support(config)
     resolved = resolve_model(config.model)
     if config.backend == "vllm":
         key: tuple[Any, ...] = ("vllm", str(resolved.path), config.device, config.dtype,
