@@ -7,6 +7,11 @@ that the backend cannot honour (AutoRubric's hosted-API settings such as ``api_k
 made here, not when the config is built, so one config file stays usable with other backends;
 a config with ``engine=`` (an engine built by the caller) is not checked.
 
+No model code is ever run: every ``from_pretrained`` call and ``vllm.LLM`` pass
+``trust_remote_code=False``, and a model folder whose ``config.json`` or
+``tokenizer_config.json`` has an ``auto_map`` (classes shipped as Python files with the model)
+is refused before transformers or vLLM is asked to load it.
+
 GGUF files are de-quantised by transformers into float32 and written once as a safetensors
 folder under the cache directory (``$AUTORUBRIC_LOCAL_CACHE`` or ``~/.cache/autorubric-local``),
 keyed by the GGUF's content hash, so later loads take about a second instead of ~26 s.
@@ -16,6 +21,7 @@ Loaded engines are shared within a process (one copy of the weights for many gra
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -108,8 +114,10 @@ def ensure_converted(gguf: Path) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     logger.info("converting %s to %s (once)", gguf, target)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, trust_remote_code=False)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, dtype=torch.float32, trust_remote_code=False
+    )
     # The de-quantised weights are plain float32; drop the GGUF quantizer so they can be saved.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
@@ -186,13 +194,47 @@ def check_backend_support(config: LLMConfig) -> None:
         raise InputError("\n".join(problems))
 
 
+def refuse_custom_code(folder: Path) -> None:
+    """Refuse a model folder that needs its own Python code, before any loader reads it.
+
+    A Hugging Face folder names such code in an ``auto_map`` of its ``config.json`` (model) or
+    ``tokenizer_config.json`` (tokenizer); transformers would import the ``.py`` files it
+    lists. autorubric-local never runs code shipped with a model.
+
+    Raises
+    ------
+    InputError
+        Names the folder, the file and the classes of the ``auto_map``, or a file that is
+        not a JSON object.
+    """
+    for name in ("config.json", "tokenizer_config.json"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"{path}: not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: expected a JSON object, got {type(data).__name__}")
+        auto_map = data.get("auto_map")
+        if auto_map:
+            classes = ", ".join(sorted(auto_map)) if isinstance(auto_map, dict) else repr(auto_map)
+            raise InputError(
+                f"{folder}: {name} has an auto_map ({classes}): this model needs Python code shipped in its "
+                "folder, and autorubric-local never runs custom model code (trust_remote_code is always False). "
+                "Use a model whose architecture transformers supports natively."
+            )
+
+
 def load_engine(config: LLMConfig) -> Engine:
     """The engine for ``config``: ``config.engine`` if given, else a (shared) loaded model.
 
     Raises
     ------
     InputError
-        If ``config`` sets a field its backend cannot honour (:func:`check_backend_support`).
+        If ``config`` sets a field its backend cannot honour (:func:`check_backend_support`),
+        or the model folder needs custom code (:func:`refuse_custom_code`).
     ModelNotFoundError
         If the model cannot be located (the message lists where it looked).
     EngineError
@@ -223,6 +265,7 @@ def _load_vllm(resolved: ResolvedModel, config: LLMConfig) -> Engine:
     from autorubric_local.engine.vllm_backend import load_vllm
 
     folder = ensure_converted(resolved.path) if resolved.kind == "gguf" else resolved.path
+    refuse_custom_code(folder)
     return load_vllm(
         folder,
         model_id=resolved.model_id,
@@ -242,8 +285,9 @@ def _load_transformers(resolved: ResolvedModel, config: LLMConfig, device: str, 
     from autorubric_local.engine.transformers_backend import from_transformers
 
     folder = ensure_converted(resolved.path) if resolved.kind == "gguf" else resolved.path
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).to(device)
+    refuse_custom_code(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, trust_remote_code=False).to(device)
     context = config.context_length or (resolved.preset.context_length if resolved.preset else None)
     return from_transformers(
         model,
