@@ -10,7 +10,9 @@ at the end; exits 130 on Ctrl-C (SIGINT) after the runner marked the run interru
 :data:`LOCKED_EXIT` (printing ``locked: <message>``) when another process holds the run.
 
 With ``CRASH_WORKER_GO=<file>`` in the environment it prints ``ready`` once imported and waits
-for that file to exist before opening the run, so a test can start several workers at once.
+for that file to exist before opening the run, so a test can start several workers at once;
+with ``CRASH_WORKER_HOLD=<file>`` it waits after its first committed chunk, holding the run,
+until that file exists.
 """
 
 from __future__ import annotations
@@ -78,19 +80,28 @@ def build_grader(delay: float = 0.0) -> CriterionGrader:
     return CriterionGrader(LLMConfig(model="scripted", engine=ScriptedEngine(policy=make_policy(delay))), seed=11)
 
 
+def wait_for(path: Path) -> None:
+    """Return once ``path`` exists."""
+    while not path.exists():
+        time.sleep(0.001)
+
+
 def main(argv: list[str]) -> int:
     db_path, name, n_items, chunk_judgments, delay = argv[1], argv[2], int(argv[3]), int(argv[4]), float(argv[5])
 
+    hold = os.environ.get("CRASH_WORKER_HOLD")
+
     def report(chunk: ChunkReport) -> None:
         print(f"committed {chunk.completed_items}", flush=True)
+        if hold and chunk.chunk_index == 0:
+            wait_for(Path(hold))
 
     config = EvalConfig(db_path=db_path, experiment_name=name, chunk_judgments=chunk_judgments, show_progress=False)
     runner = EvalRunner(build_dataset(n_items), build_grader(delay), config, on_chunk=report)
     go = os.environ.get("CRASH_WORKER_GO")
     if go:
         print("ready", flush=True)
-        while not Path(go).exists():
-            time.sleep(0.001)
+        wait_for(Path(go))
     try:
         runner.run_sync()
     except KeyboardInterrupt:

@@ -224,20 +224,26 @@ def test_a_live_fake_lease_refuses_the_resume(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("second_starts", ["together", "after_a_chunk"])
 def test_two_processes_on_one_run_exactly_one_grades(tmp_path: Path, second_starts: str) -> None:
-    db_path, go = tmp_path / "results.sqlite", tmp_path / "go"
-    command = [sys.executable, str(WORKER), str(db_path), "shared", str(N_ITEMS), str(CHUNK_JUDGMENTS), "0.02"]
-    env = {"CRASH_WORKER_GO": str(go)}
+    """Whoever gets the run commits a chunk and then waits (``CRASH_WORKER_HOLD``), holding the
+    lease, until the other process has been refused; so the outcome does not depend on timing."""
+    db_path, go, hold = tmp_path / "results.sqlite", tmp_path / "go", tmp_path / "hold"
+    command = [sys.executable, str(WORKER), str(db_path), "shared", str(N_ITEMS), str(CHUNK_JUDGMENTS), "0"]
+    env = {"CRASH_WORKER_GO": str(go), "CRASH_WORKER_HOLD": str(hold)}
     if second_starts == "together":
-        outcomes = [finish(p) for p in start_together([command, command], go, env)]
+        processes = start_together([command, command], go, env)
     else:
         (first,) = start_together([command], go, env)
         assert first.stdout is not None
-        first_lines = [first.stdout.readline()]  # its first chunk is committed: the run holds a lease
-        assert first_lines[0].startswith("committed"), first.stderr.read() if first.stderr else ""
-        second = subprocess.run(command, capture_output=True, text=True, timeout=SAFETY_S,
-                                env={**os.environ, "OMP_NUM_THREADS": "1"}, check=False)
-        rc, out, err = finish(first)
-        outcomes = [(rc, first_lines[0] + out, err), (second.returncode, second.stdout, second.stderr)]
+        line = first.stdout.readline()  # its first chunk is committed: it holds the run
+        assert line.startswith("committed"), first.stderr.read() if first.stderr else ""
+        second = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, "OMP_NUM_THREADS": "1", "CRASH_WORKER_HOLD": str(hold)})
+        processes = [first, second]
+    deadline = time.monotonic() + SAFETY_S
+    while all(p.poll() is None for p in processes) and time.monotonic() < deadline:
+        time.sleep(0.01)  # until one of them has ended: the refused one
+    hold.touch()
+    outcomes = [finish(p) for p in processes]
     graded = [o for o in outcomes if o[0] == 0]
     refused = [o for o in outcomes if o[0] == crash_worker.LOCKED_EXIT]
     assert len(graded) == 1 and len(refused) == 1, outcomes
