@@ -6,15 +6,23 @@ Grades a deterministic dataset of ``N_ITEMS`` items (2 binary criteria and one 3
 criterion each) with a ScriptedEngine whose label probabilities are a hash of the prompt, so
 every process gives the same verdicts; each engine request sleeps ``DELAY_S`` so the parent can
 kill the run part-way. Prints ``committed <items done>`` after each committed chunk, ``done``
-at the end; exits 130 on Ctrl-C (SIGINT) after the runner marked the run interrupted.
+at the end; exits 130 on Ctrl-C (SIGINT) after the runner marked the run interrupted, and
+:data:`LOCKED_EXIT` (printing ``locked: <message>``) when another process holds the run.
+
+With ``CRASH_WORKER_GO=<file>`` in the environment it prints ``ready`` once imported and waits
+for that file to exist before opening the run, so a test can start several workers at once;
+with ``CRASH_WORKER_HOLD=<file>`` it waits after its first committed chunk, holding the run,
+until that file exists.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import os
 import sys
 import time
+from pathlib import Path
 
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import Criterion, CriterionOption
@@ -22,7 +30,10 @@ from autorubric_local.data.dataset import RubricDataset
 from autorubric_local.engine import ScoreRequest, ScriptedEngine
 from autorubric_local.graders import CriterionGrader
 from autorubric_local.judges.config import LLMConfig
-from autorubric_local.runner import ChunkReport, EvalConfig, EvalRunner
+from autorubric_local.runner import ChunkReport, EvalConfig, EvalRunner, RunLockedError
+
+LOCKED_EXIT = 75
+"""Exit status when the run is refused because another process holds its lease."""
 
 RUBRIC = Rubric(
     [
@@ -69,19 +80,36 @@ def build_grader(delay: float = 0.0) -> CriterionGrader:
     return CriterionGrader(LLMConfig(model="scripted", engine=ScriptedEngine(policy=make_policy(delay))), seed=11)
 
 
+def wait_for(path: Path) -> None:
+    """Return once ``path`` exists."""
+    while not path.exists():
+        time.sleep(0.001)
+
+
 def main(argv: list[str]) -> int:
     db_path, name, n_items, chunk_judgments, delay = argv[1], argv[2], int(argv[3]), int(argv[4]), float(argv[5])
 
+    hold = os.environ.get("CRASH_WORKER_HOLD")
+
     def report(chunk: ChunkReport) -> None:
         print(f"committed {chunk.completed_items}", flush=True)
+        if hold and chunk.chunk_index == 0:
+            wait_for(Path(hold))
 
     config = EvalConfig(db_path=db_path, experiment_name=name, chunk_judgments=chunk_judgments, show_progress=False)
     runner = EvalRunner(build_dataset(n_items), build_grader(delay), config, on_chunk=report)
+    go = os.environ.get("CRASH_WORKER_GO")
+    if go:
+        print("ready", flush=True)
+        wait_for(Path(go))
     try:
         runner.run_sync()
     except KeyboardInterrupt:
         print("interrupted", flush=True)
         return 130
+    except RunLockedError as exc:
+        print(f"locked: {exc}", flush=True)
+        return LOCKED_EXIT
     print("done", flush=True)
     return 0
 

@@ -86,9 +86,18 @@ EXPECTED_COLUMNS: dict[str, dict[str, str]] = {
         "duration_ms": "REAL",
         "error": "TEXT",
     },
+    "run_leases": {
+        "run_id": "TEXT",
+        "owner": "TEXT",
+        "pid": "INTEGER",
+        "host": "TEXT",
+        "acquired_utc": "TEXT",
+        "heartbeat_utc": "TEXT",
+    },
 }
 EXPECTED_PKS: dict[str, list[str]] = {
     "_migrations": ["number"],
+    "run_leases": ["run_id"],
     "runs": ["id"],
     "items": ["run_id", "item_id"],
     "judgments": ["run_id", "item_id", "criterion_index", "judge_id", "permutation_index"],
@@ -208,6 +217,12 @@ def test_opening_twice_applies_nothing_new(tmp_path: Path) -> None:
     second = open_db(path)
     assert list(second["_migrations"].rows) == before
     assert second["_migrations"].count == len(MIGRATIONS)
+
+
+def test_open_db_sets_a_busy_timeout(tmp_path: Path) -> None:
+    assert open_db(tmp_path / "a.sqlite").execute("PRAGMA busy_timeout").fetchone()[0] == 30_000
+    db = open_db(tmp_path / "b.sqlite", busy_timeout_seconds=2.5)
+    assert db.execute("PRAGMA busy_timeout").fetchone()[0] == 2_500
 
 
 def test_file_db_uses_wal(tmp_path: Path) -> None:

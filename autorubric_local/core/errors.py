@@ -23,3 +23,8 @@ class ModelNotFoundError(AutorubricError, FileNotFoundError):
 
 class EngineError(AutorubricError, RuntimeError):
     """A judge engine failed on a request (model error, context overflow, backend failure)."""
+
+
+class RunLockedError(AutorubricError):
+    """Another live process holds the run's lease (it is grading the run), or took it over from
+    this one; the message names the run, the holder's pid and host and its last heartbeat."""

@@ -376,20 +376,28 @@ def load_vllm(
     GPU. On CPU the model runs eagerly (no torch.compile warm-up of minutes), with
     ``block_size`` :data:`CPU_BLOCK_SIZE` and ``gpu_memory_utilization`` (on CPU: the share of
     host memory reserved) :data:`CPU_MEMORY_FRACTION` unless given. ``llm_kwargs`` go to
-    ``vllm.LLM`` as they are.
+    ``vllm.LLM`` as they are, except ``trust_remote_code``: it is always ``False`` (no Python
+    code shipped with a model is run).
 
     Raises
     ------
     autorubric_local.core.errors.EngineError
         If ``device`` names a platform this vLLM does not run on.
+    autorubric_local.core.errors.InputError
+        If ``llm_kwargs`` asks for ``trust_remote_code``.
     """
+    from autorubric_local.core.errors import EngineError, InputError
+
+    if llm_kwargs.get("trust_remote_code", False) is not False:
+        raise InputError(
+            f"load_vllm: trust_remote_code={llm_kwargs['trust_remote_code']!r} is refused: "
+            "autorubric-local never runs custom model code"
+        )
     # Local-first: no usage reports to vLLM's servers unless the user asked for them.
     os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
     os.environ.setdefault("DO_NOT_TRACK", "1")
     from vllm import LLM
     from vllm.platforms import current_platform
-
-    from autorubric_local.core.errors import EngineError
 
     platform = "cpu" if current_platform.is_cpu() else str(current_platform.device_type)
     if device != "auto" and device != platform:
@@ -400,6 +408,7 @@ def load_vllm(
         "dtype": ("float32" if on_cpu else "bfloat16") if dtype == "auto" else dtype,
         "enable_prefix_caching": True,
         "seed": seed if seed is not None else 0,
+        "trust_remote_code": False,
     }
     if context_length is not None:
         options["max_model_len"] = context_length

@@ -1,4 +1,16 @@
-"""Turn an ``LLMConfig`` into a ready engine: resolve, convert GGUF once, load, cache in-process.
+"""Turn an ``LLMConfig`` into a ready engine: check, resolve, convert GGUF once, load, cache in-process.
+
+Before anything is resolved, the config is checked against its backend: an ``LLMConfig`` field
+that the backend cannot honour (AutoRubric's hosted-API settings such as ``api_key`` or
+``timeout``, or a setting of the other local backend) with a non-default value is an
+:class:`~autorubric_local.core.errors.InputError` (:data:`UNSUPPORTED_FIELDS`). The check is
+made here, not when the config is built, so one config file stays usable with other backends;
+a config with ``engine=`` (an engine built by the caller) is not checked.
+
+No model code is ever run: every ``from_pretrained`` call and ``vllm.LLM`` pass
+``trust_remote_code=False``, and a model folder whose ``config.json`` or
+``tokenizer_config.json`` has an ``auto_map`` (classes shipped as Python files with the model)
+is refused before transformers or vLLM is asked to load it.
 
 GGUF files are de-quantised by transformers into float32 and written once as a safetensors
 folder under the cache directory (``$AUTORUBRIC_LOCAL_CACHE`` or ``~/.cache/autorubric-local``),
@@ -9,14 +21,16 @@ Loaded engines are shared within a process (one copy of the weights for many gra
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from autorubric_local.core.errors import EngineError
+from autorubric_local.core.errors import EngineError, InputError
 from autorubric_local.engine.base import Engine
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.judges.presets import ResolvedModel, resolve_model
@@ -24,6 +38,48 @@ from autorubric_local.judges.presets import ResolvedModel, resolve_model
 logger = logging.getLogger(__name__)
 
 _ENGINES: dict[tuple[Any, ...], Engine] = {}
+
+LOCAL_BACKENDS: tuple[str, ...] = ("transformers", "vllm")
+_HOSTED = "hosted judges need the LiteLLM backend, not available yet"
+_NO_CACHE = ("there is no response cache; graded items are kept in the results database and an "
+             "interrupted run resumes from it")
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """Why a backend ignores an ``LLMConfig`` field, which backends, and whether its value may be shown."""
+
+    reason: str
+    backends: tuple[str, ...] = LOCAL_BACKENDS
+    shown: Literal["value", "keys", "hidden"] = "value"  # keys: of a mapping; hidden: a secret
+
+
+UNSUPPORTED_FIELDS: dict[str, Unsupported] = {
+    "timeout": Unsupported(f"a local judge runs in this process, there is no request to time out; {_HOSTED}"),
+    "max_retries": Unsupported(
+        f"a local engine call is not retried (a failed judgment is stored as an error row); {_HOSTED}"),
+    "max_parallel_requests": Unsupported(
+        "a local engine batches a whole chunk of judgments; bound a chunk with EvalConfig.max_concurrent_items "
+        f"or chunk_judgments; {_HOSTED}"),
+    "cache_enabled": Unsupported(_NO_CACHE),
+    "cache_dir": Unsupported(_NO_CACHE),
+    "cache_ttl": Unsupported(_NO_CACHE),
+    "prompt_caching": Unsupported(
+        "a local engine always shares the prompt prefix of a chunk's judgments (trie packing, vLLM prefix "
+        "caching); it cannot be turned off"),
+    "api_key": Unsupported(_HOSTED, shown="hidden"),
+    "api_base": Unsupported(_HOSTED),
+    "extra_headers": Unsupported(_HOSTED, shown="keys"),
+    "extra_params": Unsupported(_HOSTED, shown="keys"),
+    "top_p": Unsupported(
+        "it samples explanations with temperature only; use backend='vllm' or leave top_p unset",
+        backends=("transformers",)),
+    "gpu_memory_utilization": Unsupported("only the vllm backend reserves GPU memory", backends=("transformers",)),
+    "max_packed_tokens": Unsupported(
+        "vLLM schedules its own batches; max_packed_tokens sizes the transformers backend's packed passes",
+        backends=("vllm",)),
+}
+"""``LLMConfig`` fields that a local backend does not implement: a non-default value is refused."""
 
 
 def cache_dir() -> Path:
@@ -58,8 +114,10 @@ def ensure_converted(gguf: Path) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     logger.info("converting %s to %s (once)", gguf, target)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, trust_remote_code=False)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, dtype=torch.float32, trust_remote_code=False
+    )
     # The de-quantised weights are plain float32; drop the GGUF quantizer so they can be saved.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
@@ -94,11 +152,89 @@ def _pick_device_dtype(config: LLMConfig) -> tuple[str, Any]:
     return device, getattr(torch, dtype_name)
 
 
+def unsupported_settings(config: LLMConfig) -> list[str]:
+    """One message per field of ``config`` set (to a non-default value) that its backend ignores.
+
+    A message names the field path, its value (keys of a mapping; never a secret), the backend
+    and what to do instead: ``LLMConfig.api_base is not supported by the transformers backend
+    (got 'http://...'); hosted judges need the LiteLLM backend, not available yet``.
+    """
+    problems: list[str] = []
+    for name, unsupported in UNSUPPORTED_FIELDS.items():
+        value = getattr(config, name)
+        if config.backend not in unsupported.backends or value == _default(name):
+            continue
+        problems.append(f"LLMConfig.{name} is not supported by the {config.backend} backend "
+                        f"(got {_shown(value, unsupported.shown)}); {unsupported.reason}")
+    return problems
+
+
+def _shown(value: Any, how: Literal["value", "keys", "hidden"]) -> str:
+    if how == "hidden":
+        return "a value, not shown"
+    if how == "keys":
+        return f"keys {sorted(value)}"
+    return repr(value)
+
+
+def _default(name: str) -> Any:
+    return LLMConfig.model_fields[name].get_default(call_default_factory=True)
+
+
+def check_backend_support(config: LLMConfig) -> None:
+    """Refuse a config that sets a field its backend cannot honour (:data:`UNSUPPORTED_FIELDS`).
+
+    Raises
+    ------
+    InputError
+        One line per such field (:func:`unsupported_settings`).
+    """
+    problems = unsupported_settings(config)
+    if problems:
+        raise InputError("\n".join(problems))
+
+
+def refuse_custom_code(folder: Path) -> None:
+    """Refuse a model folder that needs its own Python code, before any loader reads it.
+
+    A Hugging Face folder names such code in an ``auto_map`` of its ``config.json`` (model) or
+    ``tokenizer_config.json`` (tokenizer); transformers would import the ``.py`` files it
+    lists. autorubric-local never runs code shipped with a model.
+
+    Raises
+    ------
+    InputError
+        Names the folder, the file and the classes of the ``auto_map``, or a file that is
+        not a JSON object.
+    """
+    for name in ("config.json", "tokenizer_config.json"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"{path}: not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: expected a JSON object, got {type(data).__name__}")
+        auto_map = data.get("auto_map")
+        if auto_map:
+            classes = ", ".join(sorted(auto_map)) if isinstance(auto_map, dict) else repr(auto_map)
+            raise InputError(
+                f"{folder}: {name} has an auto_map ({classes}): this model needs Python code shipped in its "
+                "folder, and autorubric-local never runs custom model code (trust_remote_code is always False). "
+                "Use a model whose architecture transformers supports natively."
+            )
+
+
 def load_engine(config: LLMConfig) -> Engine:
     """The engine for ``config``: ``config.engine`` if given, else a (shared) loaded model.
 
     Raises
     ------
+    InputError
+        If ``config`` sets a field its backend cannot honour (:func:`check_backend_support`),
+        or the model folder needs custom code (:func:`refuse_custom_code`).
     ModelNotFoundError
         If the model cannot be located (the message lists where it looked).
     EngineError
@@ -106,6 +242,7 @@ def load_engine(config: LLMConfig) -> Engine:
     """
     if config.engine is not None:
         return config.engine
+    check_backend_support(config)
     resolved = resolve_model(config.model)
     if config.backend == "vllm":
         key: tuple[Any, ...] = ("vllm", str(resolved.path), config.device, config.dtype,
@@ -128,6 +265,7 @@ def _load_vllm(resolved: ResolvedModel, config: LLMConfig) -> Engine:
     from autorubric_local.engine.vllm_backend import load_vllm
 
     folder = ensure_converted(resolved.path) if resolved.kind == "gguf" else resolved.path
+    refuse_custom_code(folder)
     return load_vllm(
         folder,
         model_id=resolved.model_id,
@@ -147,8 +285,9 @@ def _load_transformers(resolved: ResolvedModel, config: LLMConfig, device: str, 
     from autorubric_local.engine.transformers_backend import from_transformers
 
     folder = ensure_converted(resolved.path) if resolved.kind == "gguf" else resolved.path
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).to(device)
+    refuse_custom_code(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, trust_remote_code=False).to(device)
     context = config.context_length or (resolved.preset.context_length if resolved.preset else None)
     return from_transformers(
         model,

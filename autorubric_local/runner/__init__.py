@@ -1,6 +1,8 @@
 """Batch evaluation: ``EvalRunner`` / ``evaluate`` with SQLite checkpoints and resume, stored
-results (``load_result``, ``EvalResult.from_experiment``) and ``fill_ground_truth``."""
+results (``load_result``, ``EvalResult.from_experiment``) and ``fill_ground_truth``. One writer per
+run: a second one is refused with ``RunLockedError``."""
 
+from autorubric_local.core.errors import RunLockedError
 from autorubric_local.runner.config import EvalConfig
 from autorubric_local.runner.ground_truth import fill_ground_truth
 from autorubric_local.runner.results import (
@@ -29,6 +31,7 @@ __all__ = [
     "EvalTimingStats",
     "ExperimentManifest",
     "ItemResult",
+    "RunLockedError",
     "evaluate",
     "fill_ground_truth",
     "load_manifest",

@@ -1,12 +1,14 @@
 """Settings of an evaluation run: :class:`EvalConfig` (spec 001, "EvalConfig Options").
 
-Extensions over AutoRubric: ``db_path`` (one SQLite file instead of ``experiments_dir/<name>``)
-and ``chunk_judgments`` (the memory budget of one engine workload). ``max_concurrent_items``
+Extensions over AutoRubric: ``db_path`` (one SQLite file instead of ``experiments_dir/<name>``),
+``chunk_judgments`` (the memory budget of one engine workload) and the run lease's timing
+(``lease_timeout_seconds``, ``lease_heartbeat_seconds``). ``max_concurrent_items``
 keeps its meaning of "items in flight": here, the most items sent to the engine in one chunk.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 from dataclasses import dataclass
@@ -15,10 +17,12 @@ from pathlib import Path
 from typing import Literal
 
 from autorubric_local.core.errors import InputError
+from autorubric_local.store.leases import DEFAULT_LEASE_TIMEOUT_SECONDS
 
 ProgressStyle = Literal["simple", "detailed"]
 PROGRESS_STYLES: tuple[str, ...] = ("simple", "detailed")
 DEFAULT_CHUNK_JUDGMENTS = 512
+DEFAULT_LEASE_HEARTBEAT_SECONDS = 10.0
 MEMORY_DB = ":memory:"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -51,6 +55,12 @@ class EvalConfig:
     chunk_judgments : int >= 1, default 512
         Most judgments per engine chunk (an item is never split; a larger item runs alone).
         Each finished chunk is committed in one transaction.
+    lease_timeout_seconds : float > 0, default 60
+        A run being graded is leased to one process; another process may take the lease over
+        when its heartbeat is older than this (or, on the same host, when its process ended).
+    lease_heartbeat_seconds : float > 0, default 10
+        How often a background thread renews this run's lease (each committed chunk renews it
+        too); must be less than ``lease_timeout_seconds``.
 
     Raises
     ------
@@ -67,6 +77,8 @@ class EvalConfig:
     db_path: str | Path | None = None
     resume: bool = True
     chunk_judgments: int = DEFAULT_CHUNK_JUDGMENTS
+    lease_timeout_seconds: float = DEFAULT_LEASE_TIMEOUT_SECONDS
+    lease_heartbeat_seconds: float = DEFAULT_LEASE_HEARTBEAT_SECONDS
 
     def __post_init__(self) -> None:
         for name in ("fail_fast", "show_progress", "resume"):
@@ -78,6 +90,12 @@ class EvalConfig:
             _bad("max_concurrent_items", "an integer >= 1 or None", self.max_concurrent_items)
         if not _positive_int(self.chunk_judgments):
             _bad("chunk_judgments", "an integer >= 1", self.chunk_judgments)
+        for name in ("lease_timeout_seconds", "lease_heartbeat_seconds"):
+            if not _positive_number(getattr(self, name)):
+                _bad(name, "a number of seconds > 0", getattr(self, name))
+        if self.lease_heartbeat_seconds >= self.lease_timeout_seconds:
+            _bad("lease_heartbeat_seconds", f"less than lease_timeout_seconds ({self.lease_timeout_seconds:g})",
+                 self.lease_heartbeat_seconds)
         if self.experiment_name is not None and (
             not isinstance(self.experiment_name, str) or not _NAME.match(self.experiment_name)
         ):
@@ -104,6 +122,10 @@ def auto_name(prefix: str | None = None) -> str:
 
 def _positive_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _positive_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def _bad(field: str, expected: str, value: object) -> None:

@@ -8,6 +8,11 @@ How a run goes:
    model is refused before a database is created).
 2. The run is opened: resumed when the database has a run of that name (and ``resume``), after
    checking its content hash; otherwise started, with every planned item stored as pending.
+   Opening takes the run's lease (:mod:`autorubric_local.store.leases`): one writer per run.
+   While another live process holds it the run is refused with :class:`RunLockedError` before
+   anything is graded; a stale lease (its holder killed, or silent for ``lease_timeout_seconds``)
+   is taken over, with a warning in the log. The lease is renewed with every committed chunk and
+   every ``lease_heartbeat_seconds`` by a background thread, and released when the run ends.
 3. Pending items are cut into chunks (``chunk_judgments`` judgments, ``max_concurrent_items``
    items at most) and each chunk goes through the grader as one engine workload; its items,
    reports and judgments are committed in one transaction. A kill loses at most the chunk in
@@ -27,13 +32,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from autorubric_local.core.errors import AutorubricError
 from autorubric_local.core.reports import EnsembleEvaluationReport
@@ -52,6 +59,9 @@ from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
 from autorubric_local.runner.progress import RunProgress
 from autorubric_local.runner.results import EvalResult, result_from_store
 from autorubric_local.store import Store
+from autorubric_local.store.leases import LeaseOwner
+
+logger = logging.getLogger(__name__)
 
 RUN_TIME_ERRORS: tuple[type[BaseException], ...] = (AutorubricError, RuntimeError)
 """Exceptions that fail one item (recorded as its error) rather than the run."""
@@ -135,6 +145,9 @@ class EvalRunner:
             ``fail_fast`` and an item failed.
         EvalInterruptedError
             :meth:`stop` was called.
+        RunLockedError
+            Another live process is grading this run (nothing was graded), or took the run's
+            lease over from this one (the chunk in flight was not committed).
         """
         planned = plan_dataset(self.dataset)
         model_ids = {judge.judge_id: self.grader.engine_for(judge).model_id for judge in self.grader.judges}
@@ -142,10 +155,15 @@ class EvalRunner:
         path = self.config.database_path(name)
         if str(path) != MEMORY_DB:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+        owner = LeaseOwner.for_this_process()
         store = Store.open(path)
         try:
-            run_id, resumed = self._open_run(store, name, str(path), planned, model_ids)
-            self._grade_pending(store, run_id, name, planned, model_ids)
+            run_id, resumed = self._open_run(store, name, str(path), planned, model_ids, owner)
+            try:
+                with LeaseHeartbeat(path, run_id, owner, self.config.lease_heartbeat_seconds):
+                    self._grade_pending(store, run_id, name, planned, model_ids, owner)
+            finally:
+                store.release_run_lease(run_id, owner)  # already released when the run was marked
             row = store.find_run(run_id)
             assert row is not None
             result, _ = result_from_store(store, row, str(path))
@@ -156,37 +174,74 @@ class EvalRunner:
     # ------------------------------------------------------------------------------ run rows
 
     def _open_run(
-        self, store: Store, name: str, where: str, planned: Sequence[PlannedItem], model_ids: dict[str, str]
+        self,
+        store: Store,
+        name: str,
+        where: str,
+        planned: Sequence[PlannedItem],
+        model_ids: dict[str, str],
+        owner: LeaseOwner,
     ) -> tuple[str, int]:
-        """Resume the stored run of this name or start one; returns (run id, items already done)."""
+        """Resume the stored run of this name or start one, holding its lease; returns (run id,
+        items already done). The lease is given back if the run cannot be opened."""
         existing = store.find_run(name) if self.config.resume else None
-        if existing is not None:
-            adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
+        if existing is None:
+            return self._start_run(store, name, planned, model_ids, owner), 0
+        run_id = existing["id"]
+        takeover = store.acquire_run_lease(run_id, owner, timeout_seconds=self.config.lease_timeout_seconds)
+        if takeover is not None:
+            logger.warning("run %r (%s): taking over a stale lease from pid %d on host %s: %s", name, run_id,
+                           takeover.previous.pid, takeover.previous.host, takeover.reason)
+        try:
+            return self._resume_run(store, run_id, where, planned, model_ids)
+        except BaseException:
+            store.release_run_lease(run_id, owner)
+            raise
+
+    def _start_run(
+        self, store: Store, name: str, planned: Sequence[PlannedItem], model_ids: dict[str, str], owner: LeaseOwner
+    ) -> str:
+        """A new run holding ``owner``'s lease, with every planned item pending."""
+        description = self.grader.describe()
+        return store.start_run(
+            name=name, judges=self._judges(model_ids), grader=description,
+            rubric=None if self.dataset.rubric is None else rubric_to_json(self.dataset.rubric),
+            data_path=self.data_path, content_hash=content_hash(planned, description),
+            dataset=_header(self.dataset), items=[entry.row() for entry in planned],
+            lease=owner, unique_name=self.config.resume,
+        )
+
+    def _resume_run(
+        self, store: Store, run_id: str, where: str, planned: Sequence[PlannedItem], model_ids: dict[str, str]
+    ) -> tuple[str, int]:
+        """Check that the stored run (whose lease this runner holds) matches, and reopen it."""
+        existing = store.find_run(run_id)  # read again under the lease
+        assert existing is not None
+        adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
         description = self.grader.describe()
         digest = content_hash(planned, description)
-        judges = [
+        check_resumable(existing, digest, description, planned, store.item_rows(run_id), where)
+        store.plan_items(run_id, [entry.row() for entry in planned])  # refreshes ground truth; keeps reports
+        store.update_run(run_id, status="running", finished_utc=None, judges_json=json.dumps(self._judges(model_ids)),
+                         dataset_json=json.dumps(_header(self.dataset)))
+        return run_id, len(store.done_item_ids(run_id))
+
+    def _judges(self, model_ids: dict[str, str]) -> list[dict[str, Any]]:
+        return [
             {"judge_id": j.judge_id, "model": j.llm_config.model, "model_id": model_ids[j.judge_id], "weight": j.weight}
             for j in self.grader.judges
         ]
-        rows = [entry.row() for entry in planned]
-        if existing is None:
-            run_id = store.start_run(
-                name=name, judges=judges, grader=description,
-                rubric=None if self.dataset.rubric is None else rubric_to_json(self.dataset.rubric),
-                data_path=self.data_path, content_hash=digest, dataset=_header(self.dataset), items=rows,
-            )
-            return run_id, 0
-        run_id = existing["id"]
-        check_resumable(existing, digest, description, planned, store.item_rows(run_id), where)
-        store.plan_items(run_id, rows)  # refreshes ground truth and descriptions; keeps reports
-        store.update_run(run_id, status="running", finished_utc=None, judges_json=json.dumps(judges),
-                         dataset_json=json.dumps(_header(self.dataset)))
-        return run_id, len(store.done_item_ids(run_id))
 
     # ------------------------------------------------------------------------------- grading
 
     def _grade_pending(
-        self, store: Store, run_id: str, name: str, planned: Sequence[PlannedItem], model_ids: dict[str, str]
+        self,
+        store: Store,
+        run_id: str,
+        name: str,
+        planned: Sequence[PlannedItem],
+        model_ids: dict[str, str],
+        owner: LeaseOwner,
     ) -> None:
         done = store.done_item_ids(run_id)
         pending = [entry for entry in planned if entry.key not in done]
@@ -210,7 +265,7 @@ class EvalRunner:
                             f"run {name!r} stopped after {completed} of {len(planned)} items; run it again to resume"
                         )
                     graded = self._grade_chunk(chunk, progress.judgments_done)
-                    self._commit(store, run_id, chunk, graded, model_ids)
+                    self._commit(store, run_id, chunk, graded, model_ids, owner)
                     completed += len(chunk)
                     progress.items_done(len(chunk))
                     failures = [(e, g) for e, g in zip(chunk, graded) if g.report.error is not None]
@@ -228,7 +283,7 @@ class EvalRunner:
             status = "interrupted"
             raise
         finally:
-            store.finish_run(run_id, status, wall_seconds=time.perf_counter() - started)
+            store.finish_run(run_id, status, wall_seconds=time.perf_counter() - started, lease=owner)
 
     def _grade_chunk(self, chunk: Sequence[PlannedItem], progress: Callable[[int], None]) -> list[GradedItem]:
         """Grade a chunk as one workload, then isolate failures: items that failed (the batch
@@ -257,8 +312,10 @@ class EvalRunner:
         chunk: Sequence[PlannedItem],
         graded: Sequence[GradedItem],
         model_ids: dict[str, str],
+        owner: LeaseOwner,
     ) -> None:
-        """Store a chunk's items, reports and judgments in one transaction."""
+        """Store a chunk's items, reports and judgments in one transaction that also renews the
+        run's lease (and writes nothing if ``owner`` lost it: :class:`RunLockedError`)."""
         now = datetime.now(UTC).isoformat(timespec="seconds")
         extras = [
             {
@@ -273,7 +330,55 @@ class EvalRunner:
         items, judgments = graded_item_records(
             graded, model_ids, first_index=0, judge_ids=[j.judge_id for j in self.grader.judges], item_extras=extras
         )
-        store.record_items(run_id, items, judgments)
+        store.record_items(run_id, items, judgments, lease=owner)
+
+
+class LeaseHeartbeat:
+    """Renews a run's lease every ``interval_seconds`` from a daemon thread, while in its ``with``
+    block, so a chunk that takes longer than the lease timeout does not make the run look
+    abandoned. The thread has its own connection; an in-memory database needs no heartbeat (no
+    other process can see it).
+    """
+
+    def __init__(self, path: str | Path, run_id: str, owner: LeaseOwner, interval_seconds: float) -> None:
+        self.path = path
+        self.run_id = run_id
+        self.owner = owner
+        self.interval_seconds = interval_seconds
+        self.beats = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Self:
+        if str(self.path) != MEMORY_DB:
+            self._thread = threading.Thread(target=self._run, name=f"lease-heartbeat-{self.run_id}", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            store = Store.open(self.path)
+        except sqlite3.Error as exc:
+            logger.warning("run %s: lease heartbeat could not open %s: %s", self.run_id, self.path, exc)
+            return
+        try:
+            while not self._stop.wait(self.interval_seconds):
+                try:
+                    held = store.renew_run_lease(self.run_id, self.owner)
+                except sqlite3.OperationalError as exc:  # locked past the busy timeout: try again next beat
+                    logger.warning("run %s: lease heartbeat failed: %s", self.run_id, exc)
+                    continue
+                if not held:
+                    logger.warning("run %s: this process no longer holds the run's lease", self.run_id)
+                    return
+                self.beats += 1
+        finally:
+            store.close()
 
 
 def failed_item(item: GradeItem, exc: BaseException) -> GradedItem:

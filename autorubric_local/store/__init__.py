@@ -5,6 +5,11 @@ the read/write API, :class:`Store`. It imports no grading logic: callers hand it
 records (plain dicts keyed by column), built by :mod:`autorubric_local.graders.records` and
 :mod:`autorubric_local.bias.records`.
 
+Several processes may share one file: connections wait for each other's locks (busy
+timeout), every write is a ``BEGIN IMMEDIATE`` transaction (:mod:`.transaction`), and a run
+has one writer at a time, the holder of its lease (:mod:`.leases`; acquire, renew and release
+on :class:`Store`). Which writer takes a lease and when is the caller's decision (the runner).
+
 Example
 -------
 >>> store = Store.open(":memory:")
@@ -28,7 +33,7 @@ __all__ = ["MIGRATIONS", "RUN_STATUSES", "SCHEMA_VERSION", "Store", "open_db"]
 
 
 class Store(RunTables, SweepTables, MetricsTables):
-    """Reads and writes runs, items, judgments, sweeps and metrics in one database.
+    """Reads and writes runs, items, judgments, run leases, sweeps and metrics in one database.
 
     Parameters
     ----------

@@ -14,6 +14,7 @@ from typing import Any
 import sqlite_utils
 
 from autorubric_local.store.provenance import utc_now
+from autorubric_local.store.transaction import write_transaction
 
 
 class MetricsTables:
@@ -23,7 +24,7 @@ class MetricsTables:
 
     def save_metrics(self, run_id: str, metrics_json: str, options: Mapping[str, Any]) -> int:
         """Store one computation's JSON for ``run_id`` in one transaction; return the row id."""
-        with self.db.atomic():
+        with write_transaction(self.db):
             table = self.db["metrics"].insert({
                 "run_id": run_id,
                 "computed_utc": utc_now(),

@@ -1,8 +1,13 @@
 """Runs, items and judgments: writes and reads of a grading run (tables in :mod:`.schema`).
 
 Writes take finished records (plain dicts whose keys are column names); this module knows
-nothing of grading. Every write is one transaction, so a crash loses at most the batch in flight
-and never leaves half of one.
+nothing of grading. Every write is one ``BEGIN IMMEDIATE`` transaction
+(:func:`~.transaction.write_transaction`), so a crash loses at most the batch in flight and never
+leaves half of one, and writers in several processes wait for each other instead of failing.
+
+Run leases (``run_leases``, see :mod:`.leases`): a writer acquires a run's lease before it
+writes the run, renews it with every committed batch (and from a heartbeat thread of its own),
+and gives it back when the run ends; every check-and-set happens under the write lock.
 """
 
 from __future__ import annotations
@@ -13,8 +18,15 @@ from typing import Any
 
 import sqlite_utils
 
-from autorubric_local.core.errors import InputError
+from autorubric_local.core.errors import InputError, RunLockedError
+from autorubric_local.store.leases import (
+    DEFAULT_LEASE_TIMEOUT_SECONDS,
+    LeaseHolder,
+    LeaseOwner,
+    Takeover,
+)
 from autorubric_local.store.provenance import package_version, timestamped_id, utc_now
+from autorubric_local.store.transaction import write_transaction
 
 RUN_STATUSES: tuple[str, ...] = ("running", "finished", "failed", "interrupted")
 """Values of ``runs.status``."""
@@ -38,14 +50,33 @@ class RunTables:
         content_hash: str | None = None,
         dataset: dict[str, Any] | None = None,
         items: Sequence[dict[str, Any]] = (),
+        lease: LeaseOwner | None = None,
+        unique_name: bool = False,
     ) -> str:
         """Insert a run row (status ``running``) and return its id (``run-<utc>-<hex>``).
 
-        ``items`` are planned item rows (see :meth:`plan_items`), inserted in the same
-        transaction, so a checkpointed run never exists without its plan.
+        ``items`` are planned item rows (see :meth:`plan_items`) and ``lease`` the writer that
+        takes the new run's lease, all in the same transaction, so a checkpointed run never
+        exists without its plan or, while it is written, without its lease.
+
+        Raises
+        ------
+        RunLockedError
+            ``unique_name`` and a run named ``name`` exists: another writer started it since
+            the caller looked (the message names that writer when its lease is live).
         """
         run_id = timestamped_id("run")
-        with self.db.atomic():
+        with write_transaction(self.db):
+            if unique_name and name is not None:
+                taken = self.find_run(name)
+                if taken is not None:
+                    holder = self.lease_holder(taken["id"])
+                    if holder is not None:
+                        raise RunLockedError(_locked_message(taken, holder, None))
+                    raise RunLockedError(
+                        f"run {name!r} ({taken['id']}) was started by another process while this one was "
+                        "opening it; run again to resume it"
+                    )
             self.db["runs"].insert(
                 {
                     "id": run_id,
@@ -64,6 +95,8 @@ class RunTables:
                     "wall_seconds": 0.0,
                 }
             )
+            if lease is not None:
+                self._write_lease(run_id, lease)
             self._upsert_items(run_id, items)
         return run_id
 
@@ -73,7 +106,7 @@ class RunTables:
         Each row has ``item_id``, ``item_index``, ``submission``, ``query``,
         ``reference_submission``, ``item_json``, ``ground_truth_json`` and ``item_hash``.
         """
-        with self.db.atomic():
+        with write_transaction(self.db):
             self._upsert_items(run_id, items)
 
     def _upsert_items(self, run_id: str, items: Sequence[dict[str, Any]]) -> None:
@@ -93,36 +126,122 @@ class RunTables:
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         """Set columns of a run row (one transaction)."""
-        with self.db.atomic():
+        with write_transaction(self.db):
             self.db["runs"].update(run_id, fields)
 
-    def finish_run(self, run_id: str, status: str = "finished", *, wall_seconds: float = 0.0) -> None:
+    def finish_run(
+        self, run_id: str, status: str = "finished", *, wall_seconds: float = 0.0, lease: LeaseOwner | None = None
+    ) -> bool:
         """Mark a run ``finished`` (or ``failed`` / ``interrupted``) with its end time.
 
-        ``wall_seconds`` (this session's) is added to the run's total.
+        ``wall_seconds`` (this session's) is added to the run's total. With ``lease``, the
+        writer's lease is released in the same transaction; a writer whose lease was taken over
+        leaves the run to its new holder (nothing is written). Returns whether the run was marked.
+
+        Raises
+        ------
+        InputError
+            If ``status`` is not one of :data:`RUN_STATUSES`.
         """
         if status not in RUN_STATUSES:
             raise InputError(f"status: expected one of {', '.join(RUN_STATUSES)}, got {status!r}")
-        with self.db.atomic():
+        with write_transaction(self.db):
+            if lease is not None and not self._delete_lease(run_id, lease):
+                return False
             self.db.execute(
                 "update runs set finished_utc = ?, status = ?, "
                 "wall_seconds = coalesce(wall_seconds, 0) + ? where id = ?",
                 [utc_now(), status, wall_seconds, run_id],
             )
+        return True
+
+    # ---------------------------------------------------------------------------- leases
+
+    def acquire_run_lease(
+        self, run_id: str, owner: LeaseOwner, *, timeout_seconds: float = DEFAULT_LEASE_TIMEOUT_SECONDS
+    ) -> Takeover | None:
+        """Take the lease of ``run_id`` for ``owner`` (compare-and-set under the write lock).
+
+        A free lease, or one ``owner`` holds already, is taken at once. A stale lease (heartbeat
+        older than ``timeout_seconds``, or a holder on this host whose process has ended) is
+        taken over, and returned as a :class:`~.leases.Takeover` for the caller to report.
+
+        Raises
+        ------
+        RunLockedError
+            Another writer holds a live lease; names the run, its pid, host and last heartbeat.
+        """
+        with write_transaction(self.db):
+            holder = self.lease_holder(run_id)
+            takeover = None
+            if holder is not None and holder.owner != owner.owner:
+                reason = holder.stale_reason(timeout_seconds)
+                if reason is None:
+                    run = self.find_run(run_id) or {"id": run_id, "name": run_id}
+                    raise RunLockedError(_locked_message(run, holder, timeout_seconds))
+                takeover = Takeover(holder, reason)
+            self._write_lease(run_id, owner)
+        return takeover
+
+    def renew_run_lease(self, run_id: str, owner: LeaseOwner) -> bool:
+        """Set the heartbeat of ``owner``'s lease to now; ``False`` if ``owner`` no longer holds it."""
+        with write_transaction(self.db):
+            return self._touch_lease(run_id, owner)
+
+    def release_run_lease(self, run_id: str, owner: LeaseOwner) -> bool:
+        """Give back ``owner``'s lease of ``run_id``; ``False`` if it did not hold it."""
+        with write_transaction(self.db):
+            return self._delete_lease(run_id, owner)
+
+    def lease_holder(self, run_id: str) -> LeaseHolder | None:
+        """The current lease of ``run_id`` (live or stale), or ``None`` when nobody holds it."""
+        rows = list(self.db["run_leases"].rows_where("run_id = ?", [run_id]))
+        return LeaseHolder.from_row(rows[0]) if rows else None
+
+    def _write_lease(self, run_id: str, owner: LeaseOwner) -> None:
+        now = utc_now()
+        self.db["run_leases"].upsert(
+            {"run_id": run_id, "owner": owner.owner, "pid": owner.pid, "host": owner.host,
+             "acquired_utc": now, "heartbeat_utc": now},
+            pk="run_id",
+        )
+
+    def _touch_lease(self, run_id: str, owner: LeaseOwner) -> bool:
+        cursor = self.db.execute(
+            "update run_leases set heartbeat_utc = ? where run_id = ? and owner = ?", [utc_now(), run_id, owner.owner]
+        )
+        return cursor.rowcount == 1
+
+    def _delete_lease(self, run_id: str, owner: LeaseOwner) -> bool:
+        cursor = self.db.execute("delete from run_leases where run_id = ? and owner = ?", [run_id, owner.owner])
+        return cursor.rowcount == 1
 
     # ----------------------------------------------------------------------------- items
 
     def record_items(
-        self, run_id: str, items: Sequence[dict[str, Any]], judgments: Sequence[dict[str, Any]]
+        self,
+        run_id: str,
+        items: Sequence[dict[str, Any]],
+        judgments: Sequence[dict[str, Any]],
+        *,
+        lease: LeaseOwner | None = None,
     ) -> None:
         """Write item rows and their judgment rows in one transaction.
 
         Rows are finished records (see :mod:`autorubric_local.graders.records`) without
         ``run_id``. Recording an item again replaces its row and every judgment it had, so a
-        re-graded item never keeps stale judgments.
+        re-graded item never keeps stale judgments. With ``lease``, the same transaction renews
+        that writer's heartbeat, and writes nothing if the writer no longer holds the lease.
+
+        Raises
+        ------
+        RunLockedError
+            ``lease`` was given and another writer has taken the run's lease over.
         """
         item_ids = [row["item_id"] for row in items]
-        with self.db.atomic():
+        with write_transaction(self.db):
+            if lease is not None and not self._touch_lease(run_id, lease):
+                raise RunLockedError(self._lost_message(run_id, lease))
             for begin in range(0, len(item_ids), 500):
                 part = item_ids[begin : begin + 500]
                 self.db.execute(
@@ -162,3 +281,23 @@ class RunTables:
     def judgment_count(self, run_id: str) -> int:
         """Number of judgment rows of a run."""
         return int(self.db.execute("select count(*) from judgments where run_id = ?", [run_id]).fetchone()[0])
+
+    def _lost_message(self, run_id: str, lease: LeaseOwner) -> str:
+        run = self.find_run(run_id) or {"name": run_id}
+        holder = self.lease_holder(run_id)
+        now_held = "nobody holds it now" if holder is None else f"it is held by {holder.describe()}"
+        return (
+            f"run {run['name']!r} ({run_id}): this writer (pid {lease.pid} on host {lease.host}) lost the run's lease "
+            f"({now_held}), most likely after missing heartbeats for longer than the lease timeout; "
+            "its last chunk was not committed"
+        )
+
+
+def _locked_message(run: dict[str, Any], holder: LeaseHolder, timeout_seconds: float | None) -> str:
+    """Why a second writer is refused: the run, and who holds its lease since when."""
+    after = "" if timeout_seconds is None else f" older than {timeout_seconds:g} s"
+    return (
+        f"run {run['name']!r} ({run['id']}) is being graded by another process: {holder.describe()}. "
+        f"Wait for it to finish, or grade under another run name (--run / experiment_name); its lease is "
+        f"taken over once its heartbeat is{after or ' stale'} or its process has ended"
+    )

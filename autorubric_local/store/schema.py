@@ -1,7 +1,9 @@
 """The results database's schema: every table, created by one numbered sequence of migrations.
 
-:func:`open_db` is the one way in: it opens the file (WAL mode) and applies the migrations of
-:data:`MIGRATIONS` in order, each in its own transaction, recording them in ``_migrations``.
+:func:`open_db` is the one way in: it opens the file (WAL mode, a busy timeout so that
+connections wait for each other's locks) and applies the migrations of :data:`MIGRATIONS` in
+order, each in its own ``BEGIN IMMEDIATE`` transaction, recording them in ``_migrations``.
+Several processes may open one new file at once: each migration is applied exactly once.
 
 Tables (units in column names):
 
@@ -21,16 +23,30 @@ Tables (units in column names):
   criterion, judge and variant) and ``sweep_aggregates`` (per judge, criterion and variant):
   position-bias sweeps (migration 3).
 - ``metrics``: one row per ``compute_metrics`` computation of a run (migration 4).
+- ``run_leases`` (migration 5): the lease of a run being written, at most one per run:
+  ``run_id`` (primary key), ``owner`` (``<host>:<pid>:<random hex>``, one per writer), ``pid``
+  and ``host`` of the writing process, ``acquired_utc`` and ``heartbeat_utc`` (renewed with
+  every committed chunk and every few seconds by the writer). The row is deleted when the
+  writer ends the run; a row left by a killed writer is stale once its heartbeat is older than
+  the lease timeout or its process is gone (:mod:`.leases`). A table of its own rather than
+  columns of ``runs``: the lease is the writer's state, not the run's, and is dropped whole.
 """
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import sqlite_utils
 
 from autorubric_local.store.provenance import utc_now
+from autorubric_local.store.transaction import (
+    DEFAULT_BUSY_TIMEOUT_SECONDS,
+    set_busy_timeout,
+    write_transaction,
+)
 
 SWEEP_KEY: tuple[str, ...] = ("sweep_id", "item_id", "criterion_index", "judge_id", "variant")
 """Primary key of ``sweep_scores`` (``sweep_judgments`` adds ``rotation``)."""
@@ -141,11 +157,21 @@ def _migration_4(db: sqlite_utils.Database) -> None:
     db["metrics"].create_index(["run_id"])
 
 
+def _migration_5(db: sqlite_utils.Database) -> None:
+    db["run_leases"].create(
+        {"run_id": str, "owner": str, "pid": int, "host": str, "acquired_utc": str, "heartbeat_utc": str},
+        pk="run_id",
+        not_null={"owner", "pid", "host", "acquired_utc", "heartbeat_utc"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
     (2, "runner checkpoints (item reports, content hash)", _migration_2),
     (3, "position-bias sweeps", _migration_3),
     (4, "metrics", _migration_4),
+    (5, "run leases (one writer per run)", _migration_5),
 )
 """Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
 
@@ -153,24 +179,78 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 """Number of the newest migration."""
 
 
-def open_db(path: str | Path) -> sqlite_utils.Database:
+def open_db(path: str | Path, *, busy_timeout_seconds: float = DEFAULT_BUSY_TIMEOUT_SECONDS) -> sqlite_utils.Database:
     """Open (creating if needed) a results database and bring its schema up to date.
+
+    Safe when several processes open one file at once: the connection waits up to
+    ``busy_timeout_seconds`` for another's lock, WAL mode is switched on by whichever opener
+    gets there first, and each migration runs in a ``BEGIN IMMEDIATE`` transaction that reads
+    ``_migrations`` again once it holds the write lock, so a second opener waits, sees the
+    migration applied and skips it. Every migration is applied exactly once.
+
+    Parameters
+    ----------
+    path : str or Path
+        The SQLite file, or ``":memory:"``.
+    busy_timeout_seconds : float, default 30
+        How long to wait for another connection's lock before failing.
 
     Raises
     ------
     sqlite3.DatabaseError
         If the file is not an SQLite database.
+    sqlite3.OperationalError
+        ``database is locked`` if another process holds the write lock for longer than
+        ``busy_timeout_seconds``.
     """
     db = sqlite_utils.Database(path)
+    set_busy_timeout(db, busy_timeout_seconds)
     if str(path) != ":memory:":
-        db.enable_wal()
-    if "_migrations" not in db.table_names():
-        db["_migrations"].create({"number": int, "name": str, "applied_utc": str}, pk="number")
-    applied = {row["number"] for row in db["_migrations"].rows}
+        _enable_wal(db, busy_timeout_seconds)
+    if _applied(db) >= {number for number, _, _ in MIGRATIONS}:
+        return db  # the common case: nothing to do, no write lock taken
+    with write_transaction(db):
+        db["_migrations"].create({"number": int, "name": str, "applied_utc": str}, pk="number", if_not_exists=True)
     for number, name, migrate in MIGRATIONS:
-        if number in applied:
-            continue
-        with db.atomic():
+        with write_transaction(db):
+            if number in _applied(db):  # read under the write lock: another opener may have applied it
+                continue
             migrate(db)
             db["_migrations"].insert({"number": number, "name": name, "applied_utc": utc_now()})
     return db
+
+
+def _applied(db: sqlite_utils.Database) -> set[int]:
+    """Numbers of the migrations recorded in ``_migrations`` (none when it does not exist)."""
+    if not db["_migrations"].exists():
+        return set()
+    return {row[0] for row in db.execute("select number from _migrations").fetchall()}
+
+
+def _enable_wal(db: sqlite_utils.Database, timeout_seconds: float) -> None:
+    """Switch the file to WAL mode, tolerating openers that do the same at the same time.
+
+    Changing the journal mode needs the file to itself. While another connection holds it,
+    SQLite waits out the busy timeout and may then answer ``database is locked``, or keep the
+    old mode without an error; either way this waits a little and tries again until the mode is
+    WAL (usually another opener switched it meanwhile) or ``timeout_seconds`` have passed.
+
+    Raises
+    ------
+    sqlite3.OperationalError
+        If the file is still not in WAL mode after ``timeout_seconds``.
+    """
+    deadline = time.monotonic() + timeout_seconds
+    delay = 0.005
+    while True:
+        try:
+            db.enable_wal()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+        if db.journal_mode == "wal":
+            return
+        if time.monotonic() > deadline:
+            raise sqlite3.OperationalError("could not switch the database to WAL mode: database is locked")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)

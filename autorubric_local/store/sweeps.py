@@ -27,6 +27,7 @@ from typing import Any
 import sqlite_utils
 
 from autorubric_local.store.provenance import package_version, timestamped_id, utc_now
+from autorubric_local.store.transaction import write_transaction
 
 
 class SweepTables:
@@ -46,7 +47,7 @@ class SweepTables:
     ) -> str:
         """Insert a sweep row (status ``running``) and return its id (``sweep-<utc>-<hex>``)."""
         sweep_id = timestamped_id("sweep")
-        with self.db.atomic():
+        with write_transaction(self.db):
             self.db["sweeps"].insert(
                 {
                     "id": sweep_id, "name": name or sweep_id, "kind": kind, "started_utc": utc_now(),
@@ -65,12 +66,12 @@ class SweepTables:
         aggregates: Sequence[dict[str, Any]],
     ) -> None:
         """Write rotation, cell-score and aggregate rows (without ``sweep_id``) in one transaction."""
-        with self.db.atomic():
+        with write_transaction(self.db):
             for table, rows in (("sweep_judgments", judgments), ("sweep_scores", scores),
                                 ("sweep_aggregates", aggregates)):
                 self.db[table].insert_all([{"sweep_id": sweep_id, **row} for row in rows], replace=True)
 
     def finish_sweep(self, sweep_id: str, status: str = "finished") -> None:
         """Mark a sweep finished (or ``failed``) with its end time."""
-        with self.db.atomic():
+        with write_transaction(self.db):
             self.db["sweeps"].update(sweep_id, {"finished_utc": utc_now(), "status": status})
