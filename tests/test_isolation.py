@@ -141,3 +141,8 @@ def test_explain_mode_keeps_the_verdict_when_only_the_explanation_fails() -> Non
     tasks = [result.task]
     again = run_tasks(engine, tasks, mode=JudgeMode.EXPLAIN, reasoning_first=False, explanation_tokens=8)
     assert again[0].chosen == 0 and again[0].explanation_error is not None
+    from autorubric_local.graders.records import graded_item_records
+
+    _, (row,) = graded_item_records([graded], {"scripted": "scripted"}, first_index=0)
+    assert row["verdict"] == "MET" and row["error"] is None
+    assert row["explanation_error"] == "infrastructure: decoding failed" and row["explanation"] is None

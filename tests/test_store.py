@@ -85,6 +85,7 @@ EXPECTED_COLUMNS: dict[str, dict[str, str]] = {
         "cached_tokens": "INTEGER",
         "duration_ms": "REAL",
         "error": "TEXT",
+        "explanation_error": "TEXT",
     },
     "run_leases": {
         "run_id": "TEXT",

@@ -111,6 +111,7 @@ def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id:
         "cached_tokens": result.usage.cache_read_input_tokens,
         "duration_ms": round(result.seconds * 1000.0, 3),
         "error": result.error,
+        "explanation_error": result.explanation_error,
     }
     if result.error is not None or result.chosen is None:
         return row

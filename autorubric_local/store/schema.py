@@ -23,6 +23,8 @@ Tables (units in column names):
   criterion, judge and variant) and ``sweep_aggregates`` (per judge, criterion and variant):
   position-bias sweeps (migration 3).
 - ``metrics``: one row per ``compute_metrics`` computation of a run (migration 4).
+- ``judgments.explanation_error`` (migration 6): in explain mode, why a judgment's explanation
+  could not be generated; its verdict (read before) stands and ``error`` stays NULL.
 - ``run_leases`` (migration 5): the lease of a run being written, at most one per run:
   ``run_id`` (primary key), ``owner`` (``<host>:<pid>:<random hex>``, one per writer), ``pid``
   and ``host`` of the writing process, ``acquired_utc`` and ``heartbeat_utc`` (renewed with
@@ -166,12 +168,17 @@ def _migration_5(db: sqlite_utils.Database) -> None:
     )
 
 
+def _migration_6(db: sqlite_utils.Database) -> None:
+    db.table("judgments").add_column("explanation_error", str)
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
     (2, "runner checkpoints (item reports, content hash)", _migration_2),
     (3, "position-bias sweeps", _migration_3),
     (4, "metrics", _migration_4),
     (5, "run leases (one writer per run)", _migration_5),
+    (6, "judgments.explanation_error (a verdict kept when its explanation failed)", _migration_6),
 )
 """Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
 
