@@ -265,6 +265,24 @@ def test_non_utf8_names_file_and_byte(tmp_path: Path) -> None:
         Rubric.from_file(handle)
 
 
+def test_file_objects_are_read_with_the_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    class Minimal:  # read() without a size argument still works
+        name = "minimal.json"
+
+        def read(self) -> str:
+            return json.dumps([criterion()])
+
+    assert len(Rubric.from_file(Minimal())) == 1  # type: ignore[arg-type]
+    monkeypatch.setattr(checks, "MAX_FILE_BYTES", 10)
+    monkeypatch.setattr("autorubric_local.core.rubric.MAX_FILE_BYTES", 10)
+    handle = io.StringIO(json.dumps([criterion()]))
+    handle.name = "big.json"
+    with pytest.raises(InputError, match=r"^big\.json: file too large"):
+        Rubric.from_file(handle)
+
+
 def test_byte_order_mark_is_accepted(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps([criterion()]).encode())

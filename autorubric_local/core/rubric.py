@@ -230,7 +230,10 @@ class Rubric:
                 f"Unsupported file format '{extension}' for file object: {name}\n{_SUPPORTED}"
             )
         try:
-            content = handle.read(MAX_FILE_BYTES + 1)
+            try:
+                content = handle.read(MAX_FILE_BYTES + 1)
+            except TypeError:  # a minimal file-like object whose read() takes no size
+                content = handle.read()
         except (OSError, ValueError) as exc:  # closed file, unreadable mode, bad encoding
             raise InputError(f"{name}: Failed to read from file object: {exc}") from exc
         if len(content) > MAX_FILE_BYTES:
