@@ -24,7 +24,7 @@ import json
 import math
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +39,10 @@ __all__ = [
     "MAX_WEIGHT",
     "MAX_YAML_VALUES",
     "check_json_object",
+    "check_keys",
     "check_nesting",
     "check_number",
+    "closest_field",
     "decode_utf8",
     "jsonl_lines",
     "parse_json",
@@ -77,6 +79,14 @@ def short_repr(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def closest_field(key: object, allowed: Iterable[str]) -> str | None:
+    """The allowed name ``key`` most likely misspells (``difflib``, ratio >= 0.6), or None."""
+    if not isinstance(key, str):
+        return None
+    close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def unknown_field(key: object, allowed: Iterable[str]) -> str:
     """The message for an unknown field, with the closest allowed name when there is one.
 
@@ -84,9 +94,22 @@ def unknown_field(key: object, allowed: Iterable[str]) -> str:
     ``unknown field 'text' (allowed: id, submission, ...)``.
     """
     names = list(allowed)
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6) if isinstance(key, str) else []
-    hint = f"did you mean {close[0]!r}?" if close else "allowed: " + ", ".join(names)
+    close = closest_field(key, names)
+    hint = f"did you mean {close!r}?" if close else "allowed: " + ", ".join(names)
     return f"unknown field {short_repr(key)} ({hint})"
+
+
+def check_keys(data: Mapping[Any, Any], allowed: Sequence[str], where: str = "") -> None:
+    """Refuse the first key of ``data`` not in ``allowed`` (``where`` goes in front).
+
+    Raises
+    ------
+    InputError
+        "<where> unknown field 'weigth' (did you mean 'weight'?)".
+    """
+    for key in data:
+        if key not in allowed:
+            raise InputError(f"{where} {unknown_field(key, allowed)}" if where else unknown_field(key, allowed))
 
 
 def check_number(value: object, field: str | None, low: float, high: float) -> float:

@@ -67,21 +67,13 @@ def _too_many(count: str) -> str:
     return f"too many criteria: {count} (the limit is {checks.MAX_CRITERIA})"
 
 
-def _check_keys(data: dict[Any, Any], allowed: tuple[str, ...], where: str) -> None:
-    for key in data:
-        if key not in allowed:
-            raise InputError(f"{where} {checks.unknown_field(key, allowed)}")
-
-
 def _raise_missing_key(data: dict[Any, Any], expected: tuple[str, ...]) -> None:
     """The spec's message for a dict without 'sections'/'rubric', plus the closest key when one
     of ``data``'s keys looks like a misspelling of an ``expected`` one."""
     message = "Invalid rubric format. Dict must contain either 'sections' or 'rubric' key"
-    for key in data:
-        hint = checks.unknown_field(key, expected)
-        if "did you mean" in hint:
-            message += f"; {hint}"
-            break
+    misspelt = next((key for key in data if checks.closest_field(key, expected)), None)
+    if misspelt is not None:
+        message += f"; {checks.unknown_field(misspelt, expected)}"
     raise InputError(message)
 
 
@@ -91,7 +83,7 @@ def _unwrap(data: Any) -> Any:
         return data
     if "rubric" not in data and "sections" not in data:
         _raise_missing_key(data, _TOP_KEYS)
-    _check_keys(data, _TOP_KEYS, "Invalid rubric format.")
+    checks.check_keys(data, _TOP_KEYS, "Invalid rubric format.")
     if "rubric" in data and "sections" in data:
         raise InputError("Invalid rubric format. Give either 'rubric' or 'sections', not both")
     if "rubric" in data:
@@ -100,7 +92,7 @@ def _unwrap(data: Any) -> Any:
             return data
         if "sections" not in data:
             _raise_missing_key(data, ("sections",))
-        _check_keys(data, ("sections",), "Invalid rubric format.")
+        checks.check_keys(data, ("sections",), "Invalid rubric format.")
     sections = data["sections"]
     if not isinstance(sections, list):
         raise InputError(
@@ -121,7 +113,7 @@ def _flatten(data: list[Any]) -> list[tuple[Any, bool]]:
         if "criteria" not in item:
             flat.append((item, True))
             continue
-        _check_keys(item, _SECTION_KEYS, f"Invalid section at index {idx}:")
+        checks.check_keys(item, _SECTION_KEYS, f"Invalid section at index {idx}:")
         section = item["criteria"]
         if not isinstance(section, list):
             raise InputError(

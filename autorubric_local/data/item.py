@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from autorubric_local.core.checks import check_keys
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import CriterionVerdict
 from autorubric_local.data.validation import (
     _check_optional_str,
     _parse_rubric,
-    check_fields,
     json_type_name,
     optional_metadata,
     parse_ground_truth,
@@ -166,7 +166,7 @@ def _item_from_dict(raw: object) -> DataItem:
     if not isinstance(raw, dict):
         raise InputError(f"expected a JSON object, got {json_type_name(raw)}")
     require_field(raw, "submission", ITEM_FIELDS)
-    check_fields(raw, ITEM_FIELDS)
+    check_keys(raw, ITEM_FIELDS)
     item_rubric = None if raw.get("rubric") is None else _parse_rubric(raw["rubric"])
     description = raw.get("description")
     return DataItem(

@@ -39,7 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from autorubric_local.core.checks import jsonl_lines, parse_json
+from autorubric_local.core.checks import check_keys, jsonl_lines, parse_json
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.data.dataset import (
@@ -49,7 +49,7 @@ from autorubric_local.data.dataset import (
     json_type_name,
     read_text_file,
 )
-from autorubric_local.data.validation import check_fields, require_field
+from autorubric_local.data.validation import require_field
 
 __all__ = ["SUBMISSION_FIELDS", "load_grading_data"]
 
@@ -148,7 +148,7 @@ def _parse_submission(row: object, index: int) -> DataItem:
     if not isinstance(row, dict):
         raise InputError(f"expected a JSON object, got {json_type_name(row)}")
     require_field(row, "submission", SUBMISSION_FIELDS)
-    check_fields(row, SUBMISSION_FIELDS)
+    check_keys(row, SUBMISSION_FIELDS)
     submission = row["submission"]
     if not isinstance(submission, str):
         raise InputError(f"field 'submission': expected a string, got {json_type_name(submission)}")

@@ -7,13 +7,13 @@ refused whole, before any work, with every bad item and field named.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from autorubric_local.core.checks import (
     check_json_object,
+    closest_field,
     read_input_text,
     unknown_field,
 )
@@ -169,19 +169,6 @@ def read_text_file(path: Path) -> str:
     return read_input_text(path)
 
 
-def check_fields(raw: dict[Any, Any], allowed: Sequence[str]) -> None:
-    """Refuse the first key of ``raw`` not in ``allowed``, naming the closest allowed field.
-
-    Raises
-    ------
-    InputError
-        "unknown field 'sumbission' (did you mean 'submission'?)".
-    """
-    for key in raw:
-        if key not in allowed:
-            raise InputError(unknown_field(key, allowed))
-
-
 def require_field(raw: dict[Any, Any], name: str, allowed: Sequence[str]) -> None:
     """Refuse ``raw`` without ``name``; point at an unknown key that looks like a misspelling.
 
@@ -194,10 +181,9 @@ def require_field(raw: dict[Any, Any], name: str, allowed: Sequence[str]) -> Non
     if name in raw:
         return
     message = f"field {name!r}: missing"
-    close = [k for k in raw if k not in allowed and isinstance(k, str)
-             and difflib.get_close_matches(k, [name], n=1, cutoff=0.6)]
-    if close:
-        message += f"; {unknown_field(close[0], [name])}"
+    misspelt = next((key for key in raw if key not in allowed and closest_field(key, [name])), None)
+    if misspelt is not None:
+        message += f"; {unknown_field(misspelt, [name])}"
     raise InputError(message)
 
 

@@ -35,11 +35,11 @@ import pydantic
 from autorubric_local.core.checks import (
     MAX_WEIGHT,
     check_json_object,
+    check_keys,
     check_number,
     parse_yaml,
     read_input_text,
     short_repr,
-    unknown_field,
 )
 from autorubric_local.core.errors import InputError
 from autorubric_local.graders.aggregation import (
@@ -85,9 +85,7 @@ def _judge(raw: object) -> tuple[JudgeSpec, dict[str, Any] | None]:
     """One judge entry and its metadata; errors name the field, not yet the file or index."""
     if not isinstance(raw, dict):
         raise InputError(f"expected a mapping with at least 'model', got {type(raw).__name__}")
-    for key in raw:
-        if key not in _ENTRY_KEYS:
-            raise InputError(unknown_field(key, _ENTRY_KEYS))
+    check_keys(raw, _ENTRY_KEYS)
     if "model" not in raw:
         raise InputError("field 'model' is required")
     for key, value in raw.items():
@@ -129,10 +127,8 @@ def load_judges_file(path: str | Path) -> JudgesFile:
         data = parse_yaml(text)
     except InputError as exc:
         raise InputError(f"{path}: not valid YAML/JSON: {exc}") from None
-    allowed = ("judges", *_TOP_KEYS)
-    for key in data if isinstance(data, dict) else ():
-        if key not in allowed:
-            raise InputError(f"{path}: {unknown_field(key, allowed)}")
+    if isinstance(data, dict):
+        check_keys(data, ("judges", *_TOP_KEYS), f"{path}:")
     if not isinstance(data, dict) or not isinstance(data.get("judges"), list) or not data["judges"]:
         raise InputError(f"{path}: expected a mapping with a non-empty list 'judges'")
     judges: list[JudgeSpec] = []
