@@ -224,7 +224,8 @@ def test_unknown_field(runner: CliRunner, tmp_path: Path) -> None:
         '{"id": "a", "submission": "NMC is dense."}\n{"id": "b", "sumbission": "LFP"}\n', encoding="utf-8"
     )
     message = grade_error(runner, RUBRIC_FILE, data, tmp_path)
-    assert f"{data}: line 2: field 'sumbission': unknown field" in message
+    assert f"{data}: line 2: field 'submission': missing" in message
+    assert "unknown field 'sumbission' (did you mean 'submission'?)" in message
 
 
 def test_missing_model_path(runner: CliRunner, tmp_path: Path) -> None:

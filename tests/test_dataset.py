@@ -361,7 +361,12 @@ def test_ricechem_example_loads_and_writes_back_byte_for_byte(tmp_path: Path) ->
     [
         ([1, 2], "expected a JSON object with 'rubric' and 'items', got array"),
         ({"prompt": "p", "items": []}, "field 'rubric': missing (use null when every item"),
-        (dataset_json(rubrik=[]), "field 'rubrik': unknown field (allowed: name, prompt, rubric,"),
+        (dataset_json(rubrik=[]), "unknown field 'rubrik' (did you mean 'rubric'?)"),
+        (
+            dataset_json(version=2),
+            "unknown field 'version' (allowed: name, prompt, rubric, reference_submission, "
+            "items, metadata)",
+        ),
         (
             dataset_json(rubric="accuracy"),
             "field 'rubric': expected an array of criteria or an object, got string",
@@ -378,8 +383,7 @@ def test_ricechem_example_loads_and_writes_back_byte_for_byte(tmp_path: Path) ->
         (dataset_json(items=[good_item(), "text"]), "item 1: expected a JSON object, got string"),
         (
             dataset_json(items=[good_item(groundtruth=[])]),
-            "item 0: field 'groundtruth': unknown field (allowed: id, submission, description, "
-            "ground_truth, rubric, reference_submission, prompt)",
+            "item 0: unknown field 'groundtruth' (did you mean 'ground_truth'?)",
         ),
         (dataset_json(items=[{"description": "no text"}]), "item 0: field 'submission': missing"),
         (
@@ -544,8 +548,8 @@ def test_jsonl_errors_name_line_and_item(tmp_path: Path) -> None:
         ('{"prompt": "p"}\n', "d.jsonl: line 1: field 'rubric': missing"),
         (
             '{"rubric": null, "items": []}\n',
-            "d.jsonl: line 1: field 'items': unknown field (allowed: name, prompt, rubric, "
-            "reference_submission)",
+            "d.jsonl: line 1: unknown field 'items' (allowed: name, prompt, rubric, "
+            "reference_submission, metadata)",
         ),
         ('{"rubric": null}\n{"submission": \n', "d.jsonl: line 2: invalid JSON: "),
     ],

@@ -297,17 +297,19 @@ def test_judges_file(tmp_path: Path) -> None:
     cases = {
         "judges: []\n": "non-empty list 'judges'",
         "judges:\n  - judge_id: a\n": r"judges\[0\]: field 'model' is required",
-        "judges:\n  - model: m\n    temprature: 0\n": r"judges\[0\]: field 'temprature'",
+        "judges:\n  - model: m\n    temprature: 0\n": (
+            r"judges\[0\]: unknown field 'temprature' \(did you mean 'temperature'\?\)"
+        ),
         "judges:\n  - model: m\n  - model: m\n": r"judges\[1\]: field 'judge_id': duplicate 'm'",
         "judges:\n  - model: m\n    weight: -1\n": r"judges\[0\]: .*weight must be > 0",
         "judges:\n  - model: m\naggregation: most\n": "field 'aggregation' must be one of",
-        "judges:\n  - model: m\nshuffle: no\n": "unknown keys",
+        "judges:\n  - model: m\nshuffle: no\n": "unknown field 'shuffle'",
     }
     for text, message in cases.items():
         path.write_text(text)
         with pytest.raises(InputError, match=message):
             load_judges_file(path)
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="missing.yaml: file not found"):
         load_judges_file(tmp_path / "missing.yaml")
 
 

@@ -1,14 +1,25 @@
-"""Helpers shared by the CLI commands."""
+"""Helpers shared by the CLI commands: error mapping, the rubric loader, and option checks that
+run before any judge is loaded (``--run``/``--name``, ``--db``)."""
 
 from __future__ import annotations
 
+import os
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from autorubric_local.core.errors import AutorubricError, InputError
+
 if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.core.rubric import Rubric
+
+MAX_NAME_LENGTH = 128
+"""Longest ``--run`` / ``--name`` accepted."""
+SQLITE_HEADER = b"SQLite format 3\x00"
+MEMORY_DB = ":memory:"
 
 
 def fail(exc: BaseException) -> click.ClickException:
@@ -17,10 +28,110 @@ def fail(exc: BaseException) -> click.ClickException:
 
 
 def load_rubric(path: Path) -> Rubric:
-    """The rubric file at ``path``; a clean CLI error naming the file when it cannot be read."""
+    """The rubric file at ``path``; a clean CLI error naming the file when it cannot be read.
+
+    Raises
+    ------
+    click.ClickException
+        Any problem with the file (exit status 1); the message starts with the path.
+    """
     from autorubric_local.core.rubric import Rubric
 
     try:
         return Rubric.from_file(str(path))
-    except (ValueError, OSError) as exc:
+    except AutorubricError as exc:
+        raise fail(exc) from exc
+    except OSError as exc:
         raise click.ClickException(f"{path}: {exc}") from exc
+
+
+def check_name(value: str) -> None:
+    """Refuse a run or sweep name that is empty, too long or not printable.
+
+    Raises
+    ------
+    InputError
+        Naming the problem and the name.
+    """
+    if not value.strip():
+        raise InputError("must not be empty")
+    if len(value) > MAX_NAME_LENGTH:
+        raise InputError(f"too long ({len(value)} characters; at most {MAX_NAME_LENGTH})")
+    if not value.isprintable():
+        raise InputError(f"must be printable (no control characters), got {value!r}")
+
+
+def name_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback for ``--name``: :func:`check_name` as a usage error (exit status 2)."""
+    if value is not None:
+        try:
+            check_name(value)
+        except InputError as exc:
+            raise click.BadParameter(str(exc), ctx, param) from None
+    return value
+
+
+def run_name_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback for ``--run``: :func:`check_name` plus the runner's rule for run names
+    (letters, digits, ``.``, ``_``, ``-``), as a usage error (exit status 2)."""
+    from autorubric_local.runner.config import EvalConfig
+
+    if value is not None:
+        try:
+            check_name(value)
+            EvalConfig(experiment_name=value, db_path=MEMORY_DB, show_progress=False)
+        except InputError as exc:
+            raise click.BadParameter(str(exc), ctx, param) from None
+    return value
+
+
+def check_database_path(path: Path) -> None:
+    """Refuse a results database path that cannot work, before any judge is loaded.
+
+    An existing path must be a writable file that is empty or an SQLite database (its header
+    is read and it is opened read-only; nothing is created or migrated). A new path needs its
+    nearest existing folder to be a writable folder. ``":memory:"`` is always accepted.
+
+    Raises
+    ------
+    InputError
+        Naming the path and the problem.
+    """
+    if str(path) == MEMORY_DB:
+        return
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected an SQLite file")
+    if not path.exists():
+        folder = path.absolute().parent
+        while not folder.exists():
+            folder = folder.parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise InputError(f"{path}: cannot be created ({folder} is not a writable folder)")
+        return
+    if not path.is_file():
+        raise InputError(f"{path}: not a regular file")
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not header:
+        return  # SQLite makes an empty file a new database
+    if header != SQLITE_HEADER:
+        raise InputError(f"{path}: not an SQLite database (it does not start with 'SQLite format 3')")
+    try:
+        with closing(sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)) as db:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        raise InputError(f"{path}: cannot be read as an SQLite database: {exc}") from None
+    if not os.access(path, os.W_OK):
+        raise InputError(f"{path}: not writable")
+
+
+def database_option(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    """Click callback for ``--db``: :func:`check_database_path` as a usage error (exit 2)."""
+    try:
+        check_database_path(value)
+    except InputError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+    return value

@@ -10,13 +10,18 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from autorubric_local.cli.common import fail, load_rubric
+from autorubric_local.cli.common import (
+    database_option,
+    fail,
+    load_rubric,
+    run_name_option,
+)
 from autorubric_local.core.errors import AutorubricError, InputError
 from autorubric_local.core.reports import (
     EnsembleCriterionReport,
@@ -29,6 +34,12 @@ from autorubric_local.graders.panel_file import load_judges_file
 from autorubric_local.judges.config import DEFAULT_MODEL, LLMConfig
 from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
+if TYPE_CHECKING:  # pragma: no cover
+    from autorubric_local.runner.results import EvalResult
+
+EXIT_FAILURES = 3
+"""Exit status of ``grade`` when some items or judgments failed (without --allow-failures)."""
+
 
 @click.command()
 @click.argument("paths", metavar="[RUBRIC] DATA", nargs=-1, required=True,
@@ -40,22 +51,26 @@ from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 @click.option("--permutations", type=click.Choice(["single", "cyclic"]), default=None,
               help="cyclic: judge multi-choice criteria in every rotation of their options and vote on the "
                    "averaged distribution (position-debiased). [default: single, or the judges file's]")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=Path("results.sqlite"), show_default=True, help="SQLite file for results.")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), callback=database_option,
+              default=Path("results.sqlite"), show_default=True,
+              help="SQLite file for results (new, empty, or an autorubric-local database).")
 @click.option("--mode", type=click.Choice(["score", "explain"]), default="score", show_default=True,
               help="score: verdicts from label probabilities; explain: also write explanations.")
 @click.option("--explanation-first", is_flag=True, help="In explain mode, reason before the verdict.")
 @click.option("--seed", type=int, default=None, help="Seed of the option shuffles (recorded).")
 @click.option("--no-shuffle", is_flag=True, help="Show multi-choice options in their original order.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Grade only the first N items.")
-@click.option("--run", "run_name", default=None,
-              help="Name of this run in the database; grading again with the same name resumes it.")
+@click.option("--run", "run_name", default=None, callback=run_name_option,
+              help="Name of this run in the database (letters, digits, '.', '_', '-'; at most 128); "
+                   "grading again with the same name resumes it.")
 @click.option("--resume/--no-resume", default=True, show_default=True,
               help="Continue the run named by --run (only missing items are graded), or start a new one.")
 @click.option("--chunk-judgments", type=click.IntRange(min=1), default=DEFAULT_CHUNK_JUDGMENTS,
               show_default=True, help="Most judgments per engine chunk; each chunk is committed at once.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON instead of a table.")
+@click.option("--allow-failures", is_flag=True,
+              help=f"Exit 0 even when items or judgments failed (default: exit {EXIT_FAILURES}).")
 def grade(
     paths: tuple[Path, ...],
     model: str | None,
@@ -72,11 +87,12 @@ def grade(
     chunk_judgments: int,
     no_progress: bool,
     as_json: bool,
+    allow_failures: bool,
 ) -> None:
     """Grade every submission in DATA against RUBRIC (YAML or JSON).
 
     DATA is JSONL or JSON of submissions ({"submission", "id", "query",
-    "reference_submission"}) or an AutoRubric dataset JSON; a dataset that carries
+    "reference_submission", "metadata"}) or an AutoRubric dataset JSON; a dataset that carries
     its own rubric can be graded without RUBRIC. Results go to the
     SQLite file --db; after a crash or Ctrl-C, run the same command with the same
     --run NAME to grade only what is missing.
@@ -92,6 +108,16 @@ def grade(
     An ensemble of judges, every option rotation:
 
         autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl --judges examples/judges.yaml --permutations cyclic
+
+    Every input (files, --run, --db) is checked before a judge is loaded.
+
+    \b
+    Exit status:
+      0    every item and judgment was graded
+      1    bad input: a rubric, data or judges file, or a run that cannot start
+      2    usage error: a bad option or argument (e.g. --run, --db, a directory as a file)
+      3    some items or judgments failed (results kept; --allow-failures exits 0)
+      130  interrupted (Ctrl-C); committed chunks are kept
     """
     from autorubric_local.data.submissions import load_grading_data
     from autorubric_local.runner import EvalConfig, EvalRunner
@@ -106,14 +132,14 @@ def grade(
         if limit is not None:
             dataset.items = dataset.items[:limit]
         grader = _make_grader(model, judges_path, permutations, mode, explanation_first, seed, not no_shuffle)
+        config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume,
+                            chunk_judgments=chunk_judgments, show_progress=not no_progress)
         started = time.perf_counter()
         names = ", ".join(sorted({j.llm_config.model for j in grader.judges}))
         with console.status(f"loading judge {names} ..."):
             for judge in grader.judges:
                 grader.engine_for(judge)
         load_seconds = time.perf_counter() - started
-        config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume,
-                            chunk_judgments=chunk_judgments, show_progress=not no_progress)
         result = EvalRunner(dataset, grader, config, data_path=str(data_path)).run_sync()
     except KeyboardInterrupt:
         console.print(f"interrupted: committed chunks are kept in {db_path}; run again with the same --run to resume")
@@ -125,6 +151,28 @@ def grade(
     else:
         Console().print(_results_table([(r.item_id, r.report) for r in result.item_results]))
     console.print(_summary(result, load_seconds, db_path))
+    failed_items, failed_judgments = _failures(result)
+    if failed_items or failed_judgments:
+        outcome = "exit status 0 (--allow-failures)" if allow_failures else f"exit status {EXIT_FAILURES}"
+        console.print(f"{failed_items} of {len(result.item_results)} items failed, "
+                      f"{failed_judgments} judgments failed; {outcome}")
+        if not allow_failures:
+            raise SystemExit(EXIT_FAILURES)
+
+
+def _failures(result: EvalResult) -> tuple[int, int]:
+    """``(failed items, failed judgments)`` of a run: items whose report has an ``error``, and
+    judges' votes (binary or multi-choice) with an ``error``, over every item."""
+    reports = [r.report for r in result.item_results]
+    items = sum(1 for report in reports if report.error is not None)
+    judgments = sum(
+        1
+        for report in reports
+        for criterion in report.report or []
+        for vote in [*criterion.votes, *criterion.multi_choice_votes]
+        if vote.error is not None
+    )
+    return items, judgments
 
 
 def _make_grader(

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from autorubric_local.bias.aggregate import Estimate, SweepAggregate
 from autorubric_local.bias.sweep import SweepKind, SweepResult, SweepSettings
-from autorubric_local.cli.common import fail, load_rubric
+from autorubric_local.cli.common import database_option, fail, load_rubric, name_option
 from autorubric_local.core.errors import AutorubricError
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
@@ -30,7 +30,8 @@ def _sweep_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--unrelated-option", is_flag=True,
                      help="Also sweep with one unrelated option added (spec 004 'rand option')."),
         click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
-                     default=Path("results.sqlite"), show_default=True, help="SQLite file for results."),
+                     callback=database_option, default=Path("results.sqlite"), show_default=True,
+                     help="SQLite file for results (new, empty, or an autorubric-local database)."),
         click.option("--plot", "plot_dir", type=click.Path(file_okay=False, path_type=Path),
                      help="Write PNG plots (heat maps, Grade Scores) into this folder."),
         click.option("--seed", type=int, default=0, show_default=True,
@@ -39,7 +40,8 @@ def _sweep_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--bootstrap", "n_bootstrap", type=click.IntRange(min=0), default=1000,
                      show_default=True, help="Bootstrap resamples for the intervals."),
         click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N items."),
-        click.option("--name", default=None, help="Name of this sweep in the database."),
+        click.option("--name", default=None, callback=name_option,
+                     help="Name of this sweep in the database (printable; at most 128 characters)."),
         click.option("--json", "as_json", is_flag=True, help="Print results as JSON instead of a table."),
     ]
     for option in reversed(options):

@@ -17,6 +17,11 @@ class InputError(AutorubricError, ValueError):
     """Bad user input (rubric, dataset, configuration); the message names file, item and field."""
 
 
+class MissingFileError(InputError, FileNotFoundError):
+    """An input file does not exist. A ``FileNotFoundError``, as AutoRubric's loaders raise,
+    and an :class:`InputError`, so callers catching the library's errors catch it too."""
+
+
 class ModelNotFoundError(AutorubricError, FileNotFoundError):
     """A judge model could not be located; the message lists every place that was searched."""
 

@@ -8,22 +8,20 @@ Accepted formats and loader error messages follow the AutoRubric API reference (
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-import yaml
-from pydantic import ValidationError
-
-from autorubric_local.core.errors import InputError
+from autorubric_local.core.checks import MAX_FILE_BYTES, decode_utf8, read_input_text
+from autorubric_local.core.errors import InputError, MissingFileError
 from autorubric_local.core.penalty import ToGradeInput
 from autorubric_local.core.reports import (
     CriterionReport,
     EnsembleEvaluationReport,
     EvaluationReport,
 )
+from autorubric_local.core.rubric_loading import criteria_from_data, parse_rubric_text
 from autorubric_local.core.scoring import score_reports
 from autorubric_local.core.types import (
     CannotAssessConfig,
@@ -134,72 +132,18 @@ class Rubric:
         Accepted shapes: a flat list of criterion dicts; a list of sections
         (``{"name": ..., "criteria": [...]}``, mixed freely with criteria);
         ``{"sections": [...]}``; ``{"rubric": {"sections": [...]}}``; ``{"rubric": [...]}``.
-        Sections are flattened in order.
+        Sections are flattened in order. Details in :mod:`.rubric_loading`.
 
         Raises
         ------
         InputError
             With the spec's messages: wrong container types, "No criteria found", a
             non-dict item, or an invalid criterion ("Invalid criterion at index i:" followed
-            by one "field: message" line per validation error).
+            by one "field: message" line per validation error). Extensions: an unknown key
+            (with the closest known field), more than ``MAX_CRITERIA`` (10,000) criteria,
+            and the criterion's name beside its index.
         """
-        if isinstance(data, dict):
-            if "rubric" in data:
-                data = data["rubric"]
-            if isinstance(data, dict):
-                if "sections" not in data:
-                    raise InputError(
-                        "Invalid rubric format. Dict must contain either 'sections' or "
-                        "'rubric' key"
-                    )
-                data = data["sections"]
-                if not isinstance(data, list):
-                    raise InputError(
-                        "Invalid rubric format. Expected 'sections' to be a list, "
-                        f"got {type(data).__name__}"
-                    )
-        if not isinstance(data, list):
-            raise InputError(f"Invalid rubric format. Expected a list, got {type(data).__name__}")
-        if not data:
-            raise InputError("No criteria found")
-
-        flat: list[Any] = []
-        for idx, item in enumerate(data):
-            if not isinstance(item, dict):
-                raise InputError(
-                    f"Invalid item at index {idx}: expected a dictionary, got {type(item).__name__}"
-                )
-            if "criteria" in item:
-                section = item["criteria"]
-                if not isinstance(section, list):
-                    raise InputError(
-                        f"Invalid section at index {idx}: 'criteria' must be a list, "
-                        f"got {type(section).__name__}"
-                    )
-                flat.extend(section)
-            else:
-                flat.append(item)
-        if not flat:
-            raise InputError("No criteria found")
-
-        criteria: list[Criterion] = []
-        for idx, entry in enumerate(flat):
-            if not isinstance(entry, dict):
-                raise InputError(
-                    f"Invalid criterion at index {idx}: expected a dictionary, "
-                    f"got {type(entry).__name__}"
-                )
-            try:
-                criteria.append(Criterion.model_validate(entry))
-            except ValidationError as exc:
-                details = [
-                    f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
-                    for error in exc.errors()
-                ]
-                raise InputError(
-                    f"Invalid criterion at index {idx}:\n  " + "\n  ".join(details)
-                ) from exc
-        return criteria
+        return criteria_from_data(data)
 
     @classmethod
     def from_dict(cls, data: list[dict[str, Any]] | dict[str, Any]) -> Rubric:
@@ -213,28 +157,22 @@ class Rubric:
         Raises
         ------
         InputError
-            "Failed to parse JSON string: ..." or a format error.
+            "Failed to parse JSON string: ..." (a syntax error, or nesting deeper than
+            ``MAX_DEPTH``), or a format error.
         """
-        try:
-            data = json.loads(json_string)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"Failed to parse JSON string: {exc}") from exc
-        return cls.from_dict(data)
+        return cls.from_dict(parse_rubric_text(json_string, ".json", "string"))
 
     @classmethod
     def from_yaml(cls, yaml_string: str) -> Rubric:
-        """Rubric from a YAML string (parsed with ``yaml.safe_load``).
+        """Rubric from a YAML string (``yaml.safe_load`` semantics).
 
         Raises
         ------
         InputError
-            "Failed to parse YAML string: ..." or a format error.
+            "Failed to parse YAML string: ..." (a syntax error, nesting deeper than
+            ``MAX_DEPTH``, too many values or criteria), or a format error.
         """
-        try:
-            data = yaml.safe_load(yaml_string)
-        except yaml.YAMLError as exc:
-            raise InputError(f"Failed to parse YAML string: {exc}") from exc
-        return cls.from_dict(data)
+        return cls.from_dict(parse_rubric_text(yaml_string, ".yaml", "string"))
 
     @classmethod
     def from_file(cls, source: str | os.PathLike[str] | IO[str] | IO[bytes]) -> Rubric:
@@ -247,12 +185,15 @@ class Rubric:
 
         Raises
         ------
-        FileNotFoundError
-            "File not found: <path>".
+        MissingFileError
+            "File not found: <path>" (a ``FileNotFoundError``, as in the spec, and an
+            ``InputError``).
         InputError
-            Unsupported extension, a file object without a usable name, a parse error
-            ("Failed to parse YAML file: ...", "Failed to parse JSON from file object: ...",
-            ...), a format error, or an unsupported ``source`` type.
+            Unsupported extension, a file object without a usable name, an unreadable file
+            (a directory, over ``MAX_FILE_BYTES``, not UTF-8), a parse error ("Failed to
+            parse YAML file: ...", "Failed to parse JSON from file object: ..."), a format
+            error, or an unsupported ``source`` type. Every message starts with the file's
+            name.
         """
         if hasattr(source, "read"):
             return cls._from_file_object(source)  # type: ignore[arg-type]
@@ -263,24 +204,17 @@ class Rubric:
             )
         path = Path(source)
         if not path.exists():
-            raise FileNotFoundError(f"File not found: {source}")
+            raise MissingFileError(f"File not found: {source}")
         extension = path.suffix.lower()
         if extension not in (".yaml", ".yml", ".json"):
             raise InputError(
                 f"Unsupported file format '{extension}' for file: {source}\n{_SUPPORTED}"
             )
-        with path.open(encoding="utf-8") as handle:
-            if extension == ".json":
-                try:
-                    data = json.load(handle)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"Failed to parse JSON file: {exc}") from exc
-            else:
-                try:
-                    data = yaml.safe_load(handle)
-                except yaml.YAMLError as exc:
-                    raise InputError(f"Failed to parse YAML file: {exc}") from exc
-        return cls.from_dict(data)
+        text = read_input_text(path)
+        try:
+            return cls.from_dict(parse_rubric_text(text, extension, "file"))
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from exc
 
     @classmethod
     def _from_file_object(cls, handle: IO[str] | IO[bytes]) -> Rubric:
@@ -296,20 +230,21 @@ class Rubric:
                 f"Unsupported file format '{extension}' for file object: {name}\n{_SUPPORTED}"
             )
         try:
-            content = handle.read()
+            try:
+                content = handle.read(MAX_FILE_BYTES + 1)
+            except TypeError:  # a minimal file-like object whose read() takes no size
+                content = handle.read()
         except (OSError, ValueError) as exc:  # closed file, unreadable mode, bad encoding
-            raise InputError(f"Failed to read from file object: {exc}") from exc
-        if extension == ".json":
-            try:
-                data = json.loads(content)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"Failed to parse JSON from file object: {exc}") from exc
-        else:
-            try:
-                data = yaml.safe_load(content)
-            except yaml.YAMLError as exc:
-                raise InputError(f"Failed to parse YAML from file object: {exc}") from exc
-        return cls.from_dict(data)
+            raise InputError(f"{name}: Failed to read from file object: {exc}") from exc
+        if len(content) > MAX_FILE_BYTES:
+            raise InputError(f"{name}: file too large (the limit is {MAX_FILE_BYTES // 2**20} MiB)")
+        text = decode_utf8(content, name) if isinstance(content, bytes) else content
+        if not isinstance(text, str):
+            raise InputError(f"{name}: read() returned {type(content).__name__}, not text")
+        try:
+            return cls.from_dict(parse_rubric_text(text, extension, "from file object"))
+        except InputError as exc:
+            raise InputError(f"{name}: {exc}") from exc
 
     # ------------------------------------------------------------ serialisation
 

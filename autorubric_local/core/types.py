@@ -14,12 +14,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from autorubric_local.core.checks import MAX_WEIGHT, check_json_object, check_number
 
 __all__ = [
     "CANONICAL_NA_OPTION",
+    "STRATEGIES_BY_SCALE",
     "AggregatedMultiChoiceVerdict",
     "AggregationStrategy",
     "CannotAssessConfig",
@@ -58,33 +69,77 @@ otherwise abstains through the criterion's NA option (falling back to ``mode``, 
 warning, when there is none). Ties resolve through :meth:`Criterion.worst_option_among`."""
 
 
+STRATEGIES_BY_SCALE: dict[str, tuple[str, ...]] = {
+    "binary": get_args(AggregationStrategy),
+    "ordinal": get_args(OrdinalAggregation),
+    "nominal": get_args(NominalAggregation),
+}
+"""The ensemble aggregation strategies valid for each kind of criterion."""
+
+
+def _finite_number(value: Any, low: float, high: float) -> Any:
+    """Refuse booleans, NaN, infinities and numbers outside ``[low, high]`` (strings are left
+    to pydantic, which parses numeric text and names the field when it cannot)."""
+    if isinstance(value, str):
+        return value
+    return check_number(value, None, low, high)  # pydantic puts the field in front
+
+
+def _check_finite_after(value: float, low: float, high: float) -> float:
+    """The same range check on a number pydantic parsed from text (``"nan"``, ``"1e400"``)."""
+    return check_number(value, None, low, high)
+
+
+def _non_empty(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or only white space")
+    return value
+
+
 class CriterionOption(BaseModel):
     """One option of a multi-choice criterion.
 
     Attributes
     ----------
     label : str
-        Text shown to the judge. Labels are unique within a criterion (see
-        :class:`Criterion`).
+        Text shown to the judge, not empty after stripping white space. Labels are unique
+        within a criterion (see :class:`Criterion`).
     value : float
         Score contribution in [0, 1] when this option is selected. Required for scored
         options; an NA option may omit it (it then defaults to 0.0, and it is never used
-        for scoring).
+        for scoring). Always a finite number (an NA option's within +-1e6); never a boolean.
     na : bool
-        True for a "not applicable" option, treated like binary CANNOT_ASSESS.
+        True for a "not applicable" option, treated like binary CANNOT_ASSESS. Must be a
+        real boolean (``"yes"`` or ``1`` is refused).
 
     Raises
     ------
     pydantic.ValidationError
         If a non-NA option's value lies outside [0, 1]
-        ("Option value must be in [0, 1], got <value>").
+        ("Option value must be in [0, 1], got <value>"), a value is not a finite number,
+        the label is empty, ``na`` is not a boolean, or a field is unknown.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     label: str
     value: float
-    na: bool = False
+    na: StrictBool = False
+
+    @field_validator("label")
+    @classmethod
+    def _check_label(cls, value: str) -> str:
+        return _non_empty(value)
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _check_value_type(cls, value: Any) -> Any:
+        return _finite_number(value, -MAX_WEIGHT, MAX_WEIGHT)
+
+    @field_validator("value")
+    @classmethod
+    def _check_value_finite(cls, value: float) -> float:
+        return _check_finite_after(value, -MAX_WEIGHT, MAX_WEIGHT)
 
     @model_validator(mode="before")
     @classmethod
@@ -144,17 +199,24 @@ class Criterion(BaseModel):
     scale_type : {"ordinal", "nominal"}
         Scale of a multi-choice criterion; selects the ensemble aggregation family.
     aggregation : str or None
-        Per-criterion override of the grader's aggregation strategy.
+        Per-criterion override of the grader's aggregation strategy; checked here against
+        the criterion's kind (:data:`STRATEGIES_BY_SCALE`).
+    metadata : dict or None
+        Extension: free-form JSON-able data about the criterion (author, source, tags). Kept
+        and written back by the loaders; never shown to the judge or used in scoring.
 
     Raises
     ------
     pydantic.ValidationError
         With "Multi-choice criterion must have at least 2 options" or "Must have at least
-        2 non-NA options" (spec 003), or, an extension of this package, when two option
-        labels are equal after strip/lower-casing (labels key lookups and probability maps).
+        2 non-NA options" (spec 003), or, extensions of this package: two option labels
+        equal after strip/lower-casing (labels key lookups and probability maps); a weight
+        that is a boolean, not finite, or beyond +-1e6; an empty requirement; an
+        aggregation strategy unknown or not valid for the criterion's kind; metadata that is
+        not a JSON-able mapping; an unknown field.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     weight: float = 10.0
     requirement: str
@@ -162,6 +224,43 @@ class Criterion(BaseModel):
     options: list[CriterionOption] | None = None
     scale_type: ScaleType = "ordinal"
     aggregation: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("weight", mode="before")
+    @classmethod
+    def _check_weight_type(cls, value: Any) -> Any:
+        return _finite_number(value, -MAX_WEIGHT, MAX_WEIGHT)
+
+    @field_validator("weight")
+    @classmethod
+    def _check_weight_finite(cls, value: float) -> float:
+        return _check_finite_after(value, -MAX_WEIGHT, MAX_WEIGHT)
+
+    @field_validator("requirement")
+    @classmethod
+    def _check_requirement(cls, value: str) -> str:
+        return _non_empty(value)
+
+    @field_validator("aggregation")
+    @classmethod
+    def _check_aggregation(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None or "options" not in info.data or "scale_type" not in info.data:
+            return value  # an invalid options/scale_type field is reported on its own
+        kind = "binary" if info.data["options"] is None else info.data["scale_type"]
+        allowed = STRATEGIES_BY_SCALE[kind]
+        if value not in allowed:
+            raise ValueError(
+                f"{value!r} is not a strategy for a {kind} criterion "
+                f"(allowed: {', '.join(allowed)})"
+            )
+        return value
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _check_metadata(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        return check_json_object(value, None)  # pydantic puts the field in front
 
     @model_validator(mode="after")
     def _check_options(self) -> Criterion:

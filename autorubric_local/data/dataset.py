@@ -17,15 +17,24 @@ JSON format (AutoRubric's; a file written by AutoRubric loads unchanged)::
          "rubric": [...],                        # optional, replaces the global rubric
          "reference_submission": "...",          # optional, overrides the global one
          "prompt": "...",                        # optional, overrides the global prompt
-         "id": "..."}                            # optional, autorubric-local only; unique
-      ]
+         "id": "...",                            # optional, autorubric-local only; unique
+         "metadata": {...}}                      # optional, autorubric-local only
+      ],
+      "metadata": {...}                          # optional, autorubric-local only
     }
 
 ``"rubric"`` must be present at the top level (``null`` when every item has its own rubric).
-Unknown keys are refused, so a misspelt key is an error rather than silently ignored.
+Unknown keys are refused, so a misspelt key is an error rather than silently ignored; the
+message names the closest known field ("unknown field 'groundtruth' (did you mean
+'ground_truth'?)"). Extra data belongs under ``metadata``: any JSON-able object, kept as is and
+written back, never shown to the judge. An empty ``submission`` is graded like any other text.
+
+Files larger than 64 MiB, files that are not UTF-8, and JSON nested deeper than 64 levels are
+refused (:mod:`autorubric_local.core.checks`).
 
 JSONL format (autorubric-local only): the first non-blank line is a header object with the
 top-level keys above except ``items``; every following non-blank line is one item object.
+Lines are split on ``"\n"`` only, so strings may hold U+2028, U+0085 and the like.
 :meth:`RubricDataset.from_file` and :meth:`RubricDataset.to_file` use it for ``.jsonl`` files.
 
 Ground truth holds one value per criterion of the item's effective rubric, in rubric order:
@@ -49,6 +58,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from autorubric_local.core.checks import jsonl_lines, parse_json, unknown_field
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import CannotAssessStrategy, CriterionVerdict
@@ -67,6 +77,7 @@ from autorubric_local.data.validation import (
     _located,
     _parse_rubric,
     json_type_name,
+    optional_metadata,
     parse_ground_truth,
     read_text_file,
 )
@@ -81,7 +92,9 @@ __all__ = [
     "rubric_to_json",
 ]
 
-DATASET_FIELDS: tuple[str, ...] = ("name", "prompt", "rubric", "reference_submission", "items")
+DATASET_FIELDS: tuple[str, ...] = (
+    "name", "prompt", "rubric", "reference_submission", "items", "metadata"
+)
 """Keys allowed at the top level of a dataset JSON object."""
 
 def _checked_item(item: object, rubric: Rubric | None) -> DataItem:
@@ -141,6 +154,8 @@ class RubricDataset:
         Optional dataset name, e.g. ``"essay-grading-v1"``.
     reference_submission : str or None
         Global exemplar answer; an item's own reference takes precedence.
+    metadata : dict or None
+        Free-form JSON-able data about the dataset (autorubric-local extension).
 
     Examples
     --------
@@ -156,10 +171,12 @@ class RubricDataset:
     items: list[DataItem] = field(default_factory=list)
     name: str | None = None
     reference_submission: str | None = None
+    metadata: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         for name in ("prompt", "name", "reference_submission"):
             _check_optional_str(name, getattr(self, name))
+        self.metadata = optional_metadata(self.metadata)
         if self.rubric is not None and not isinstance(self.rubric, Rubric):
             raise InputError(
                 f"field 'rubric': expected a Rubric or None, got {type(self.rubric).__name__}"
@@ -182,6 +199,7 @@ class RubricDataset:
         reference_submission: str | None = None,
         prompt: str | None = None,
         id: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> DataItem:
         """Validate a new item against its effective rubric, append it and return it.
 
@@ -201,6 +219,7 @@ class RubricDataset:
                     reference_submission=reference_submission,
                     prompt=prompt,
                     id=id,
+                    metadata=metadata,
                 ),
                 self.rubric,
             )
@@ -291,13 +310,15 @@ class RubricDataset:
         return self.with_items(train), self.with_items(test)
 
     def with_items(self, items: list[DataItem]) -> RubricDataset:
-        """A new dataset with this one's header (name, prompt, rubric, reference) and ``items``."""
+        """A new dataset with this one's header (name, prompt, rubric, reference, metadata) and
+        ``items``."""
         return RubricDataset(
             prompt=self.prompt,
             rubric=self.rubric,
             items=items,
             name=self.name,
             reference_submission=self.reference_submission,
+            metadata=self.metadata,
         )
 
     # ---- scoring --------------------------------------------------------------------------
@@ -345,6 +366,8 @@ class RubricDataset:
         data["rubric"] = None if self.rubric is None else rubric_to_json(self.rubric)
         if self.reference_submission is not None:
             data["reference_submission"] = self.reference_submission
+        if self.metadata is not None:
+            data["metadata"] = self.metadata
         return data
 
     def to_dict(self) -> dict[str, Any]:
@@ -407,10 +430,17 @@ class RubricDataset:
     def from_json(
         cls, json_string: str, *, source: str | None = None, rubric: Rubric | None = None
     ) -> RubricDataset:
-        """Parse a JSON string (AutoRubric's format); see :meth:`from_dict` for the options."""
+        """Parse a JSON string (AutoRubric's format); see :meth:`from_dict` for the options.
+
+        Raises
+        ------
+        InputError
+            Invalid JSON (or nested deeper than 64 levels), or any problem :meth:`from_dict`
+            finds.
+        """
         try:
-            data = json.loads(json_string)
-        except json.JSONDecodeError as e:
+            data = parse_json(json_string)
+        except InputError as e:
             raise InputError(_located(source, f"invalid JSON: {e}")) from None
         return cls.from_dict(data, source=source, rubric=rubric)
 
@@ -418,14 +448,21 @@ class RubricDataset:
     def from_jsonl(
         cls, text: str, *, source: str | None = None, rubric: Rubric | None = None
     ) -> RubricDataset:
-        """Parse JSONL: a header object line, then one item per line; blank lines are skipped."""
+        """Parse JSONL: a header object line, then one item per line; blank lines are skipped.
+
+        Lines are split on ``"\n"`` only (JSON strings may hold U+2028 and the like).
+
+        Raises
+        ------
+        InputError
+            A line that is not JSON (or is nested too deep), no header, or any problem
+            :meth:`from_dict` finds; each names the line.
+        """
         rows: list[tuple[int, Any]] = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
+        for number, line in jsonl_lines(text):
             try:
-                rows.append((number, json.loads(line)))
-            except json.JSONDecodeError as e:
+                rows.append((number, parse_json(line)))
+            except InputError as e:
                 raise InputError(_located(source, f"line {number}: invalid JSON: {e}")) from None
         if not rows:
             raise InputError(_located(source, "empty file: expected a header line with 'rubric'"))
@@ -449,7 +486,11 @@ class RubricDataset:
     def from_file(cls, path: str | Path, *, rubric: Rubric | None = None) -> RubricDataset:
         """Load a ``.json`` (AutoRubric's format) or ``.jsonl`` dataset file.
 
-        Errors, including an unreadable file, are InputErrors that start with the path.
+        Raises
+        ------
+        InputError
+            Every problem, starting with the path: missing, a directory, over 64 MiB, not
+            UTF-8, invalid or too deeply nested JSON, unknown or invalid fields.
         """
         path = Path(path)
         text = read_text_file(path)
@@ -473,8 +514,7 @@ class RubricDataset:
         problems = ProblemCollector(source)
         for key in header:
             if key not in allowed:
-                message = f"field {key!r}: unknown field (allowed: {', '.join(allowed)})"
-                problems.add(header_where, message)
+                problems.add(header_where, unknown_field(key, allowed))
         if "rubric" not in header and rubric_override is None:
             problems.add(
                 header_where,
@@ -485,6 +525,10 @@ class RubricDataset:
                 _check_optional_str(key, header.get(key))
             except InputError as e:
                 problems.add(header_where, str(e))
+        try:
+            optional_metadata(header.get("metadata"))
+        except InputError as e:
+            problems.add(header_where, str(e))
         own_rubric: Rubric | None = None
         if header.get("rubric") is not None:
             try:
@@ -510,4 +554,5 @@ class RubricDataset:
             items=checked,
             name=header.get("name"),
             reference_submission=header.get("reference_submission"),
+            metadata=header.get("metadata"),
         )

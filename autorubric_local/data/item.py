@@ -1,7 +1,7 @@
 """One submission to grade (:class:`DataItem`) and its JSON form in a dataset file.
 
-The format is AutoRubric's (see :mod:`.dataset`); ``id`` and the per-item ``prompt`` are
-autorubric-local's additions.
+The format is AutoRubric's (see :mod:`.dataset`); ``id``, the per-item ``prompt`` and
+``metadata`` are autorubric-local's additions.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from autorubric_local.core.checks import check_keys
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import CriterionVerdict
@@ -17,13 +18,16 @@ from autorubric_local.data.validation import (
     _check_optional_str,
     _parse_rubric,
     json_type_name,
+    optional_metadata,
     parse_ground_truth,
+    require_field,
 )
 
 __all__ = ["ITEM_FIELDS", "DataItem", "item_to_dict", "rubric_to_json"]
 
 ITEM_FIELDS: tuple[str, ...] = (
-    "id", "submission", "description", "ground_truth", "rubric", "reference_submission", "prompt"
+    "id", "submission", "description", "ground_truth", "rubric", "reference_submission", "prompt",
+    "metadata",
 )
 """Keys allowed in an item object."""
 
@@ -50,8 +54,18 @@ class DataItem:
         Per-item prompt (the ``query`` passed to grading); overrides the dataset's.
     id : str or None
         Caller's identifier for the item (autorubric-local extension); unique in a dataset.
+    metadata : dict or None
+        Free-form JSON-able data about the item (autorubric-local extension): source,
+        annotator, extra columns. Kept and written back; never shown to the judge.
 
+    An empty ``submission`` is valid and is graded like any other text.
     Items are immutable: derive variants with :func:`dataclasses.replace`.
+
+    Raises
+    ------
+    InputError
+        A field of the wrong type, ``metadata`` that is not a JSON-able mapping, or ground
+        truth that does not fit the item's own rubric; the message names the field.
     """
 
     submission: str
@@ -61,6 +75,7 @@ class DataItem:
     reference_submission: str | None = None
     prompt: str | None = None
     id: str | None = None
+    metadata: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.submission, str):
@@ -77,6 +92,7 @@ class DataItem:
             raise InputError(
                 f"field 'rubric': expected a Rubric or None, got {type(self.rubric).__name__}"
             )
+        object.__setattr__(self, "metadata", optional_metadata(self.metadata))
         if self.ground_truth is None:
             return
         if self.rubric is not None:
@@ -96,8 +112,9 @@ def rubric_to_json(rubric: Rubric) -> list[dict[str, Any]]:
     """A rubric as AutoRubric writes it inside a dataset: a list of criterion objects.
 
     Keys come in AutoRubric's order (``name``, ``weight``, ``requirement``, then for
-    multi-choice ``scale_type``, ``options`` with ``label``/``value``/``na``, and
-    ``aggregation`` when set), so a dataset file AutoRubric wrote is written back byte for byte.
+    multi-choice ``scale_type``, ``options`` with ``label``/``value``/``na``), so a dataset
+    file AutoRubric wrote is written back byte for byte; ``aggregation`` and ``metadata``
+    follow when set.
     """
     criteria: list[dict[str, Any]] = []
     for criterion in rubric.rubric:
@@ -112,13 +129,16 @@ def rubric_to_json(rubric: Rubric) -> list[dict[str, Any]]:
                 {"label": option.label, "value": option.value, "na": option.na}
                 for option in criterion.options
             ]
-            if criterion.aggregation is not None:
-                data["aggregation"] = criterion.aggregation
+        if criterion.aggregation is not None:
+            data["aggregation"] = criterion.aggregation
+        if criterion.metadata is not None:
+            data["metadata"] = criterion.metadata
         criteria.append(data)
     return criteria
 
 
 def item_to_dict(item: DataItem) -> dict[str, Any]:
+    """An item as its JSON object in a dataset file (``None`` extensions left out)."""
     data: dict[str, Any] = {}
     if item.id is not None:
         data["id"] = item.id
@@ -136,6 +156,8 @@ def item_to_dict(item: DataItem) -> dict[str, Any]:
         data["reference_submission"] = item.reference_submission
     if item.prompt is not None:
         data["prompt"] = item.prompt
+    if item.metadata is not None:
+        data["metadata"] = item.metadata
     return data
 
 
@@ -143,11 +165,8 @@ def _item_from_dict(raw: object) -> DataItem:
     """Build a DataItem from its JSON object; errors name the field but not the item."""
     if not isinstance(raw, dict):
         raise InputError(f"expected a JSON object, got {json_type_name(raw)}")
-    unknown = [key for key in raw if key not in ITEM_FIELDS]
-    if unknown:
-        raise InputError(f"field {unknown[0]!r}: unknown field (allowed: {', '.join(ITEM_FIELDS)})")
-    if "submission" not in raw:
-        raise InputError("field 'submission': missing")
+    require_field(raw, "submission", ITEM_FIELDS)
+    check_keys(raw, ITEM_FIELDS)
     item_rubric = None if raw.get("rubric") is None else _parse_rubric(raw["rubric"])
     description = raw.get("description")
     return DataItem(
@@ -158,4 +177,5 @@ def _item_from_dict(raw: object) -> DataItem:
         reference_submission=raw.get("reference_submission"),
         prompt=raw.get("prompt"),
         id=raw.get("id"),
+        metadata=raw.get("metadata"),
     )

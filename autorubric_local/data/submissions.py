@@ -6,10 +6,12 @@
 
         {"id": "s1", "submission": "NMC cells reach ...", "query": "Compare NMC and LFP ..."}
 
-    Fields: ``submission`` (required, non-empty string), ``id`` (string or integer, unique),
-    ``query`` (the question, passed to grading as the item's prompt) and
-    ``reference_submission`` (exemplar answer); any other field is an error, so typos are
-    caught. A submissions file carries no rubric: ``rubric`` must be given.
+    Fields: ``submission`` (required string; an empty one is graded like any other text),
+    ``id`` (string or integer, unique), ``query`` (the question, passed to grading as the
+    item's prompt), ``reference_submission`` (exemplar answer) and ``metadata`` (any JSON
+    object, kept with the item and never shown to the judge: put extra columns there). Any
+    other field is an error naming the closest known one, so typos are caught. A submissions
+    file carries no rubric: ``rubric`` must be given.
 (b) **a JSON array** of such objects.
 (c) **an AutoRubric dataset** (:class:`~autorubric_local.data.dataset.RubricDataset` JSON, an object
     with ``items``; or its JSONL form, whose first line is a header with ``rubric``). Its own
@@ -27,16 +29,17 @@ its index in the returned dataset. Duplicate ids are an error.
 Every problem is an :class:`~autorubric_local.core.errors.InputError` whose lines name the file, the
 line (JSONL, 1-based) or item (JSON, 0-based) and the field, e.g.
 ``subs.jsonl: line 3: field 'submission': missing``. The whole file is checked before anything
-is returned.
+is returned. JSONL is split on ``"\n"`` only; files over 64 MiB, not UTF-8, or nested deeper
+than 64 levels are refused (:mod:`autorubric_local.core.checks`).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from autorubric_local.core.checks import check_keys, jsonl_lines, parse_json
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.data.dataset import (
@@ -46,10 +49,11 @@ from autorubric_local.data.dataset import (
     json_type_name,
     read_text_file,
 )
+from autorubric_local.data.validation import require_field
 
 __all__ = ["SUBMISSION_FIELDS", "load_grading_data"]
 
-SUBMISSION_FIELDS: tuple[str, ...] = ("id", "submission", "query", "reference_submission")
+SUBMISSION_FIELDS: tuple[str, ...] = ("id", "submission", "query", "reference_submission", "metadata")
 """Fields allowed in one submission object."""
 
 
@@ -82,8 +86,8 @@ def load_grading_data(path: str | Path, rubric: Rubric | None = None) -> RubricD
     if suffix == ".jsonl":
         return _load_jsonl(text, source, rubric)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
+        data = parse_json(text)
+    except InputError as e:
         if suffix == ".json":
             raise InputError(f"{source}: invalid JSON: {e}") from None
         return _load_jsonl(text, source, rubric)
@@ -104,12 +108,10 @@ def load_grading_data(path: str | Path, rubric: Rubric | None = None) -> RubricD
 
 def _load_jsonl(text: str, source: str, rubric: Rubric | None) -> RubricDataset:
     rows: list[tuple[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(text):
         try:
-            rows.append((f"line {number}", json.loads(line)))
-        except json.JSONDecodeError as e:
+            rows.append((f"line {number}", parse_json(line)))
+        except InputError as e:
             raise InputError(f"{source}: line {number}: invalid JSON: {e}") from None
     if rows:
         first = rows[0][1]
@@ -145,18 +147,11 @@ def _load_submissions(
 def _parse_submission(row: object, index: int) -> DataItem:
     if not isinstance(row, dict):
         raise InputError(f"expected a JSON object, got {json_type_name(row)}")
-    for key in row:
-        if key not in SUBMISSION_FIELDS:
-            raise InputError(
-                f"field {key!r}: unknown field (allowed: {', '.join(SUBMISSION_FIELDS)})"
-            )
-    if "submission" not in row:
-        raise InputError("field 'submission': missing")
+    require_field(row, "submission", SUBMISSION_FIELDS)
+    check_keys(row, SUBMISSION_FIELDS)
     submission = row["submission"]
     if not isinstance(submission, str):
         raise InputError(f"field 'submission': expected a string, got {json_type_name(submission)}")
-    if not submission.strip():
-        raise InputError("field 'submission': empty")
     for key in ("query", "reference_submission"):
         value = row.get(key)
         if value is not None and not isinstance(value, str):
@@ -169,6 +164,7 @@ def _parse_submission(row: object, index: int) -> DataItem:
         prompt=row.get("query"),
         reference_submission=row.get("reference_submission"),
         id=_parse_id(row.get("id"), index),
+        metadata=row.get("metadata"),
     )
 
 
@@ -204,10 +200,4 @@ def _with_ids(dataset: RubricDataset, where: list[str], source: str) -> RubricDa
     problems = ProblemCollector(source)
     _check_unique_ids(items, where, problems)
     problems.raise_if_any()
-    return RubricDataset(
-        prompt=dataset.prompt,
-        rubric=dataset.rubric,
-        items=items,
-        name=dataset.name,
-        reference_submission=dataset.reference_submission,
-    )
+    return dataset.with_items(items)

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from autorubric_local.core.checks import (
+    check_json_object,
+    closest_field,
+    read_input_text,
+    unknown_field,
+)
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import Criterion, CriterionVerdict
@@ -155,12 +162,37 @@ def _duplicate_id(item_id: str, first_use: str) -> str:
 
 
 def read_text_file(path: Path) -> str:
-    """Read a UTF-8 text file; failures become an InputError naming the path."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read file: {e.strerror or e}") from None
+    """Read a UTF-8 text file (at most 64 MiB); failures become an InputError naming the path.
+
+    See :func:`autorubric_local.core.checks.read_input_text`.
+    """
+    return read_input_text(path)
+
+
+def require_field(raw: dict[Any, Any], name: str, allowed: Sequence[str]) -> None:
+    """Refuse ``raw`` without ``name``; point at an unknown key that looks like a misspelling.
+
+    Raises
+    ------
+    InputError
+        "field 'submission': missing", followed, when some unknown key is close to the name,
+        by "; unknown field 'submision' (did you mean 'submission'?)".
+    """
+    if name in raw:
+        return
+    message = f"field {name!r}: missing"
+    misspelt = next((key for key in raw if key not in allowed and closest_field(key, [name])), None)
+    if misspelt is not None:
+        message += f"; {unknown_field(misspelt, [name])}"
+    raise InputError(message)
+
+
+def optional_metadata(value: object) -> dict[str, Any] | None:
+    """``None``, or ``value`` checked to be a JSON-able mapping (the ``metadata`` field).
+
+    Raises
+    ------
+    InputError
+        "field 'metadata': ..." naming what is not JSON-able.
+    """
+    return None if value is None else check_json_object(value)

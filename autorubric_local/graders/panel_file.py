@@ -11,23 +11,36 @@ Format (every key but ``judges`` optional)::
       - judge_id: smol-strict
         model: smollm2-135m-instruct
         system_prompt: "You are a strict grader. ..."
+        metadata: {owner: qa-team}  # free-form JSON-able data, kept in JudgesFile.metadata
     aggregation: majority         # binary: majority | weighted | unanimous | any
     ordinal_aggregation: mean     # mean | median | weighted_mean | mode | min | max
     nominal_aggregation: mode     # mode | weighted_mode | unanimous
     permutations: single          # single | cyclic
 
-Used by the CLI's ``--judges FILE`` (``grade``, ``sweep``).
+Used by the CLI's ``--judges FILE`` (``grade``, ``sweep``). Loading is strict: unknown keys are
+errors naming the closest known field, numbers must be finite, booleans real booleans and
+strings strings (LLMConfig fields are validated in pydantic's strict mode); the file is read
+with the limits of :mod:`autorubric_local.core.checks` (64 MiB, UTF-8, 64 levels of nesting).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pydantic
-import yaml
 
+from autorubric_local.core.checks import (
+    MAX_WEIGHT,
+    check_json_object,
+    check_keys,
+    check_number,
+    parse_yaml,
+    read_input_text,
+    short_repr,
+)
 from autorubric_local.core.errors import InputError
 from autorubric_local.graders.aggregation import (
     BINARY_STRATEGIES,
@@ -38,6 +51,7 @@ from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.judges.config import LLMConfig
 
 _JUDGE_KEYS = ("judge_id", "weight", "system_prompt")
+_ENTRY_KEYS = (*_JUDGE_KEYS, *(name for name in LLMConfig.model_fields if name != "engine"), "metadata")
 _TOP_KEYS: dict[str, tuple[str, ...]] = {
     "aggregation": BINARY_STRATEGIES,
     "ordinal_aggregation": ORDINAL_STRATEGIES,
@@ -48,39 +62,52 @@ _TOP_KEYS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class JudgesFile:
-    """A parsed judge-panel file: the judges and the grader settings it names."""
+    """A parsed judge-panel file: the judges, the grader settings it names, and each judge's
+    ``metadata`` (by ``judge_id``; only judges that have it)."""
 
     judges: tuple[JudgeSpec, ...]
     settings: dict[str, str]
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def grader_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :class:`CriterionGrader`: ``judges`` plus the named settings."""
         return {"judges": list(self.judges), **self.settings}
 
 
-def _judge(path: Path, index: int, raw: object) -> JudgeSpec:
-    where = f"{path}: judges[{index}]"
+def _optional_str(own: dict[str, Any], key: str) -> str | None:
+    value = own.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"field {key!r}: expected a string, got {type(value).__name__} {short_repr(value)}")
+    return value
+
+
+def _judge(raw: object) -> tuple[JudgeSpec, dict[str, Any] | None]:
+    """One judge entry and its metadata; errors name the field, not yet the file or index."""
     if not isinstance(raw, dict):
-        raise InputError(f"{where}: expected a mapping with at least 'model', got {type(raw).__name__}")
+        raise InputError(f"expected a mapping with at least 'model', got {type(raw).__name__}")
+    check_keys(raw, _ENTRY_KEYS)
+    if "model" not in raw:
+        raise InputError("field 'model' is required")
+    for key, value in raw.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"field {key!r}: expected a finite number, got {value}")
     entry = dict(raw)
-    if "model" not in entry:
-        raise InputError(f"{where}: field 'model' is required")
     own = {key: entry.pop(key) for key in _JUDGE_KEYS if key in entry}
+    metadata = entry.pop("metadata", None)
+    if metadata is not None:
+        metadata = check_json_object(metadata)
     try:
-        config = LLMConfig(**entry)
+        config = LLMConfig.model_validate(entry, strict=True)
     except pydantic.ValidationError as exc:
         error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"]) or "?"
-        raise InputError(f"{where}: field '{field}': {error['msg']}") from None
-    try:
-        return JudgeSpec(
-            config,
-            str(own.get("judge_id") or config.model),
-            float(own.get("weight", 1.0)),
-            own.get("system_prompt"),
-        )
-    except (InputError, TypeError, ValueError) as exc:
-        raise InputError(f"{where}: {exc}") from None
+        name = str(error["loc"][0]) if error["loc"] else "?"
+        raise InputError(f"field '{name}': {error['msg']}") from None
+    judge_id = _optional_str(own, "judge_id")
+    if judge_id is not None and not judge_id.strip():
+        raise InputError("field 'judge_id': must not be empty")
+    weight = check_number(own.get("weight", 1.0), "weight", -MAX_WEIGHT, MAX_WEIGHT)
+    spec = JudgeSpec(config, judge_id or config.model, weight, _optional_str(own, "system_prompt"))
+    return spec, metadata
 
 
 def load_judges_file(path: str | Path) -> JudgesFile:
@@ -89,31 +116,39 @@ def load_judges_file(path: str | Path) -> JudgesFile:
     Raises
     ------
     InputError
-        If the file cannot be read or parsed, or a field is missing or invalid (the message
-        names the file, the judge's index and the field), or two judges share a ``judge_id``.
+        If the file cannot be read (missing, a directory, over 64 MiB, not UTF-8) or parsed
+        (including nesting deeper than 64 levels), or a field is unknown, missing or invalid
+        (the message names the file, the judge's index and the field), or two judges share a
+        ``judge_id``.
     """
     path = Path(path)
+    text = read_input_text(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read judges file: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
+        data = parse_yaml(text)
+    except InputError as exc:
         raise InputError(f"{path}: not valid YAML/JSON: {exc}") from None
+    if isinstance(data, dict):
+        check_keys(data, ("judges", *_TOP_KEYS), f"{path}:")
     if not isinstance(data, dict) or not isinstance(data.get("judges"), list) or not data["judges"]:
         raise InputError(f"{path}: expected a mapping with a non-empty list 'judges'")
-    unknown = sorted(set(data) - {"judges", *_TOP_KEYS})
-    if unknown:
-        raise InputError(f"{path}: unknown keys {unknown}; allowed: {['judges', *_TOP_KEYS]}")
-    judges = tuple(_judge(path, i, raw) for i, raw in enumerate(data["judges"]))
-    seen: set[str] = set()
-    for index, judge in enumerate(judges):
-        if judge.judge_id in seen:
+    judges: list[JudgeSpec] = []
+    metadata: dict[str, dict[str, Any]] = {}
+    for index, raw in enumerate(data["judges"]):
+        try:
+            judge, extra = _judge(raw)
+        except InputError as exc:
+            raise InputError(f"{path}: judges[{index}]: {exc}") from None
+        if any(judge.judge_id == other.judge_id for other in judges):
             raise InputError(f"{path}: judges[{index}]: field 'judge_id': duplicate {judge.judge_id!r}")
-        seen.add(judge.judge_id)
+        judges.append(judge)
+        if extra is not None:
+            metadata[judge.judge_id] = extra
     settings: dict[str, str] = {}
-    for key, allowed in _TOP_KEYS.items():
+    for key, choices in _TOP_KEYS.items():
         if key in data:
-            if data[key] not in allowed:
-                raise InputError(f"{path}: field '{key}' must be one of {list(allowed)}, got {data[key]!r}")
+            if not isinstance(data[key], str) or data[key] not in choices:
+                raise InputError(
+                    f"{path}: field '{key}' must be one of {list(choices)}, got {short_repr(data[key])}"
+                )
             settings[key] = data[key]
-    return JudgesFile(judges, settings)
+    return JudgesFile(tuple(judges), settings, metadata)

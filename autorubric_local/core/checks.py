@@ -1,0 +1,424 @@
+"""Input limits and the checks every loader shares: reading, parsing, nesting, field names.
+
+Rubric files, dataset files, submissions files and judge-panel files all go through these
+helpers, so they refuse the same things the same way, before any model is loaded:
+
+- a file that is missing, a directory, larger than :data:`MAX_FILE_BYTES` or not UTF-8
+  (:func:`read_input_text`; the message names the file and, for bad UTF-8, the byte offset);
+- JSON or YAML nested deeper than :data:`MAX_DEPTH` levels (:func:`parse_json`,
+  :func:`parse_yaml`; depth is measured without recursion, and a parser's own
+  ``RecursionError`` is caught), and YAML whose aliases expand beyond :data:`MAX_YAML_VALUES`
+  values or form a cycle;
+- a misspelt field (:func:`unknown_field`, which suggests the closest known name);
+- a number that is not finite or lies outside a range (:func:`check_number`), and metadata
+  that is not JSON-able (:func:`check_json_object`).
+
+Errors are :class:`~autorubric_local.core.errors.InputError`; callers add the file, item or
+criterion in front of the message.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from autorubric_local.core.errors import InputError
+
+__all__ = [
+    "MAX_CRITERIA",
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "MAX_WEIGHT",
+    "MAX_YAML_VALUES",
+    "check_json_object",
+    "check_keys",
+    "check_nesting",
+    "check_number",
+    "closest_field",
+    "decode_utf8",
+    "jsonl_lines",
+    "parse_json",
+    "parse_yaml",
+    "read_input_text",
+    "short_repr",
+    "unknown_field",
+]
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""Largest input file read (64 MiB)."""
+MAX_DEPTH = 64
+"""Deepest nesting of arrays/objects (lists/mappings) accepted in an input file or metadata."""
+MAX_CRITERIA = 10_000
+"""Most criteria in one rubric."""
+MAX_WEIGHT = 1e6
+"""Largest absolute criterion weight."""
+MAX_YAML_VALUES = 2_000_000
+"""Most values a YAML file may hold (after expanding aliases); bounds the time to load it."""
+
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_JSON_SPACE = " \t\r"
+
+
+# ---- messages -------------------------------------------------------------------------------
+
+
+def short_repr(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut to about ``limit`` characters, for error messages."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to convert to text
+        return f"<{type(value).__name__} too large to show>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def closest_field(key: object, allowed: Iterable[str]) -> str | None:
+    """The allowed name ``key`` most likely misspells (``difflib``, ratio >= 0.6), or None."""
+    if not isinstance(key, str):
+        return None
+    close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def unknown_field(key: object, allowed: Iterable[str]) -> str:
+    """The message for an unknown field, with the closest allowed name when there is one.
+
+    ``unknown field 'weigth' (did you mean 'weight'?)``, or, with no close name,
+    ``unknown field 'text' (allowed: id, submission, ...)``.
+    """
+    names = list(allowed)
+    close = closest_field(key, names)
+    hint = f"did you mean {close!r}?" if close else "allowed: " + ", ".join(names)
+    return f"unknown field {short_repr(key)} ({hint})"
+
+
+def check_keys(data: Mapping[Any, Any], allowed: Sequence[str], where: str = "") -> None:
+    """Refuse the first key of ``data`` not in ``allowed`` (``where`` goes in front).
+
+    Raises
+    ------
+    InputError
+        "<where> unknown field 'weigth' (did you mean 'weight'?)".
+    """
+    for key in data:
+        if key not in allowed:
+            raise InputError(f"{where} {unknown_field(key, allowed)}" if where else unknown_field(key, allowed))
+
+
+def check_number(value: object, field: str | None, low: float, high: float) -> float:
+    """``value`` as a float if it is a finite number in ``[low, high]`` (bool is not a number).
+
+    Raises
+    ------
+    InputError
+        "field 'weight': expected a finite number in [-1000000, 1000000], got nan" (without
+        the "field ...: " part when ``field`` is None).
+    """
+    expected = f"expected a finite number in [{_plain(low)}, {_plain(high)}]"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        kind = "a boolean" if isinstance(value, bool) else type(value).__name__
+        raise InputError(_field(field, f"{expected}, got {kind} {short_repr(value)}"))
+    number = float(value) if abs(value) < 1e308 else math.inf
+    if not (math.isfinite(number) and low <= number <= high):
+        raise InputError(_field(field, f"{expected}, got {short_repr(value)}"))
+    return number
+
+
+def _field(field: str | None, message: str) -> str:
+    return message if field is None else f"field {field!r}: {message}"
+
+
+def _plain(number: float) -> str:
+    return str(int(number)) if number.is_integer() else str(number)
+
+
+# ---- reading ---------------------------------------------------------------------------------
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    """``data`` decoded as UTF-8 (a leading byte-order mark is dropped).
+
+    Raises
+    ------
+    InputError
+        "<source>: not UTF-8 text (invalid start byte at byte 12)".
+    """
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    try:
+        return data[bom:].decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{source}: not UTF-8 text ({e.reason} at byte {e.start + bom})") from None
+
+
+def read_input_text(path: str | os.PathLike[str]) -> str:
+    """The UTF-8 text of the file at ``path``, at most :data:`MAX_FILE_BYTES` long.
+
+    Raises
+    ------
+    InputError
+        Naming the path: not found, a directory, not readable, too large, or not UTF-8.
+    """
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError
+            if stat.S_ISREG(info.st_mode) and info.st_size > MAX_FILE_BYTES:
+                raise InputError(_too_large(path, info.st_size))
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a file") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read file: {e.strerror or e}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(_too_large(path, len(data)))
+    return decode_utf8(data, str(path))
+
+
+def _too_large(path: Path, size: int) -> str:
+    return (
+        f"{path}: file too large ({size / 2**20:.1f} MiB; the limit is "
+        f"{MAX_FILE_BYTES / 2**20:g} MiB)"
+    )
+
+
+def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of every non-blank line, split on ``"\\n"`` only.
+
+    JSON strings may hold U+2028, U+0085 and other characters that ``str.splitlines`` treats
+    as line ends; JSONL separates records by ``"\\n"`` alone. Blank means JSON white space only.
+    """
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip(_JSON_SPACE):
+            yield number, line
+
+
+# ---- parsing ---------------------------------------------------------------------------------
+
+
+def parse_json(text: str) -> Any:
+    """Decode JSON, refusing nesting deeper than :data:`MAX_DEPTH`.
+
+    Raises
+    ------
+    InputError
+        The decoder's message, or "nested deeper than 64 levels".
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as e:  # a syntax error, or an integer too long to convert
+        raise InputError(str(e)) from None
+    except RecursionError:
+        raise InputError(_too_deep()) from None
+    check_nesting(data)
+    return data
+
+
+def parse_yaml(text: str, *, list_entries: tuple[int, str] | None = None) -> Any:
+    """Load YAML safely (``safe_load`` semantics), refusing input too deep or too large.
+
+    The event stream is read first (the C parser keeps no recursion), so depth, the number
+    of values and, with ``list_entries=(limit, message)``, the number of mappings held in
+    lists (criteria and sections; not under ``options`` or ``metadata``) are checked before
+    any object is built. The loaded value is then checked again, as aliases can nest it
+    further or make it cyclic.
+
+    Raises
+    ------
+    InputError
+        The parser's message, "nested deeper than 64 levels", "more than 2000000 values",
+        or the ``list_entries`` message.
+    """
+    try:
+        _scan_yaml_events(text, list_entries)
+        data = yaml.load(text, Loader=_LOADER)  # a safe loader (CSafeLoader or SafeLoader)
+    except (yaml.YAMLError, ValueError, OverflowError) as e:
+        # ValueError/OverflowError: a scalar the constructor cannot build (2001-13-45, an
+        # integer too long to convert)
+        raise InputError(str(e)) from None
+    except RecursionError:
+        raise InputError(_too_deep()) from None
+    check_nesting(data, max_values=MAX_YAML_VALUES)
+    return data
+
+
+def _scan_yaml_events(text: str, list_entries: tuple[int, str] | None) -> None:
+    frames: list[list[Any]] = []  # [is_mapping, children seen, current key, skipped]
+    values = entries = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, (yaml.CollectionEndEvent)):
+            frames.pop()
+            continue
+        if not isinstance(event, (yaml.NodeEvent)):
+            continue
+        values += 1
+        if values > MAX_YAML_VALUES:
+            raise InputError(f"more than {MAX_YAML_VALUES} values")
+        parent = frames[-1] if frames else None
+        is_value = parent is not None and parent[0] and parent[1] % 2 == 1
+        if parent is not None:
+            if parent[0] and not is_value:
+                parent[2] = event.value if isinstance(event, yaml.ScalarEvent) else None
+            parent[1] += 1
+        if isinstance(event, yaml.CollectionStartEvent):
+            skipped = parent is not None and (parent[3] or (is_value and parent[2] in ("options", "metadata")))
+            if list_entries and isinstance(event, yaml.MappingStartEvent) and parent and not parent[0] and not skipped:
+                entries += 1
+                if entries > list_entries[0]:
+                    raise InputError(list_entries[1])
+            frames.append([isinstance(event, yaml.MappingStartEvent), 0, None, skipped])
+            if len(frames) > MAX_DEPTH:
+                raise InputError(_too_deep())
+
+
+def _too_deep() -> str:
+    return f"nested deeper than {MAX_DEPTH} levels"
+
+
+# ---- walking parsed values -------------------------------------------------------------------
+
+
+def _children(value: object) -> Iterator[tuple[object, object]]:
+    if isinstance(value, Mapping):
+        return iter(value.items())
+    return enumerate(value)  # type: ignore[arg-type]
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_CONTAINERS = (Mapping, list, tuple)
+
+
+def _walk(
+    root: object,
+    max_depth: int,
+    max_values: int | None,
+    check: Callable[[object, object, list[list[Any]]], None] | None,
+) -> None:
+    """Visit ``root`` without recursion: refuse depth > ``max_depth``, cycles, text that is
+    not valid Unicode, and more than ``max_values`` values counting shared (aliased)
+    containers once per use; ``check(key, value, stack)`` sees every entry
+    (:func:`_json_path` names it from the stack). Shared containers are measured once."""
+    if not isinstance(root, _CONTAINERS):
+        return
+    measured: dict[int, tuple[int, int]] = {}  # id -> (height, expanded values)
+    active = {id(root)}
+    # frame: [container, children iterator, key in parent, height, values]
+    stack: list[list[Any]] = [[root, _children(root), None, 1, 1]]
+    while stack:
+        frame = stack[-1]
+        for key, value in frame[1]:
+            if type(key) is str and not key.isascii():
+                _check_text(key, stack, key)
+            if check is not None:
+                check(key, value, stack)
+            if type(value) in _SCALARS or not isinstance(value, _CONTAINERS):
+                if type(value) is str and not value.isascii():
+                    _check_text(value, stack, key)
+                frame[4] += 1
+                continue
+            if id(value) in active:
+                raise InputError("refers to itself (a cyclic alias)")
+            if id(value) in measured:
+                height, count = measured[id(value)]
+                if len(stack) + height > max_depth:
+                    raise InputError(f"nested deeper than {max_depth} levels")
+                frame[3] = max(frame[3], height + 1)
+                _add_values(frame, count, max_values)
+                continue
+            if len(stack) + 1 > max_depth:
+                raise InputError(f"nested deeper than {max_depth} levels")
+            active.add(id(value))
+            stack.append([value, _children(value), key, 1, 1])
+            break
+        else:
+            stack.pop()
+            active.discard(id(frame[0]))
+            measured[id(frame[0])] = (frame[3], frame[4])
+            if stack:
+                stack[-1][3] = max(stack[-1][3], frame[3] + 1)
+                _add_values(stack[-1], frame[4], max_values)
+
+
+def _add_values(frame: list[Any], count: int, max_values: int | None) -> None:
+    frame[4] += count
+    if max_values is not None and frame[4] > max_values:
+        raise InputError(f"more than {max_values} values (aliases included)")
+
+
+def check_nesting(value: object, *, max_values: int | None = None) -> None:
+    """Refuse ``value`` if nested deeper than :data:`MAX_DEPTH`, cyclic, or (with
+    ``max_values``) holding more values once aliases are expanded.
+
+    Also refuses text that is not valid Unicode (a lone surrogate from a JSON ``\\ud800``
+    escape), which could not be stored or printed later.
+
+    Raises
+    ------
+    InputError
+        "nested deeper than 64 levels", "refers to itself (a cyclic alias)",
+        "more than N values (aliases included)", or "text at [...] is not valid Unicode ...".
+    """
+    if isinstance(value, str):
+        _check_text(value, [], None)
+    _walk(value, MAX_DEPTH, max_values, None)
+
+
+def _check_text(text: str, stack: list[list[Any]], key: object) -> None:
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            where = _json_path(stack, key) if stack else "the top level"
+            raise InputError(
+                f"text at {where} is not valid Unicode (lone surrogate U+{ord(text[e.start]):04X})"
+            ) from None
+
+
+def _json_path(stack: list[list[Any]], key: object) -> str:
+    """``['a'][0]['b']``: where ``key`` sits, below the containers on the walk's stack."""
+    return "".join(f"[{short_repr(part)}]" for part in [*(frame[2] for frame in stack[1:]), key])
+
+
+def _check_json_entry(key: object, value: object, stack: list[list[Any]]) -> None:
+    where = _json_path(stack, key)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"value at {where} is not a finite number: {value}")
+    if isinstance(value, Mapping):
+        bad = [k for k in value if not isinstance(k, str)]
+        if bad:
+            raise InputError(f"key {short_repr(bad[0])} at {where} is not a string")
+    elif value is not None and not isinstance(value, (str, int, float, list, tuple)):
+        raise InputError(f"value at {where} is not JSON-able ({type(value).__name__})")
+
+
+def check_json_object(value: object, field: str | None = "metadata") -> dict[str, Any]:
+    """``value`` as a dict if it is a JSON-able mapping: string keys; values null, booleans,
+    finite numbers, strings, lists and mappings; nested at most :data:`MAX_DEPTH` deep.
+
+    Raises
+    ------
+    InputError
+        "field 'metadata': expected a mapping (JSON object), got list", or a message naming
+        the offending key path, e.g. "field 'metadata': value at ['when'] is not JSON-able
+        (date)" (without the "field ...: " part when ``field`` is None).
+    """
+    if not isinstance(value, Mapping):
+        raise InputError(_field(field, f"expected a mapping (JSON object), got {type(value).__name__}"))
+    bad = [key for key in value if not isinstance(key, str)]
+    if bad:
+        raise InputError(_field(field, f"key {short_repr(bad[0])} is not a string"))
+    try:
+        _walk(value, MAX_DEPTH, MAX_YAML_VALUES, _check_json_entry)
+    except InputError as e:
+        raise InputError(_field(field, str(e))) from None
+    return dict(value)
