@@ -26,7 +26,9 @@ def criterion(n: int) -> Criterion:
 
 
 FORMAT = ScriptedEngine().format_chat
-submissions = st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=5, unique=True)
+# U+FDD0/U+FDD1 delimit untrusted text and are refused in data (tests/test_isolation.py).
+_text = st.text(st.characters(exclude_characters="\ufdd0\ufdd1"), min_size=1, max_size=30)
+submissions = st.lists(_text, min_size=1, max_size=5, unique=True)
 
 
 def orders(items: list[GradeItem], seed: int, judges: list[str]) -> dict[tuple[str, int, str], tuple[int, ...] | None]:

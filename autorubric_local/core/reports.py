@@ -411,6 +411,9 @@ class EnsembleEvaluationReport(BaseModel):
 
     Extension: ``device_seconds``, the local cost of the grade: the engine time (seconds) of
     its judgments, summed. ``completion_cost`` (USD) stays None for local judges.
+    ``input_truncated_tokens`` and ``judged_submission`` are set when the submission was cut to
+    fit a judge's context (``LLMConfig.on_overflow="truncate"``): how many of its tokens were
+    cut, and the text the judges read (head, marker, tail).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -426,3 +429,5 @@ class EnsembleEvaluationReport(BaseModel):
     completion_cost: float | None = None
     error: str | None = None
     device_seconds: float | None = None
+    input_truncated_tokens: int | None = None
+    judged_submission: str | None = None

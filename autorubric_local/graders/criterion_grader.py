@@ -53,6 +53,11 @@ from autorubric_local.graders.few_shot import (
     render_examples,
     select_examples,
 )
+from autorubric_local.graders.overflow import (
+    TruncatingJudge,
+    can_truncate,
+    fit_to_context,
+)
 from autorubric_local.graders.planning import (
     GradeItem,
     JudgmentTask,
@@ -357,7 +362,7 @@ class CriterionGrader:
             for c_index, criterion in enumerate(item.rubric):
                 check_criterion_override(criterion, f"{where} criterion {c_index}")
             check_item_text(item, where)
-        tasks = self.plan(items)
+        _, tasks, cuts = self._plan_fitting(items)
         results: dict[tuple[int, int, int], list[JudgmentResult]] = defaultdict(list)
         for workload in self._workloads(tasks):
             first = self.judges[workload[0].judge_index]
@@ -378,8 +383,42 @@ class CriterionGrader:
             graded_input = (
                 graded_inputs[item_index] if graded_inputs is not None else {"thinking": "", "output": item.submission}
             )
-            graded.append(self._assemble(item, item_index, results, graded_input))
+            entry = self._assemble(item, item_index, results, graded_input)
+            if item_index in cuts:
+                removed, text = cuts[item_index]
+                report = entry.report.model_copy(update={"input_truncated_tokens": removed, "judged_submission": text})
+                entry = GradedItem(entry.item, report, entry.results)
+            graded.append(entry)
         return graded
+
+    def _plan_fitting(
+        self, items: Sequence[GradeItem]
+    ) -> tuple[list[GradeItem], list[JudgmentTask], dict[int, tuple[int, str]]]:
+        """Plan ``items``; for judges with ``on_overflow="truncate"``, cut overflowing
+        submissions and plan again (twice at most: re-tokenised text can differ by a few
+        tokens). Returns the items judged, their tasks and the cuts per item index."""
+        judged, tasks = list(items), self.plan(items)
+        truncating = [
+            TruncatingJudge(index, self.engine_for(judge), self._answer_reserve(judge))
+            for index, judge in enumerate(self.judges)
+            if judge.llm_config.on_overflow == "truncate" and can_truncate(self.engine_for(judge))
+        ]
+        cuts: dict[int, tuple[int, str]] = {}
+        for _ in range(2 if truncating else 0):
+            judged, new = fit_to_context(judged, tasks, truncating)
+            if not new:
+                break
+            for index, (removed, text) in new.items():
+                cuts[index] = (cuts.get(index, (0, ""))[0] + removed, text)
+            tasks = self.plan(judged)
+        return judged, tasks, cuts
+
+    def _answer_reserve(self, judge: JudgeSpec) -> int:
+        """Tokens a judge's answer needs after the prompt: labels and JSON, plus the
+        explanation or reasoning budget when it writes one."""
+        writes = self.mode is JudgeMode.EXPLAIN or self._reasoning_first(judge)
+        budget = max(judge.llm_config.thinking_budget, judge.llm_config.explanation_budget) if writes else 0
+        return budget + 32
 
     def _workloads(self, tasks: Sequence[JudgmentTask]) -> list[list[JudgmentTask]]:
         """Tasks grouped by (engine, judging mode): one engine call sequence per group."""

@@ -60,6 +60,11 @@ class LLMConfig(BaseModel):
         defaults to vLLM's own on GPU and 0.3 on CPU.
     explanation_max_tokens : int
         Token budget of one explanation (capped by ``max_tokens``).
+    on_overflow : {"error", "truncate"}
+        A submission whose prompt does not fit the judge's context: ``"error"`` (default)
+        records each such judgment as an error; ``"truncate"`` cuts the middle of the
+        submission, keeping head and tail around a marker, and records the cut on the report
+        (:mod:`autorubric_local.graders.overflow`).
     engine : object, optional
         A ready engine implementing :class:`autorubric_local.engine.Engine`; when given, ``model``
         is only a label and nothing is loaded.
@@ -97,6 +102,7 @@ class LLMConfig(BaseModel):
     max_packed_tokens: int = Field(default=2048, ge=64)
     gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0)
     explanation_max_tokens: int = Field(default=96, ge=1)
+    on_overflow: Literal["error", "truncate"] = "error"
     engine: Any = Field(default=None, exclude=True)
 
     @field_validator("thinking")
