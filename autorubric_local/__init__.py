@@ -70,7 +70,7 @@ _LAZY: dict[str, str] = {
         name: "autorubric_local.runner"
         for name in (
             "EvalAbortedError", "EvalConfig", "EvalInterruptedError", "EvalResult", "EvalRunner",
-            "EvalTimingStats", "ExperimentManifest", "ItemResult", "evaluate", "fill_ground_truth",
+            "EvalTimingStats", "ExperimentManifest", "ItemResult", "RunLockedError", "evaluate", "fill_ground_truth",
             "load_manifest", "load_result",
         )
     },

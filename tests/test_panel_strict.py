@@ -100,3 +100,15 @@ def test_unreadable_panel_files_name_the_file(tmp_path: Path) -> None:
     deep = tmp_path / "deep.yaml"
     deep.write_text("judges: " + "[" * 100_000 + "]" * 100_000, encoding="utf-8")
     assert error_of(deep) == f"{deep}: not valid YAML/JSON: nested deeper than 64 levels"
+
+
+def test_a_field_the_backend_cannot_honour_fails_when_the_panel_loads(tmp_path: Path) -> None:
+    from autorubric_local.core.errors import InputError
+    from autorubric_local.graders.panel_file import load_judges_file
+
+    path = tmp_path / "judges.yaml"
+    path.write_text("judges:\n  - judge_id: a\n    model: smollm2-135m-instruct\n    api_base: http://localhost:1\n")
+    with pytest.raises(InputError) as refused:
+        load_judges_file(path)
+    assert str(path) in str(refused.value)
+    assert "LLMConfig.api_base is not supported by the transformers backend" in str(refused.value)

@@ -49,6 +49,7 @@ from autorubric_local.graders.aggregation import (
 )
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.judges.config import LLMConfig
+from autorubric_local.judges.engines import check_backend_support
 
 _JUDGE_KEYS = ("judge_id", "weight", "system_prompt")
 _ENTRY_KEYS = (*_JUDGE_KEYS, *(name for name in LLMConfig.model_fields if name != "engine"), "metadata")
@@ -102,6 +103,7 @@ def _judge(raw: object) -> tuple[JudgeSpec, dict[str, Any] | None]:
         error = exc.errors()[0]
         name = str(error["loc"][0]) if error["loc"] else "?"
         raise InputError(f"field '{name}': {error['msg']}") from None
+    check_backend_support(config)  # a hosted-only field fails here, with the file's name
     judge_id = _optional_str(own, "judge_id")
     if judge_id is not None and not judge_id.strip():
         raise InputError("field 'judge_id': must not be empty")
