@@ -278,7 +278,7 @@ def test_selection_tasks_load(tmp_path: Path) -> None:
         ({"prompt": "p", "candidates": ["a", " A"]}, "line 2: field 'candidates': candidate 1 repeats candidate 0"),
         ({"prompt": "p", "candidates": ["a", ""]}, "line 2: field 'candidates': candidate 1: empty"),
         ({"prompt": "p", "candidates": ["a", "b"], "preferred": 2}, r"line 2: field 'preferred': expected a candidate index in \[0, 1\], got 2"),
-        ({"prompt": "p", "candidates": ["a", "b"], "best": 0}, "line 2: field 'best': unknown field"),
+        ({"prompt": "p", "candidates": ["a", "b"], "best": 0}, "line 2: unknown field 'best' \\(allowed: "),
         ({"id": "q1", "prompt": "p", "candidates": ["a", "b"]}, "line 2: field 'id': duplicate id 'q1' \\(first on line 1\\)"),
         ("{not json", "line 2: invalid JSON"),
     ],
@@ -417,3 +417,15 @@ def test_cli_sweep_select_bad_data_is_a_clean_error(tmp_path: Path) -> None:
     result = invoke("sweep-select", data, "--db", tmp_path / "r.sqlite")
     assert result.exit_code == 1
     assert "line 1: field 'candidates': need at least 2 candidates" in result.output
+
+
+def test_selection_rows_split_on_newlines_only_and_refuse_reserved_characters(tmp_path: Path) -> None:
+    row = {"prompt": "line\u2028separator inside", "candidates": ["a\u0085b", "c"], "preferred": 0}
+    path = tmp_path / "ok.jsonl"
+    path.write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")  # literal U+2028, U+0085
+    assert "\u2028" in path.read_text(encoding="utf-8")
+    (task,) = load_selection_tasks(path)
+    assert task.prompt == "line\u2028separator inside" and task.candidates == ("a\u0085b", "c")
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "p", "candidates": ["a\ufdd0", "b"]}])
+    with pytest.raises(InputError, match=r"line 1: field 'candidates': candidate 0: U\+FDD0"):
+        load_selection_tasks(bad)

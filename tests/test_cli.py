@@ -390,3 +390,24 @@ def test_grade_then_metrics_end_to_end(runner: CliRunner, tmp_path: Path, tiny_m
     assert sorted(p.name for p in (tmp_path / "plots").iterdir())[-2:] == ["reliability.png", "scores.png"]
     stored = list(sqlite_utils.Database(db_path)["metrics"].rows)
     assert len(stored) == 1
+
+
+def test_the_results_table_shows_data_as_text_not_markup() -> None:
+    from rich.console import Console
+
+    from autorubric_local.cli.grade import _results_table
+    from autorubric_local.core.reports import (
+        EnsembleCriterionReport,
+        EnsembleEvaluationReport,
+    )
+    from autorubric_local.core.types import Criterion
+
+    criterion = Criterion(name="odd[/x] [bold]name", weight=1.0, requirement="r")
+    report = EnsembleEvaluationReport(
+        score=None, error="failed",
+        report=[EnsembleCriterionReport(criterion=criterion, final_verdict=None, final_reason="", error="bad [/red] input")],
+    )
+    console = Console(record=True, width=200)
+    console.print(_results_table([("id[/x]", report)]))  # raised rich.errors.MarkupError before
+    text = console.export_text()
+    assert "id[/x]" in text and "odd[/x] [bold]name" in text and "bad [/red] input" in text

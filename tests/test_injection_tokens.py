@@ -114,6 +114,11 @@ def check_engine(engine: Any) -> None:
             expected = [i for i in prompt_ids(engine, clean, "harmless") if i in specials]
             got = [i for i in prompt_ids(engine, attacked, explanation) if i in specials]
             assert got == expected, f"{field}: special tokens {got} != template's {expected}"
+    # Fidelity: for data without special-token strings, the marks add no seam: the ids are
+    # the tokenizer's own encoding of the prompt text.
+    for task in plan(engine, "submission", "A plain answer: 250 Wh/kg, \u00e9t\u00e9 \u4e2d\u6587  spaced."):
+        for text in (task.prefix, task.suffix, task.reasoning_suffix("It is fine.")):
+            assert engine.tokens(text) == engine.tokenizer.encode(plain(text), add_special_tokens=False)
     # Control: parsed naively (specials allowed everywhere), the attack does inject specials.
     task = plan(engine, "submission", attack)[0]
     naive = engine.tokenizer.encode(plain(task.prefix), add_special_tokens=False)

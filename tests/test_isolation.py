@@ -146,3 +146,23 @@ def test_explain_mode_keeps_the_verdict_when_only_the_explanation_fails() -> Non
     _, (row,) = graded_item_records([graded], {"scripted": "scripted"}, first_index=0)
     assert row["verdict"] == "MET" and row["error"] is None
     assert row["explanation_error"] == "infrastructure: decoding failed" and row["explanation"] is None
+
+
+def test_an_id_that_is_not_valid_unicode_is_refused_before_the_run_starts(tmp_path: Path) -> None:
+    dataset = dataset_with({})
+    dataset.add_item("fine text", id="id-\ud800")
+    with pytest.raises(InputError, match=r"item 4: field 'id': lone surrogate U\+D800"):
+        grade(dataset, tmp_path)
+
+
+@pytest.mark.parametrize(("text", "needle"), [("bad \ud800", "lone surrogate"), (f"x {OPEN}", "U+FDD0")])
+def test_training_examples_are_checked_when_the_grader_is_built(text: str, needle: str) -> None:
+    from autorubric_local.graders import CriterionGrader
+    from autorubric_local.graders.few_shot import FewShotConfig
+    from autorubric_local.judges.config import LLMConfig
+
+    training = dataset_with({1: {"submission": text}}, n=2)
+    with pytest.raises(InputError, match=r"training_data item 1: field 'submission'") as refused:
+        CriterionGrader(LLMConfig(model="scripted", engine=crash_worker.build_grader().judges[0].llm_config.engine),
+                        training_data=training, few_shot_config=FewShotConfig(n_examples=1))
+    assert needle in str(refused.value)

@@ -69,6 +69,31 @@ def test_a_submission_that_fits_is_not_touched(short_engine: Any) -> None:
 
 
 def test_engines_without_a_tokenizer_cannot_truncate() -> None:
-    engine = ScriptedEngine(policy=lambda request: [-1.0] * len(request.labels))
+    overflow = "infrastructure: prompt of 9999 tokens exceeds the judge's context length of 100 tokens"
+    engine = ScriptedEngine(policy=lambda request: overflow if len(request.prefix) > 1000 else [-1.0] * len(request.labels))
     graded = grade(engine, "truncate")
-    assert graded.report.input_truncated_tokens is None and graded.report.error is None
+    assert graded.report.input_truncated_tokens is None and graded.report.judged_submission is None
+    assert graded.report.score is None and overflow in graded.report.error
+    assert all(r.error == overflow for r in graded.results)
+
+
+def test_in_a_mixed_panel_only_truncating_judges_read_the_cut_text(short_engine: Any, tiny_model: Any) -> None:
+    from autorubric_local.graders import JudgeSpec
+
+    roomy = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="tiny-roomy",
+                              context_length=4096, max_packed_tokens=256)
+    grader = CriterionGrader(judges=[
+        JudgeSpec(LLMConfig(model="short", engine=short_engine, on_overflow="truncate"), "short"),
+        JudgeSpec(LLMConfig(model="roomy", engine=roomy), "roomy"),
+    ], seed=0)
+    graded = grader.grade_batch([GradeItem(submission=LONG, rubric=RUBRIC, query="Compare NMC and LFP.")])[0]
+    judged = graded.report.judged_submission
+    assert judged is not None and graded.report.input_truncated_tokens
+    for result in graded.results:
+        prompt = plain(result.task.prefix)
+        assert result.error is None
+        if result.task.judge_index == 0:
+            assert judged in prompt and LONG not in prompt
+        else:
+            assert LONG in prompt  # the judge with room reads the whole submission
+    assert {r.task.judge_index for r in graded.results} == {0, 1}

@@ -19,11 +19,11 @@ rotation), followed by the question and the ``{"selected_option": `` opener.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from autorubric_local.core.checks import check_keys, jsonl_lines, parse_json
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.data.validation import (
@@ -31,7 +31,7 @@ from autorubric_local.data.validation import (
     json_type_name,
     read_text_file,
 )
-from autorubric_local.engine.user_text import mark
+from autorubric_local.engine.user_text import mark, marker_problem
 from autorubric_local.graders.planning import (
     GradeItem,
     JudgmentTask,
@@ -84,9 +84,7 @@ class SelectionTask:
 def _parse_row(row: object, index: int) -> SelectionTask:
     if not isinstance(row, dict):
         raise InputError(f"expected a JSON object, got {json_type_name(row)}")
-    for key in row:
-        if key not in SELECTION_FIELDS:
-            raise InputError(f"field {key!r}: unknown field (allowed: {', '.join(SELECTION_FIELDS)})")
+    check_keys(row, SELECTION_FIELDS)
     if "prompt" not in row:
         raise InputError("field 'prompt': missing")
     prompt = row["prompt"]
@@ -94,6 +92,8 @@ def _parse_row(row: object, index: int) -> SelectionTask:
         raise InputError(f"field 'prompt': expected a string, got {json_type_name(prompt)}")
     if not prompt.strip():
         raise InputError("field 'prompt': empty")
+    if (reserved := marker_problem(prompt)) is not None:
+        raise InputError(f"field 'prompt': {reserved}")
     candidates = row.get("candidates")
     if not isinstance(candidates, list):
         got = "missing" if "candidates" not in row else f"expected a list of strings, got {json_type_name(candidates)}"
@@ -105,6 +105,8 @@ def _parse_row(row: object, index: int) -> SelectionTask:
         if not isinstance(text, str) or not text.strip():
             kind = "empty" if isinstance(text, str) else f"expected a string, got {json_type_name(text)}"
             raise InputError(f"field 'candidates': candidate {k}: {kind}")
+        if (reserved := marker_problem(text)) is not None:
+            raise InputError(f"field 'candidates': candidate {k}: {reserved}")
         key = text.strip().lower()
         if key in seen:
             raise InputError(f"field 'candidates': candidate {k} repeats candidate {seen[key]}")
@@ -143,14 +145,14 @@ def load_selection_tasks(path: str | Path) -> list[SelectionTask]:
     problems = ProblemCollector(source)
     tasks: list[SelectionTask] = []
     first_use: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(text):  # records split on "\n" only (U+2028 may sit in a string)
         try:
-            task = _parse_row(json.loads(line), len(tasks))
-        except json.JSONDecodeError as exc:
+            row = parse_json(line)
+        except InputError as exc:
             problems.add(f"line {number}", f"invalid JSON: {exc}")
             continue
+        try:
+            task = _parse_row(row, len(tasks))
         except InputError as exc:
             problems.add(f"line {number}", str(exc))
             continue

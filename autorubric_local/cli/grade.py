@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from autorubric_local.cli.common import (
@@ -45,7 +46,8 @@ EXIT_FAILURES = 3
 @click.argument("paths", metavar="[RUBRIC] DATA", nargs=-1, required=True,
                 type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--model", "-m", default=None,
-              help=f"Preset name, Hugging Face model folder, or .gguf file [default: {DEFAULT_MODEL}].")
+              help=f"Preset name, Hugging Face model folder, .gguf file, or Hugging Face id in the local HF cache "
+                   f"[default: {DEFAULT_MODEL}].")
 @click.option("--judges", "judges_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Judge-panel file (YAML/JSON): an ensemble and its aggregation; see examples/judges.yaml.")
 @click.option("--permutations", type=click.Choice(["single", "cyclic"]), default=None,
@@ -136,13 +138,14 @@ def grade(
                             chunk_judgments=chunk_judgments, show_progress=not no_progress)
         started = time.perf_counter()
         names = ", ".join(sorted({j.llm_config.model for j in grader.judges}))
-        with console.status(f"loading judge {names} ..."):
+        with console.status(f"loading judge {escape(names)} ..."):
             for judge in grader.judges:
                 grader.engine_for(judge)
         load_seconds = time.perf_counter() - started
         result = EvalRunner(dataset, grader, config, data_path=str(data_path)).run_sync()
     except KeyboardInterrupt:
-        console.print(f"interrupted: committed chunks are kept in {db_path}; run again with the same --run to resume")
+        console.print(f"interrupted: committed chunks are kept in {db_path}; run again with the same --run to resume",
+                      markup=False)
         raise SystemExit(130) from None
     except AutorubricError as exc:
         raise fail(exc) from exc
@@ -150,7 +153,7 @@ def grade(
         click.echo(json.dumps([_item_json(r.item_id, r.report) for r in result.item_results], indent=2))
     else:
         Console().print(_results_table([(r.item_id, r.report) for r in result.item_results]))
-    console.print(_summary(result, load_seconds, db_path))
+    console.print(_summary(result, load_seconds, db_path), markup=False)
     failed_items, failed_judgments = _failures(result)
     if failed_items or failed_judgments:
         outcome = "exit status 0 (--allow-failures)" if allow_failures else f"exit status {EXIT_FAILURES}"
@@ -242,15 +245,15 @@ def _results_table(graded: Sequence[tuple[str, EnsembleEvaluationReport]]) -> Ta
     for item_id, report in graded:
         score = "[red]failed[/red]" if report.score is None else f"{report.score:.3f}"
         for index, criterion in enumerate(report.report or []):
-            name = criterion.criterion.name or f"criterion {index + 1}"
+            name = escape(criterion.criterion.name or f"criterion {index + 1}")  # data, not markup
             weight = f"{criterion.criterion.weight:g}"
             if criterion.error:
-                verdict, probability = f"[red]error: {criterion.error}[/red]", ""
+                verdict, probability = f"[red]error: {escape(criterion.error)}[/red]", ""
             else:
                 label, p = _verdict_cell(criterion)
-                verdict, probability = label, ("" if p is None else f"{p:.2f}")
+                verdict, probability = escape(label), ("" if p is None else f"{p:.2f}")
             first = index == 0
-            table.add_row(item_id if first else "", score if first else "", name, weight,
+            table.add_row(escape(item_id) if first else "", score if first else "", name, weight,
                           verdict, probability, f"{criterion.agreement:.2f}")
         table.add_section()
     return table

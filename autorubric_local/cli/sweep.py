@@ -24,7 +24,7 @@ def _sweep_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by ``sweep`` and ``sweep-select``."""
     options = [
         click.option("--model", "-m", default=DEFAULT_MODEL, show_default=True,
-                     help="Judge: preset name, Hugging Face model folder, or .gguf file."),
+                     help="Judge: preset name, Hugging Face model folder, .gguf file, or Hugging Face id in the local HF cache."),
         click.option("--judges", "judges_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="YAML/JSON file of several judges (replaces --model)."),
         click.option("--unrelated-option", is_flag=True,

@@ -14,7 +14,7 @@ import math
 import secrets
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from autorubric_local.core.errors import InputError
@@ -50,6 +50,7 @@ from autorubric_local.graders.assembly import (
 from autorubric_local.graders.execution import JudgeMode, JudgmentResult, run_tasks
 from autorubric_local.graders.few_shot import (
     FewShotConfig,
+    check_training_text,
     render_examples,
     select_examples,
 )
@@ -210,6 +211,8 @@ class CriterionGrader:
             ) from None
         if (training_data is None) != (few_shot_config is None):
             raise InputError("CriterionGrader: give both training_data and few_shot_config, or neither")
+        if training_data is not None:
+            check_training_text(training_data)
         self.training_data = training_data
         self.few_shot_config = few_shot_config
         self._examples: dict[str, str] = {}
@@ -321,10 +324,12 @@ class CriterionGrader:
         )
         return per_judge * len(self.judges)
 
-    def plan(self, items: Sequence[GradeItem]) -> list[JudgmentTask]:
-        """Every judgment task of ``items`` (pure; loads the judges' engines for their templates)."""
-        judges = [(j.judge_id, self.engine_for(j).format_chat, j.system_prompt) for j in self.judges]
-        return plan_tasks(
+    def plan(self, items: Sequence[GradeItem], judge_indices: Sequence[int] | None = None) -> list[JudgmentTask]:
+        """Every judgment task of ``items`` for every judge, or for the judges at
+        ``judge_indices`` (pure; loads the judges' engines for their templates)."""
+        chosen = list(range(len(self.judges))) if judge_indices is None else list(judge_indices)
+        judges = [(j.judge_id, self.engine_for(j).format_chat, j.system_prompt) for j in (self.judges[i] for i in chosen)]
+        tasks = plan_tasks(
             items,
             judges,
             system_prompt=self.system_prompt,
@@ -334,6 +339,9 @@ class CriterionGrader:
             permutations=self.permutations,
             examples=self._examples_for if self.few_shot_config is not None else None,
         )
+        if judge_indices is None:
+            return tasks
+        return [replace(task, judge_index=chosen[task.judge_index]) for task in tasks]
 
     def grade_batch(
         self,
@@ -362,7 +370,7 @@ class CriterionGrader:
             for c_index, criterion in enumerate(item.rubric):
                 check_criterion_override(criterion, f"{where} criterion {c_index}")
             check_item_text(item, where)
-        _, tasks, cuts = self._plan_fitting(items)
+        tasks, cuts = self._plan_fitting(items)
         results: dict[tuple[int, int, int], list[JudgmentResult]] = defaultdict(list)
         for workload in self._workloads(tasks):
             first = self.judges[workload[0].judge_index]
@@ -391,27 +399,30 @@ class CriterionGrader:
             graded.append(entry)
         return graded
 
-    def _plan_fitting(
-        self, items: Sequence[GradeItem]
-    ) -> tuple[list[GradeItem], list[JudgmentTask], dict[int, tuple[int, str]]]:
-        """Plan ``items``; for judges with ``on_overflow="truncate"``, cut overflowing
-        submissions and plan again (twice at most: re-tokenised text can differ by a few
-        tokens). Returns the items judged, their tasks and the cuts per item index."""
-        judged, tasks = list(items), self.plan(items)
+    def _plan_fitting(self, items: Sequence[GradeItem]) -> tuple[list[JudgmentTask], dict[int, tuple[int, str]]]:
+        """Plan ``items``. Judges with ``on_overflow="truncate"`` get overflowing submissions
+        cut to fit the smallest of their contexts (planned again, twice at most:
+        re-tokenised text can differ by a few tokens); the other judges read the items as
+        they are. Returns the tasks and the cuts, ``{item index: (tokens cut, judged text)}``."""
         truncating = [
             TruncatingJudge(index, self.engine_for(judge), self._answer_reserve(judge))
             for index, judge in enumerate(self.judges)
             if judge.llm_config.on_overflow == "truncate" and can_truncate(self.engine_for(judge))
         ]
+        if not truncating:
+            return self.plan(items), {}
+        cutting = [judge.judge_index for judge in truncating]
+        others = [index for index in range(len(self.judges)) if index not in cutting]
+        judged, tasks = list(items), self.plan(items, cutting)
         cuts: dict[int, tuple[int, str]] = {}
-        for _ in range(2 if truncating else 0):
+        for _ in range(2):
             judged, new = fit_to_context(judged, tasks, truncating)
             if not new:
                 break
             for index, (removed, text) in new.items():
                 cuts[index] = (cuts.get(index, (0, ""))[0] + removed, text)
-            tasks = self.plan(judged)
-        return judged, tasks, cuts
+            tasks = self.plan(judged, cutting)
+        return (tasks + self.plan(items, others) if others else tasks), cuts
 
     def _answer_reserve(self, judge: JudgeSpec) -> int:
         """Tokens a judge's answer needs after the prompt: labels and JSON, plus the

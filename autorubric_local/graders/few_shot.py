@@ -27,10 +27,11 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autorubric_local.core.text import utf8
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.text import unicode_problem, utf8
 from autorubric_local.core.types import Criterion, CriterionVerdict
 from autorubric_local.data.dataset import RubricDataset
-from autorubric_local.engine.user_text import mark
+from autorubric_local.engine.user_text import mark, marker_problem
 
 
 class FewShotConfig(BaseModel):
@@ -107,6 +108,22 @@ def select_examples(training_data: RubricDataset, criterion: Criterion, config: 
             if queue and len(chosen) < config.n_examples:
                 chosen.append(queue.pop(0))
     return chosen
+
+
+def check_training_text(training_data: RubricDataset) -> None:
+    """Refuse training items whose text cannot be shown to a judge as an example.
+
+    Raises
+    ------
+    InputError
+        Naming the training item and field: a lone surrogate, or a character reserved to
+        delimit untrusted text (see :func:`autorubric_local.graders.planning.check_item_text`).
+    """
+    for index, item in enumerate(training_data.items):
+        for field, text in (("submission", item.submission), ("description", item.description)):
+            problem = (unicode_problem(text) or marker_problem(text)) if text else None
+            if problem is not None:
+                raise InputError(f"training_data item {index}: field '{field}': {problem}")
 
 
 def render_examples(criterion: Criterion, examples: list[FewShotExample]) -> str:

@@ -6,7 +6,8 @@ verdict. With ``"truncate"`` the submission is cut in the middle before planning
 and tail are kept, joined by a marker that tells the judge how many tokens were cut, so that
 the longest prompt of the item, plus the tokens the answer needs, fits. The report records
 the cut (``EnsembleEvaluationReport.input_truncated_tokens``) and the text judged
-(``judged_submission``), so nothing is changed silently.
+(``judged_submission``), so nothing is changed silently. In a panel, the judges that truncate
+read the text cut to fit the smallest of their contexts; the others read it whole.
 
 Truncation needs the engine's tokenizer and context length (``tokens``, ``tokenizer``,
 ``context_length``, as the transformers and vLLM backends have); an engine without them

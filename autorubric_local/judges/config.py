@@ -35,8 +35,10 @@ class LLMConfig(BaseModel):
     Parameters
     ----------
     model : str
-        A preset name from ``models/`` (e.g. ``"smollm2-135m-instruct"``), a local Hugging Face
-        model folder, or a ``.gguf`` file. Nothing is downloaded.
+        A preset name (built in, ``autorubric_local/judges/models/``, or from
+        ``$AUTORUBRIC_LOCAL_MODELS``; e.g. ``"smollm2-135m-instruct"``), a local Hugging Face
+        model folder, a ``.gguf`` file, or a Hugging Face id in the local Hugging Face cache.
+        Nothing is downloaded.
     temperature : float, >= 0
         0 decodes explanations greedily. Verdicts always come from label probabilities.
     max_tokens : int, >= 1

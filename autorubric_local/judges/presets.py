@@ -123,9 +123,13 @@ def hf_cache_snapshot(repo_id: str) -> Path:
     (``models--<org>--<name>``), which does not exist.
     """
     from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
 
     cache = hf_hub_cache()
-    found = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache)
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache)
+    except HFValidationError:  # not a valid Hugging Face id (e.g. 'org/a..b'): so not cached
+        found = None
     if isinstance(found, str):
         return Path(found).parent
     return cache / f"models--{repo_id.replace('/', '--')}"

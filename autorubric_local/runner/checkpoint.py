@@ -10,8 +10,7 @@ correcting a label does not block a resume (the stored labels are refreshed inst
 
 The grader description is ``grader.describe()`` (every setting that changes verdicts) plus the
 scoring settings (CANNOT_ASSESS strategy, normalisation, length penalty), which change the stored
-scores; for a grader without ``describe`` a local fallback lists the same settings from its
-attributes.
+scores.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from typing import Any
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.penalty import ThinkingOutputDict, normalize_to_grade_input
-from autorubric_local.core.text import storable, utf8
+from autorubric_local.core.text import storable, unicode_problem, utf8
 from autorubric_local.data.dataset import (
     DataItem,
     RubricDataset,
@@ -134,6 +133,9 @@ def _plan_item(dataset: RubricDataset, index: int, item: object) -> PlannedItem:
     if not rubric.rubric:
         raise InputError("field 'rubric': no criteria")
     key = item.id if item.id is not None else f"item-{index}"
+    problem = unicode_problem(key)
+    if problem is not None:  # the id keys the item's rows: it must be storable text
+        raise InputError(f"field 'id': {problem}")
     graded_input = normalize_to_grade_input(item.submission)
     grade_item = GradeItem(
         submission=graded_input.get("output", ""),
@@ -157,9 +159,6 @@ def content_hash(planned: Sequence[PlannedItem], description: Mapping[str, Any])
     return canonical_hash(
         {"scheme": "autorubric-local/run", "items": [p.item_hash for p in planned], "grader": dict(description)}
     )
-
-
-# ---- grader description --------------------------------------------------------------------------
 
 
 # ---- resume -------------------------------------------------------------------------------------

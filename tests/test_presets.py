@@ -1,4 +1,4 @@
-"""Model presets, model resolution, LLMConfig validation and the loading helpers (no download)."""
+"""Model presets, model resolution (incl. the Hugging Face cache), LLMConfig validation and engine loading (no download)."""
 
 from __future__ import annotations
 
@@ -456,3 +456,12 @@ def test_preset_with_hf_id_resolves_from_the_cache(
     monkeypatch.delenv("AUTORUBRIC_LOCAL_QWEN2_5_7B_INSTRUCT", raising=False)
     resolved = resolve_model("qwen2.5-7b-instruct")
     assert resolved.path == snapshot and resolved.model_id == "qwen2.5-7b-instruct"
+
+
+@pytest.mark.parametrize("spec", ["org/name--x", "org/a..b", "org/name."])
+def test_names_that_are_not_valid_hf_ids_are_not_found(
+    spec: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: None
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    with pytest.raises(ModelNotFoundError, match="not in the local Hugging Face cache"):
+        resolve_model(spec)
