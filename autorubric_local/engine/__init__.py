@@ -7,6 +7,7 @@ from autorubric_local.engine.base import (
     LabelScores,
     ScoreRequest,
     label_distribution,
+    mass_outside,
 )
 from autorubric_local.engine.scripted import ScriptedEngine
 
@@ -20,6 +21,7 @@ __all__ = [
     "from_transformers",
     "from_vllm",
     "label_distribution",
+    "mass_outside",
 ]
 
 

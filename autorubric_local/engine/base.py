@@ -75,7 +75,9 @@ class LabelScores:
     Attributes
     ----------
     logprobs : tuple of float, length n_labels
-        Natural-log probability of each label's token sequence given the prompt; empty on error.
+        Natural-log probability of each label's token sequence given the prompt, raw (not
+        renormalised over the labels: their probabilities may sum to less than 1); empty on
+        error.
     usage : TokenUsage
         Token counts of the request: ``prompt_tokens`` every prompt token it needs,
         ``cache_read_input_tokens`` those of them served from a prefix computed for another
@@ -85,12 +87,19 @@ class LabelScores:
     error : str or None
         Set, with a category prefix (``"infrastructure: "``, ``"unknown: "``), when the engine
         could not score this request (e.g. the prompt exceeds the context length).
+    off_label_mass : float in [0, 1] or None
+        Probability the judge's next-token distribution right after the prompt (the first
+        decision step) puts on tokens that start none of the allowed labels:
+        ``1 - sum_t p(t | prompt)`` over the distinct first tokens ``t`` of the labels. High
+        values mean the judge did not follow the answer format. None when the backend cannot
+        tell (or on error).
     """
 
     logprobs: tuple[float, ...]
     usage: TokenUsage = field(default_factory=TokenUsage)
     seconds: float = 0.0
     error: str | None = None
+    off_label_mass: float | None = None
 
     @property
     def probabilities(self) -> tuple[float, ...]:
@@ -124,6 +133,15 @@ def label_distribution(logprobs: Sequence[float]) -> tuple[float, ...]:
     weights = [math.exp(lp - top) for lp in logprobs]
     total = sum(weights)
     return tuple(w / total for w in weights)
+
+
+def mass_outside(first_token_logprobs: Sequence[float]) -> float:
+    """Off-label mass from the log-probabilities of the labels' distinct first tokens.
+
+    ``max(0, 1 - sum_t exp(l_t))``, clipped at 0 against float round-off; see
+    :attr:`LabelScores.off_label_mass`. Each first token must appear once.
+    """
+    return max(0.0, 1.0 - math.fsum(math.exp(lp) for lp in first_token_logprobs))
 
 
 @runtime_checkable
