@@ -521,11 +521,15 @@ def test_generation_never_emits_special_tokens(tiny_model: Any) -> None:
 
 
 def test_generation_usage_counts_the_computed_prefix_once(tiny_engine: Any, tiny_model: Any) -> None:
+    """The group's common prompt tokens (here the prefix and the whole shared suffix start)
+    are computed once: the first request pays, the others read them."""
     request = generate_requests(tiny_engine)[0]
-    n_prefix = len(ids(tiny_model.tokenizer, request.prefix))
     batch = [GenerateRequest(request.prefix, request.suffix + str(i), max_new_tokens=2) for i in range(3)]
+    prompts = [ids(tiny_model.tokenizer, r.prefix + r.suffix) for r in batch]
+    shared = next(k for k in range(len(prompts[0])) if len({tuple(p[: k + 1]) for p in prompts}) > 1)
+    assert shared > len(ids(tiny_model.tokenizer, request.prefix))  # the suffix start is shared too
     cached = [g.usage.cache_read_input_tokens for g in tiny_engine.generate(batch)]
-    assert cached == [0, n_prefix, n_prefix]
+    assert cached == [0, shared, shared]
 
 
 # ---------------------------------------------------------------------------- split_string_body

@@ -1,13 +1,56 @@
-"""Text handling shared by backends that wrap a Hugging Face tokenizer."""
+"""Text handling shared by backends that wrap a Hugging Face tokenizer.
+
+Prompt formats
+--------------
+``"chat"``: the tokenizer's own chat template (instruction-tuned judges). ``"completion"``: a
+plain-text layout for base (pretrained, non-chat) models, :func:`format_completion`, preceded
+by the tokenizer's BOS token when its encoder adds one (Gemma, Llama) so the model sees the
+start of a document as in pretraining. ``"auto"`` picks ``"chat"`` when the tokenizer has a
+chat template, else ``"completion"``.
+
+Exact tokenization
+------------------
+The token sequence scored for a judgment is the tokenizer's encoding of the whole rendered
+prompt (``prefix + suffix``, one call), followed by the label's continuation tokens
+(:meth:`HFTextMixin.label_tokens`): the tokens that encoding ``prompt + label`` in one call
+adds after the prompt's own tokens. When that joint encoding re-tokenizes the end of the prompt
+(a *seam*: BPE merging the prompt's last characters with the label's first, such as a trailing
+space), the label is instead scored as its own encoding after the unchanged prompt tokens,
+which is what the model emits when it continues the prompt, and only after checking that
+decoding ``prompt tokens + label tokens`` gives back ``prompt + label``; if it does not, the
+request fails with an error (:class:`SeamError`) rather than score some other text.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from autorubric_local.engine.user_text import split_marked
 
 _MAX_MEMOISED = 100_000
+
+PromptFormat = Literal["auto", "chat", "completion"]
+
+COMPLETION_ANSWER_HEADER = "### Answer (JSON)\n"
+"""Where a completion-format prompt hands over to the judge's answer."""
+
+
+class SeamError(ValueError):
+    """A label whose tokens after the prompt do not spell the label (no exact scoring possible)."""
+
+
+def format_completion(messages: list[dict[str, str]], bos: str = "") -> str:
+    """Render chat ``messages`` as one plain-text document for a base model, answer opened.
+
+    Layout: ``bos``, the system text, then each user message under ``### Task`` and each
+    assistant message under ``### Answer (JSON)``, blocks separated by a blank line, ending
+    with an open ``### Answer (JSON)`` block for the judge to complete.
+    """
+    headers = {"system": "", "user": "### Task\n", "assistant": COMPLETION_ANSWER_HEADER}
+    blocks = [headers.get(m["role"], f"### {m['role'].title()}\n") + m["content"] for m in messages]
+    return bos + "\n\n".join(blocks) + "\n\n" + COMPLETION_ANSWER_HEADER
 
 
 class HFTextMixin:
@@ -15,6 +58,25 @@ class HFTextMixin:
 
     tokenizer: Any
     _token_cache: dict[str, list[int]]
+    prompt_format: Literal["chat", "completion"] = "chat"
+
+    def set_prompt_format(self, prompt_format: PromptFormat) -> None:
+        """Choose how :meth:`format_chat` renders prompts (module docstring, "Prompt formats").
+
+        Raises
+        ------
+        ValueError
+            ``"chat"`` for a tokenizer without a chat template, or an unknown format.
+        """
+        has_template = bool(getattr(self.tokenizer, "chat_template", None))
+        if prompt_format == "auto":
+            prompt_format = "chat" if has_template else "completion"
+        if prompt_format not in ("chat", "completion"):
+            raise ValueError(f"prompt_format must be 'auto', 'chat' or 'completion', got {prompt_format!r}")
+        if prompt_format == "chat" and not has_template:
+            raise ValueError("prompt_format 'chat' needs a tokenizer with a chat template; this one has none "
+                             "(a base model: use 'completion' or 'auto')")
+        self.prompt_format = prompt_format
 
     def tokens(self, text: str) -> list[int]:
         """Token ids of ``text`` as the tokenizer encodes it, except that data text stays text.
@@ -79,11 +141,63 @@ class HFTextMixin:
             known = self.__dict__["_controls"] = (pattern, ids_of)
         return known
 
+    def prompt_tokens(self, prefix: str, suffix: str) -> list[int]:
+        """Token ids of the whole prompt ``prefix + suffix``, encoded in one call (not memoised).
+
+        Equals :meth:`tokens` of the concatenation: no seam at the prefix/suffix boundary.
+        """
+        return self._encode_marked(prefix + suffix)
+
+    def label_tokens(self, prompt: str, prompt_ids: Sequence[int], label: str) -> list[int]:
+        """Continuation token ids of ``label`` after ``prompt`` (whose ids are ``prompt_ids``).
+
+        The tokens the joint encoding of ``prompt + label`` adds after ``prompt_ids`` when it
+        keeps them unchanged; otherwise (a seam) the label's own encoding, checked to decode
+        back to exactly ``prompt + label`` after ``prompt_ids``. Module docstring, "Exact
+        tokenization".
+
+        Raises
+        ------
+        SeamError
+            If no token sequence after ``prompt_ids`` spells ``label`` (or the label is empty).
+        """
+        if not label:
+            raise SeamError("a label is the empty string")
+        joint = self._encode_marked(prompt + label)
+        n = len(prompt_ids)
+        if len(joint) > n and joint[:n] == list(prompt_ids):
+            return joint[n:]
+        alone = list(self.tokenizer.encode(label, add_special_tokens=False))
+        before = self._decode(prompt_ids)
+        after = self._decode([*prompt_ids, *alone])
+        if alone and after == before + label:
+            return alone
+        raise SeamError(
+            f"label {label!r} cannot be scored exactly: encoding prompt + label re-tokenizes the end of the "
+            f"prompt, and the label's own tokens {alone} decode to {after[len(before):]!r} after it"
+        )
+
+    def _decode(self, ids: Sequence[int]) -> str:
+        return str(self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False))
+
     def format_chat(self, messages: list[dict[str, str]]) -> str:
-        """Render ``messages`` with the tokenizer's chat template (plain text when it has none)."""
-        if getattr(self.tokenizer, "chat_template", None):
+        """Render ``messages`` in this engine's prompt format, the judge's answer opened.
+
+        ``"chat"``: the tokenizer's chat template with the assistant turn opened;
+        ``"completion"``: :func:`format_completion` with the tokenizer's BOS token when its
+        encoder adds one.
+        """
+        if self.prompt_format == "chat" and getattr(self.tokenizer, "chat_template", None):
             return str(self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
-        return "".join(f"{m['role'].upper()}:\n{m['content']}\n\n" for m in messages) + "ASSISTANT:\n"
+        return format_completion(messages, bos=self._bos_text())
+
+    def _bos_text(self) -> str:
+        """The BOS token's string when the tokenizer's encoder prepends it by default, else ``""``."""
+        bos_id = getattr(self.tokenizer, "bos_token_id", None)
+        if bos_id is None:
+            return ""
+        ids = self.tokenizer.encode("a", add_special_tokens=True)
+        return str(self.tokenizer.bos_token) if ids and ids[0] == bos_id else ""
 
 
 def _special_in_untrusted(pieces: list[tuple[str, bool]], pattern: re.Pattern[str]) -> bool:

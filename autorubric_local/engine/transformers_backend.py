@@ -13,20 +13,26 @@ Build one with :func:`from_transformers` from an already-loaded model and tokeni
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from autorubric_local.core.reports import TokenUsage
+from autorubric_local.engine.attention import (
+    AttentionPlan,
+    additive_masks,
+    plan_attention,
+)
 from autorubric_local.engine.base import (
     GenerateRequest,
     Generation,
     LabelScores,
     ScoreRequest,
+    mass_outside,
 )
-from autorubric_local.engine.chat_text import HFTextMixin
+from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat, SeamError
 from autorubric_local.engine.constrained import (
     JSON_STRING_BODY_REGEX,
     split_string_body,
@@ -39,10 +45,12 @@ from autorubric_local.engine.packing import (
     pack_trie,
     prompt_shares,
 )
+from autorubric_local.engine.plain import decode_plain, score_plain
 
 if TYPE_CHECKING:
     import torch
 
+logger = logging.getLogger(__name__)
 
 
 class TransformersEngine(HFTextMixin):
@@ -61,6 +69,16 @@ class TransformersEngine(HFTextMixin):
         Upper bound on suffix tokens per packed forward pass (memory budget of one chunk).
     temperature : float
         0 decodes greedily; above 0 samples explanations (seeded by ``seed``).
+    prompt_format : "auto" | "chat" | "completion"
+        How prompts are rendered (:mod:`.chat_text`, "Prompt formats").
+    attention : "auto" | "plain"
+        ``"auto"`` takes the packed-trie path where :func:`~.attention.plan_attention` proves
+        it exact for this model; ``"plain"`` always runs ordinary sequences (:mod:`.plain`).
+
+    Attributes
+    ----------
+    attention_path : str
+        Which path runs, recorded per run (``AttentionPlan.description``).
     """
 
     def __init__(
@@ -73,7 +91,11 @@ class TransformersEngine(HFTextMixin):
         max_packed_tokens: int = 2048,
         temperature: float = 0.0,
         seed: int | None = None,
+        prompt_format: PromptFormat = "auto",
+        attention: str = "auto",
     ) -> None:
+        if attention not in ("auto", "plain"):
+            raise ValueError(f"attention must be 'auto' or 'plain', got {attention!r}")
         self.model = model
         self.tokenizer = tokenizer
         self.model_id = model_id
@@ -85,73 +107,135 @@ class TransformersEngine(HFTextMixin):
         self.seed = seed
         self._token_cache: dict[str, list[int]] = {}
         self._grammar: Any = None
+        self.set_prompt_format(prompt_format)
+        self.attention: AttentionPlan = plan_attention(
+            model, force_plain="requested" if attention == "plain" else None)
+        self._packed_proven = False
+
+    @property
+    def attention_path(self) -> str:
+        """The attention path in use (:class:`~.attention.AttentionPlan` description)."""
+        return self.attention.description
+
+    def _packed_or_plain(self, packed: Callable[[], list[Any]], plain: Callable[[], list[Any]]) -> list[Any]:
+        """Run ``packed`` where the plan allows it, else ``plain``.
+
+        If the very first packed pass raises (a model whose cache or forward does not take the
+        trie's masks, such as a state-space model its config did not reveal), the engine
+        switches to the plain path for good, records why, and reruns the work plainly.
+        """
+        if not self.attention.packed:
+            return plain()
+        if self._packed_proven:
+            return packed()
+        try:
+            results = packed()
+        except (RuntimeError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            reason = f"packed path failed: {type(exc).__name__}: {exc}"[:300]
+            logger.warning("%s: %s; using the plain path", self.model_id, reason)
+            self.attention = plan_attention(self.model, force_plain=reason)
+            return plain()
+        self._packed_proven = True
+        return results
 
     # ------------------------------------------------------------------ scoring
     def score(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:
         """Label log-probabilities for every request; see :class:`~.base.Engine`."""
         return _per_prefix(requests, self._score_group)
 
-    def _score_group(self, prefix: str, requests: list[ScoreRequest]) -> list[LabelScores]:
-        """Score requests sharing one prefix: prefix once, suffix tries packed in chunks.
-
-        Usage: ``prompt_tokens`` is ``len(prefix + suffix)``. The first fitting request pays
-        for the prefix; in each chunk every computed suffix node is split evenly among the
-        requests whose suffix runs through it (rounded to whole tokens, see
-        :func:`~.packing.prompt_shares`), the rest of each request's prompt counts as
-        ``cache_read_input_tokens``. ``seconds`` splits the group's wall time by computed nodes: the
-        prefix to the first request, every row node (label continuations included) evenly
-        among the requests using it.
-        """
-        start = time.perf_counter()
-        prefix_ids = self.tokens(prefix)
-        trees: list[tuple[list[int], list[list[int]]]] = []
-        fits: list[int] = []
-        results: list[LabelScores | None] = [None] * len(requests)
-        for index, request in enumerate(requests):
-            suffix_ids = self.tokens(request.suffix)
-            label_ids = [self.tokens(label) for label in request.labels]
-            longest = len(prefix_ids) + len(suffix_ids) + max(len(ids) for ids in label_ids)
-            if longest > self.context_length:
-                results[index] = LabelScores(
-                    (),
-                    error=(
-                        f"infrastructure: prompt of {longest} tokens exceeds the judge's "
-                        f"context length of {self.context_length} tokens"
-                    ),
-                )
+    def _tokenize_requests(
+        self, prefix: str, requests: Sequence[ScoreRequest]
+    ) -> list[tuple[list[int], list[list[int]]] | str]:
+        """Per request: ``(prompt_ids, label_ids)`` (exact tokenization, :mod:`.chat_text`) or an error."""
+        out: list[tuple[list[int], list[list[int]]] | str] = []
+        for request in requests:
+            prompt_ids = self.prompt_tokens(prefix, request.suffix)
+            try:
+                label_ids = [self.label_tokens(prefix + request.suffix, prompt_ids, label) for label in request.labels]
+            except SeamError as exc:
+                out.append(f"infrastructure: {exc}")
                 continue
-            fits.append(index)
-            trees.append((suffix_ids, label_ids))
-        if not trees:
-            return [r for r in results if r is not None]
+            longest = len(prompt_ids) + max(len(ids) for ids in label_ids)
+            if not prompt_ids:
+                out.append("infrastructure: empty prompt")
+            elif longest > self.context_length:
+                out.append(f"infrastructure: prompt of {longest} tokens exceeds the judge's "
+                           f"context length of {self.context_length} tokens")
+            else:
+                out.append((prompt_ids, label_ids))
+        return out
 
+    def _score_group(self, prefix: str, requests: list[ScoreRequest]) -> list[LabelScores]:
+        """Score requests sharing one prefix string (packed trie or plain path, :mod:`.attention`)."""
+        start = time.perf_counter()
+        tokenized = self._tokenize_requests(prefix, requests)
+        fits = [i for i, t in enumerate(tokenized) if not isinstance(t, str)]
+        results: list[LabelScores] = [
+            LabelScores((), error=t) if isinstance(t, str) else LabelScores(()) for t in tokenized
+        ]
+        if not fits:
+            return results
+        work = [tokenized[i] for i in fits]
+        scored = self._packed_or_plain(lambda: self._score_packed(work), lambda: self._score_each(work))
+        elapsed = time.perf_counter() - start
+        total = sum(share for *_, share in scored) or 1.0
+        for index, (logprobs, off_mass, usage, share) in zip(fits, scored):
+            results[index] = LabelScores(logprobs, usage=usage, seconds=elapsed * share / total, off_label_mass=off_mass)
+        return results
+
+    def _score_each(self, work: list[Any]) -> list[tuple[tuple[float, ...], float, TokenUsage, float]]:
+        """Plain path: every request's prompt and labels as ordinary sequences."""
+        out = []
+        for prompt_ids, label_ids in work:
+            logprobs, off_mass = score_plain(self.model, prompt_ids, label_ids)
+            rows = sum(len(prompt_ids) + len(label) - 1 for label in label_ids)
+            out.append((logprobs, off_mass, TokenUsage.of(prompt_tokens=len(prompt_ids)), float(rows)))
+        return out
+
+    def _score_packed(self, work: list[Any]) -> list[tuple[tuple[float, ...], float, TokenUsage, float]]:
+        """Packed path: the group's common prompt tokens once, the rest as token tries in chunks.
+
+        The shared prefix is the longest common token prefix of the group's prompts (at most
+        each prompt's length minus one, so every request keeps a suffix token that predicts its
+        labels); prompts are tokenized whole, so the split never changes a token.
+
+        Usage: ``prompt_tokens`` is the prompt's length. The first request pays for the shared
+        prefix; in each chunk every computed suffix node is split evenly among the requests
+        whose suffix runs through it (rounded to whole tokens, :func:`~.packing.prompt_shares`),
+        the rest of each prompt counts as ``cache_read_input_tokens``. The time share is the
+        prefix for the first request plus every row node (label continuations included) split
+        evenly among the requests using it.
+        """
+        prompts = [prompt for prompt, _ in work]
+        shared = _common_prefix_length(prompts)
+        prefix_ids = prompts[0][:shared]
+        trees = [(prompt[shared:], labels) for prompt, labels in work]
         cache = self._prefix_cache(prefix_ids)
-        logprobs: list[tuple[float, ...]] = [()] * len(trees)
+        scored: list[tuple[tuple[float, ...], float]] = [((), 0.0)] * len(trees)
         computed = [0] * len(trees)  # suffix tokens computed per tree
         shares = [0.0] * len(trees)  # row nodes per tree (fractional)
         for chunk in chunk_trie(trees, self.max_packed_tokens):
-            row = pack_trie(len(prefix_ids), [trees[i] for i in chunk])
-            for i, lps, own, share in zip(
-                chunk, self._score_row(row, cache), prompt_shares(row), node_shares(row)
-            ):
-                logprobs[i], computed[i], shares[i] = lps, own, share
-        elapsed = time.perf_counter() - start
-
-        shares[0] += len(prefix_ids)
-        total = sum(shares)
-        for position, index in enumerate(fits):
-            prompt_tokens = len(prefix_ids) + len(trees[position][0])
-            paid = computed[position] + (len(prefix_ids) if position == 0 else 0)
-            usage = TokenUsage.of(prompt_tokens=prompt_tokens, cache_read_input_tokens=prompt_tokens - paid)
-            results[index] = LabelScores(logprobs[position], usage=usage, seconds=elapsed * shares[position] / total)
-        return [r for r in results if r is not None]
+            row = pack_trie(shared, [trees[i] for i in chunk])
+            for i, result, own, share in zip(chunk, self._score_row(row, cache), prompt_shares(row), node_shares(row)):
+                scored[i], computed[i], shares[i] = result, own, share
+        shares[0] += shared
+        out = []
+        for position, (prompt, _) in enumerate(work):
+            paid = computed[position] + (shared if position == 0 else 0)
+            usage = TokenUsage.of(prompt_tokens=len(prompt), cache_read_input_tokens=len(prompt) - paid)
+            out.append((scored[position][0], scored[position][1], usage, shares[position]))
+        return out
 
     def _prefix_cache(self, prefix_ids: list[int]) -> Any:
-        """Key/value cache of the prefix (empty for an empty prefix)."""
+        """Key/value cache of the prefix (empty for an empty prefix), every token kept.
+
+        Built without the model config, so sliding-window layers keep all keys too: the trie's
+        masks apply the window themselves (:mod:`.attention`).
+        """
         import torch
         from transformers import DynamicCache
 
-        cache = DynamicCache(config=self.model.config)
+        cache = DynamicCache()
         if prefix_ids:
             self.model(
                 input_ids=torch.tensor([prefix_ids], dtype=torch.long, device=self.model.device),
@@ -161,8 +245,11 @@ class TransformersEngine(HFTextMixin):
             )
         return cache
 
-    def _score_row(self, row: PackedRow, cache: Any) -> list[tuple[float, ...]]:
-        """One forward pass over a packed row on top of the prefix cache; cache restored after."""
+    def _score_row(self, row: PackedRow, cache: Any) -> list[tuple[tuple[float, ...], float]]:
+        """One forward pass over a packed row on top of the prefix cache; cache restored after.
+
+        Returns per tree ``(label logprobs, off-label mass)``.
+        """
         import torch
 
         keep = row.keep_positions
@@ -177,20 +264,20 @@ class TransformersEngine(HFTextMixin):
         cache.crop(-len(row.token_ids))
         logsoftmax = output.logits[0].float().log_softmax(-1)
         where = {pos: i for i, pos in enumerate(keep)}
-        return [
-            tuple(
-                float(sum(logsoftmax[where[pos], token].item() for pos, token in label))
-                for label in tree
-            )
-            for tree in row.targets
-        ]
+        results = []
+        for tree, end in zip(row.targets, row.ends):
+            logprobs = tuple(float(sum(logsoftmax[where[pos], token].item() for pos, token in label)) for label in tree)
+            firsts = {label[0][1] for label in tree}
+            results.append((logprobs, mass_outside([logsoftmax[where[end], t].item() for t in firsts])))
+        return results
 
-    def _row_mask(self, row: PackedRow) -> torch.Tensor:
-        """Additive 4D mask, shape (1, 1, n_row, prefix_len + n_row): 0 where attention is allowed.
+    def _row_mask(self, row: PackedRow) -> torch.Tensor | dict[str, torch.Tensor]:
+        """Additive mask(s), shape (1, 1, n_row, prefix_len + n_row): 0 where attention is allowed.
 
         Vectorised :func:`~.packing.may_attend`: with ``A[n, d]`` the ancestor of node ``n`` at
         depth ``d`` (:func:`~.packing.ancestor_table`), node ``q`` may see node ``k`` iff
-        ``A[q, depth[k]] == k``; every node sees the whole prefix.
+        ``A[q, depth[k]] == k``; every node sees the whole prefix. Sliding-window layers also
+        need the window (:func:`~.attention.additive_masks`).
         """
         import torch
 
@@ -209,10 +296,9 @@ class TransformersEngine(HFTextMixin):
         allowed = table.gather(1, depths[None, :].expand(n, n)) == torch.arange(n)[None, :]
         full = torch.ones(n, row.prefix_len + n, dtype=torch.bool)
         full[:, row.prefix_len :] = allowed
-        dtype = self.model.dtype
-        mask = torch.zeros(full.shape, dtype=dtype)
-        mask.masked_fill_(~full, torch.finfo(dtype).min)
-        return mask[None, None].to(self.model.device)
+        positions = torch.tensor(row.positions, dtype=torch.long)
+        keys = torch.cat([torch.arange(row.prefix_len), positions])
+        return additive_masks(self.attention, full, positions, keys, self.model.dtype, self.model.device)
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
@@ -228,12 +314,14 @@ class TransformersEngine(HFTextMixin):
 
     def _generate_group(self, prefix: str, requests: list[GenerateRequest]) -> list[Generation]:
         start = time.perf_counter()
-        prefix_ids = self.tokens(prefix)
+        prompts = [self.prompt_tokens(prefix, r.suffix) for r in requests]
         results: list[Generation | None] = [None] * len(requests)
         runnable: list[int] = []
-        for index, request in enumerate(requests):
-            needed = len(prefix_ids) + len(self.tokens(request.suffix)) + request.max_new_tokens
-            if needed > self.context_length:
+        for index, (request, prompt) in enumerate(zip(requests, prompts)):
+            needed = len(prompt) + request.max_new_tokens
+            if not prompt:
+                results[index] = Generation("", error="infrastructure: empty prompt")
+            elif needed > self.context_length:
                 results[index] = Generation(
                     "",
                     error=(
@@ -243,43 +331,56 @@ class TransformersEngine(HFTextMixin):
                 )
             else:
                 runnable.append(index)
-        if runnable:
-            cache = self._prefix_cache(prefix_ids)
-            sizes = [len(self.tokens(requests[i].suffix)) + requests[i].max_new_tokens for i in runnable]
-            for chunk in chunk_trees(sizes, self.max_packed_tokens):
-                members = [runnable[c] for c in chunk]
-                decoded = self._decode_branches(len(prefix_ids), cache, [requests[i] for i in members])
-                for index, (ids, closed) in zip(members, decoded):
-                    body, truncated = split_string_body(self.tokenizer.decode(ids))
-                    results[index] = Generation(
-                        body,
-                        truncated=truncated or not closed,
-                        usage=TokenUsage.of(
-                            prompt_tokens=len(prefix_ids) + len(self.tokens(requests[index].suffix)),
-                            completion_tokens=len(ids),
-                            # The first request of the group pays for the prefix; the rest hit it.
-                            cache_read_input_tokens=0 if index == runnable[0] else len(prefix_ids),
-                        ),
-                    )
-            elapsed = time.perf_counter() - start
-            for index in runnable:
-                generation = results[index]
-                assert generation is not None
-                results[index] = replace(generation, seconds=elapsed / len(runnable))
+        if not runnable:
+            return [r for r in results if r is not None]
+        work = [(prompts[i], requests[i].max_new_tokens) for i in runnable]
+        decoded, shared = self._packed_or_plain(lambda: self._generate_packed(work), lambda: self._generate_each(work))
+        elapsed = time.perf_counter() - start
+        for position, (index, (ids, closed)) in enumerate(zip(runnable, decoded)):
+            body, truncated = split_string_body(self.tokenizer.decode(ids))
+            prompt_tokens = len(prompts[index])
+            results[index] = Generation(
+                body,
+                truncated=truncated or not closed,
+                usage=TokenUsage.of(
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=len(ids),
+                    # The first request of the group pays for the shared prefix; the rest hit it.
+                    cache_read_input_tokens=0 if position == 0 else shared,
+                ),
+                seconds=elapsed / len(runnable),
+            )
         return [r for r in results if r is not None]
 
-    def _decode_branches(
-        self, prefix_len: int, cache: Any, requests: list[GenerateRequest]
-    ) -> list[tuple[list[int], bool]]:
-        """Decode one branch per request on top of the prefix cache; cache restored after.
+    def _generate_each(self, work: list[tuple[list[int], int]]) -> tuple[list[tuple[list[int], bool]], int]:
+        """Plain path: one request at a time on the model's own cache; nothing shared."""
+        grammar = self._json_string_grammar()
+        return [decode_plain(self.model, prompt, grammar, self._sampler(), budget) for prompt, budget in work], 0
 
-        Returns, per request, the generated token ids and whether the grammar finished (the
-        closing quote was produced) within the budget.
+    def _generate_packed(self, work: list[tuple[list[int], int]]) -> tuple[list[tuple[list[int], bool]], int]:
+        """Packed path: the common prompt tokens once, then branches in chunks; returns the shared length."""
+        prompts = [prompt for prompt, _ in work]
+        shared = _common_prefix_length(prompts)
+        cache = self._prefix_cache(prompts[0][:shared])
+        sizes = [len(prompt) - shared + budget for prompt, budget in work]
+        decoded: list[tuple[list[int], bool]] = []
+        for chunk in chunk_trees(sizes, self.max_packed_tokens):
+            decoded.extend(self._decode_branches(shared, cache, [(prompts[c][shared:], work[c][1]) for c in chunk]))
+        return decoded, shared
+
+    def _decode_branches(
+        self, prefix_len: int, cache: Any, branches: list[tuple[list[int], int]]
+    ) -> list[tuple[list[int], bool]]:
+        """Decode one branch per ``(suffix_ids, max_new_tokens)`` on top of the prefix cache.
+
+        The cache is restored after. Returns, per branch, the generated token ids and whether
+        the grammar finished (the closing quote was produced) within the budget.
         """
         import torch
 
         device = self.model.device
-        suffixes = [self.tokens(r.suffix) for r in requests]
+        suffixes = [suffix for suffix, _ in branches]
+        budgets = [budget for _, budget in branches]
         # The suffixes as one trie (shared starts computed once); each branch then decodes
         # below its suffix's last node.
         row = pack_trie(prefix_len, [(s, []) for s in suffixes])
@@ -294,11 +395,12 @@ class TransformersEngine(HFTextMixin):
             logits_to_keep=torch.tensor(keep, device=device),
         )
         appended = len(row.token_ids)
+        key_positions = [*range(prefix_len), *row.positions]
         logits = output.logits[0][[keep.index(end) for end in row.ends]]
         grammar = self._json_string_grammar()
-        guides = [grammar.new_guide() for _ in requests]
-        generated: list[list[int]] = [[] for _ in requests]
-        active = list(range(len(requests)))
+        guides = [grammar.new_guide() for _ in branches]
+        generated: list[list[int]] = [[] for _ in branches]
+        active = list(range(len(branches)))
         sampler = self._sampler()
         while active:
             chosen = []
@@ -309,7 +411,7 @@ class TransformersEngine(HFTextMixin):
             still = [
                 (b, t)
                 for b, t in zip(active, chosen)
-                if not guides[b].is_finished() and len(generated[b]) < requests[b].max_new_tokens
+                if not guides[b].is_finished() and len(generated[b]) < budgets[b]
             ]
             if not still:
                 break
@@ -322,13 +424,16 @@ class TransformersEngine(HFTextMixin):
             for row_index, branch in enumerate(active):
                 allowed[row_index, [prefix_len + k for k in own[branch]]] = True
                 allowed[row_index, prefix_len + appended + row_index] = True
-            mask = torch.zeros(allowed.shape, dtype=self.model.dtype)
-            mask.masked_fill_(~allowed, torch.finfo(self.model.dtype).min)
             positions = [prefix_len + len(suffixes[b]) + len(generated[b]) - 1 for b in active]
+            key_positions.extend(positions)
+            mask = additive_masks(
+                self.attention, allowed, torch.tensor(positions), torch.tensor(key_positions),
+                self.model.dtype, device,
+            )
             output = self.model(
                 input_ids=torch.tensor([[t for _, t in still]], dtype=torch.long, device=device),
                 position_ids=torch.tensor([positions], device=device),
-                attention_mask=mask[None, None].to(device),
+                attention_mask=mask,
                 past_key_values=cache,
                 use_cache=True,
             )
@@ -358,6 +463,16 @@ class TransformersEngine(HFTextMixin):
                 self.model, self.tokenizer, JSON_STRING_BODY_REGEX, temperature=self.temperature
             )
         return self._grammar
+
+
+def _common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
+    """Longest common token prefix of ``prompts``, at most the shortest length minus one."""
+    limit = min(len(p) for p in prompts) - 1
+    first = prompts[0]
+    length = 0
+    while length < limit and all(p[length] == first[length] for p in prompts):
+        length += 1
+    return length
 
 
 def _per_prefix(requests: Sequence[Any], run_group: Callable[[str, list[Any]], list[Any]]) -> list[Any]:

@@ -60,8 +60,9 @@ from autorubric_local.engine.base import (
     Generation,
     LabelScores,
     ScoreRequest,
+    mass_outside,
 )
-from autorubric_local.engine.chat_text import HFTextMixin
+from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat, SeamError
 from autorubric_local.engine.constrained import (
     JSON_STRING_BODY_REGEX,
     split_string_body,
@@ -108,7 +109,11 @@ class VLLMEngine(HFTextMixin):
     score_method : "auto" | "logprob_token_ids" | "prompt_logprobs"
         How label log-probabilities are read (module docstring); ``"auto"`` prefers
         ``logprob_token_ids`` where this vLLM has it.
+    prompt_format : "auto" | "chat" | "completion"
+        How prompts are rendered (:mod:`.chat_text`, "Prompt formats").
     """
+
+    attention_path = "vLLM (its own attention kernels and prefix caching)"
 
     def __init__(
         self,
@@ -120,6 +125,7 @@ class VLLMEngine(HFTextMixin):
         top_p: float | None = None,
         seed: int | None = None,
         score_method: ScoreMethod = "auto",
+        prompt_format: PromptFormat = "auto",
     ) -> None:
         from vllm import SamplingParams
 
@@ -145,11 +151,9 @@ class VLLMEngine(HFTextMixin):
             raise ValueError("score_method='logprob_token_ids' needs a vLLM with SamplingParams.logprob_token_ids")
         self.score_method: ScoreMethod = score_method
         self._token_cache: dict[str, list[int]] = {}
+        self.set_prompt_format(prompt_format)
 
     # ------------------------------------------------------------------ tokenisation
-    def _prompt(self, prefix: str, suffix: str) -> list[int]:
-        return self.tokens(prefix) + self.tokens(suffix)
-
     def _fit_error(self, prompt_len: int, needed: int, what: str) -> str | None:
         if prompt_len == 0:
             return "infrastructure: empty prompt (vLLM cannot prefill zero tokens)"
@@ -167,14 +171,17 @@ class VLLMEngine(HFTextMixin):
         labels: list[list[list[int]]] = []
         errors: list[str | None] = []
         for request in requests:
-            prompt = self._prompt(request.prefix, request.suffix)
-            label_ids = [self.tokens(label) for label in request.labels]
+            prompt = self.prompt_tokens(request.prefix, request.suffix)
+            try:
+                label_ids = [self.label_tokens(request.prefix + request.suffix, prompt, label)
+                             for label in request.labels]
+                seam = None
+            except SeamError as exc:
+                label_ids, seam = [[] for _ in request.labels], f"infrastructure: {exc}"
             longest = len(prompt) + max((len(ids) for ids in label_ids), default=0)
             if self.score_method == "prompt_logprobs":
                 longest += 1  # the label is all prompt; vLLM still decodes one token after it
-            error = self._fit_error(len(prompt), longest, f"prompt of {len(prompt)} tokens plus its longest label")
-            if error is None and any(not ids for ids in label_ids):
-                error = "infrastructure: a label is the empty string"
+            error = seam or self._fit_error(len(prompt), longest, f"prompt of {len(prompt)} tokens plus its longest label")
             prompts.append(prompt)
             labels.append(label_ids)
             errors.append(error)
@@ -222,8 +229,10 @@ class VLLMEngine(HFTextMixin):
             logprobs = tuple(
                 sum(edges[index][(tuple(ids[:j]), ids[j])] for j in range(len(ids))) for ids in label_ids
             )
+            off_mass = mass_outside([edges[index][((), t)] for t in {ids[0] for ids in label_ids}])
             usage = TokenUsage.of(prompt_tokens=len(prompt), cache_read_input_tokens=max(cached[index], 0))
-            results.append(LabelScores(logprobs, usage=usage, seconds=elapsed * computed[index] / total))
+            results.append(LabelScores(logprobs, usage=usage, seconds=elapsed * computed[index] / total,
+                                       off_label_mass=off_mass))
         return results
 
     def _score_prompt_logprobs(
@@ -238,10 +247,12 @@ class VLLMEngine(HFTextMixin):
         outputs = self._run([TokensPrompt(prompt_token_ids=prompts[i] + ids) for i, ids in jobs], params)
         elapsed = time.perf_counter() - start
         per_request: list[list[float]] = [[] for _ in prompts]
+        firsts: list[dict[int, float]] = [{} for _ in prompts]
         computed = [0] * len(prompts)
         for (index, ids), output in zip(jobs, outputs):
             positions = output.prompt_logprobs[len(prompts[index]) :]
             per_request[index].append(sum(float(pos[token].logprob) for pos, token in zip(positions, ids)))
+            firsts[index][ids[0]] = float(positions[0][ids[0]].logprob)
             computed[index] += len(output.prompt_token_ids) + 1
         total = sum(computed) or 1
         return [
@@ -251,6 +262,7 @@ class VLLMEngine(HFTextMixin):
                 tuple(per_request[i]),
                 usage=TokenUsage.of(prompt_tokens=len(prompts[i])),
                 seconds=elapsed * computed[i] / total,
+                off_label_mass=mass_outside(list(firsts[i].values())),
             )
             for i, error in enumerate(errors)
         ]
@@ -264,7 +276,7 @@ class VLLMEngine(HFTextMixin):
         results: list[Generation | None] = [None] * len(requests)
         prompts: list[list[int]] = []
         for index, request in enumerate(requests):
-            prompt = self._prompt(request.prefix, request.suffix)
+            prompt = self.prompt_tokens(request.prefix, request.suffix)
             needed = len(prompt) + request.max_new_tokens
             error = self._fit_error(
                 len(prompt), needed, f"prompt plus {request.max_new_tokens} new tokens"
@@ -367,6 +379,7 @@ def load_vllm(
     top_p: float | None = None,
     seed: int | None = None,
     gpu_memory_utilization: float | None = None,
+    prompt_format: PromptFormat = "auto",
     **llm_kwargs: Any,
 ) -> VLLMEngine:
     """Build an offline ``vllm.LLM`` on a Hugging Face folder and wrap it.
@@ -421,5 +434,5 @@ def load_vllm(
     options.update(llm_kwargs)
     return from_vllm(
         LLM(**options), model_id=model_id, context_length=context_length,
-        temperature=temperature, top_p=top_p, seed=seed,
+        temperature=temperature, top_p=top_p, seed=seed, prompt_format=prompt_format,
     )
