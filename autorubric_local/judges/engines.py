@@ -20,10 +20,8 @@ Loaded engines are shared within a process (one copy of the weights for many gra
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -34,6 +32,7 @@ from autorubric_local.core.errors import EngineError, InputError
 from autorubric_local.engine.base import Engine
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.judges.presets import ResolvedModel, resolve_model
+from autorubric_local.judges.weights import cache_dir, file_sha256
 
 logger = logging.getLogger(__name__)
 
@@ -80,20 +79,6 @@ UNSUPPORTED_FIELDS: dict[str, Unsupported] = {
         backends=("vllm",)),
 }
 """``LLMConfig`` fields that a local backend does not implement: a non-default value is refused."""
-
-
-def cache_dir() -> Path:
-    """Root folder for converted models."""
-    return Path(os.environ.get("AUTORUBRIC_LOCAL_CACHE", "~/.cache/autorubric-local")).expanduser()
-
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def converted_folder(gguf: Path) -> Path:
@@ -247,18 +232,27 @@ def load_engine(config: LLMConfig) -> Engine:
     if config.backend == "vllm":
         key: tuple[Any, ...] = ("vllm", str(resolved.path), config.device, config.dtype,
                                 config.context_length, config.gpu_memory_utilization,
-                                config.temperature, config.top_p, config.seed)
+                                config.temperature, config.top_p, config.seed, prompt_format(config, resolved))
         if key not in _ENGINES:
             _ENGINES[key] = _load_vllm(resolved, config)
         return _ENGINES[key]
     device, dtype = _pick_device_dtype(config)
     key = (str(resolved.path), device, str(dtype), config.context_length, config.max_packed_tokens,
-           config.temperature, config.seed)
+           config.temperature, config.seed, prompt_format(config, resolved))
     engine = _ENGINES.get(key)
     if engine is None:
         engine = _load_transformers(resolved, config, device, dtype)
         _ENGINES[key] = engine
     return engine
+
+
+def prompt_format(config: LLMConfig, resolved: ResolvedModel) -> str:
+    """The prompt format to build the engine with: the config's, else the preset's, else ``"auto"``."""
+    if config.prompt_format != "auto":
+        return config.prompt_format
+    if resolved.preset is not None and resolved.preset.prompt_format:
+        return resolved.preset.prompt_format
+    return "auto"
 
 
 def _load_vllm(resolved: ResolvedModel, config: LLMConfig) -> Engine:
@@ -276,6 +270,7 @@ def _load_vllm(resolved: ResolvedModel, config: LLMConfig) -> Engine:
         top_p=config.top_p,
         seed=config.seed,
         gpu_memory_utilization=config.gpu_memory_utilization,
+        prompt_format=prompt_format(config, resolved),
     )
 
 
@@ -297,4 +292,5 @@ def _load_transformers(resolved: ResolvedModel, config: LLMConfig, device: str, 
         max_packed_tokens=config.max_packed_tokens,
         temperature=config.temperature,
         seed=config.seed,
+        prompt_format=prompt_format(config, resolved),
     )

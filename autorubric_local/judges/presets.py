@@ -30,6 +30,13 @@ from typing import Any, Literal
 import yaml
 
 from autorubric_local.core.errors import InputError, ModelNotFoundError
+from autorubric_local.judges.weights import (
+    assemble_chunks,
+    assembled_path,
+    cache_dir,
+    package_file,
+    verify_sha256,
+)
 
 BUILTIN_PRESETS: Traversable = importlib.resources.files("autorubric_local.judges") / "models"
 """The presets shipped with the package (package data)."""
@@ -43,9 +50,13 @@ class ModelPreset:
     """A known judge model: where its weights are expected and how to run it.
 
     ``weights`` holds one or more of: ``python_package`` + ``file`` (weights inside an
-    installed package, located without importing it), ``env`` (a variable naming a path),
-    ``paths`` (candidate paths, ``~`` expanded) and ``hf_id`` (a Hugging Face id looked up in
-    the local Hugging Face cache).
+    installed package, located without importing it), ``chunks`` + ``file`` (a file split into
+    chunks shipped in installed packages, assembled once into the cache:
+    :mod:`~autorubric_local.judges.weights`), ``env`` (a variable naming a path), ``paths``
+    (candidate paths, ``~`` expanded) and ``hf_id`` (a Hugging Face id looked up in the local
+    Hugging Face cache); and optionally ``sha256``, the file's digest, checked before use.
+    ``prompt_format`` (``"chat"`` or ``"completion"``) is how the judge is prompted when the
+    config says ``"auto"``; None lets the tokenizer decide.
     """
 
     name: str
@@ -55,6 +66,14 @@ class ModelPreset:
     chat_template: str = ""
     license: str = ""
     source_file: Traversable | None = None
+    prompt_format: str | None = None
+
+    def chunk_files(self) -> list[Path] | None:
+        """The installed chunk files of ``weights.chunks`` in order, or None if any is missing."""
+        found = [package_file(entry) for entry in self.weights.get("chunks", [])]
+        if not found or any(path is None or not path.is_file() for path in found):
+            return None
+        return [path for path in found if path is not None]
 
     def candidate_paths(self) -> list[Path]:
         """Every path where this preset's weights may be, in search order."""
@@ -71,6 +90,8 @@ class ModelPreset:
             if spec is not None and spec.submodule_search_locations:
                 base = Path(list(spec.submodule_search_locations)[0])
                 candidates.append(base / self.weights.get("file", ""))
+        if self.weights.get("chunks"):
+            candidates.append(assembled_path(cache_dir(), self.weights["file"]))
         candidates.extend(Path(p).expanduser() for p in self.weights.get("paths", []))
         hf_id = self.weights.get("hf_id")
         if hf_id:
@@ -159,9 +180,17 @@ def _load_preset(file: Traversable) -> ModelPreset:
     for key in ("env", "python_package", "file", "hf_id"):
         if key in weights and not isinstance(weights[key], str):
             raise InputError(f"{file}: field 'weights.{key}': expected a string, got {type(weights[key]).__name__}")
-    paths = weights.get("paths", [])
-    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-        raise InputError(f"{file}: field 'weights.paths': expected a list of strings")
+    for key in ("paths", "chunks"):
+        listed = weights.get(key, [])
+        if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
+            raise InputError(f"{file}: field 'weights.{key}': expected a list of strings")
+    if "sha256" in weights and not re.fullmatch(r"[0-9a-fA-F]{64}", str(weights["sha256"])):
+        raise InputError(f"{file}: field 'weights.sha256': expected 64 hex digits, got {weights['sha256']!r}")
+    if weights.get("chunks") and not ("file" in weights and "sha256" in weights):
+        raise InputError(f"{file}: field 'weights.chunks' needs 'weights.file' (the assembled name) and 'weights.sha256'")
+    prompt_format = data.get("prompt_format")
+    if prompt_format not in (None, "chat", "completion"):
+        raise InputError(f"{file}: field 'prompt_format': expected 'chat' or 'completion', got {prompt_format!r}")
     return ModelPreset(
         name=str(data["name"]),
         description=str(data.get("description", "")),
@@ -170,7 +199,19 @@ def _load_preset(file: Traversable) -> ModelPreset:
         chat_template=str(data.get("chat_template", "")),
         license=str(data.get("license", "")),
         source_file=file,
+        prompt_format=prompt_format,
     )
+
+
+def _assemble_if_chunked(preset: ModelPreset, candidate: Path) -> None:
+    """Assemble ``preset``'s chunks into ``candidate`` when that is where they go and they are installed."""
+    if not preset.weights.get("chunks") or candidate.exists():
+        return
+    if candidate != assembled_path(cache_dir(), preset.weights["file"]):
+        return
+    chunks = preset.chunk_files()
+    if chunks is not None:
+        assemble_chunks(chunks, candidate, preset.weights["sha256"], f"preset '{preset.name}' ({preset.source_file})")
 
 
 def _classify(path: Path) -> Literal["hf_folder", "gguf"] | None:
@@ -188,17 +229,26 @@ def resolve_model(spec: str) -> ResolvedModel:
     ------
     ModelNotFoundError
         If nothing usable exists; the message lists every path searched and the presets known.
+    ModelIntegrityError
+        If the preset declares ``weights.sha256`` and the file found differs.
     """
     searched: list[str] = []
     preset = get_preset(spec)
     if preset is not None:
         for candidate in preset.candidate_paths():
             searched.append(str(candidate))
+            _assemble_if_chunked(preset, candidate)
             kind = _classify(candidate)
             if kind:
+                if kind == "gguf" and preset.weights.get("sha256"):
+                    verify_sha256(candidate, preset.weights["sha256"], f"preset '{preset.name}' ({preset.source_file})")
                 return ResolvedModel(kind, candidate, preset.name, preset, tuple(searched))
         hint = ""
-        if preset.weights.get("python_package"):
+        if preset.weights.get("chunks"):
+            hint = ("\nThe weights ship as chunks in the Python packages "
+                    + ", ".join(sorted({c.split('/')[0] for c in preset.weights['chunks']}))
+                    + "; install them (see the preset file for the exact command).")
+        elif preset.weights.get("python_package"):
             hint = (
                 f"\nThe weights ship in the Python package '{preset.weights['python_package']}'; "
                 "install it (see the preset file for the exact command)."
