@@ -16,13 +16,17 @@ import sqlite_utils
 import autorubric_local.store.schema as schema_module
 from autorubric_local.bias import SweepSettings, run_sweep
 from autorubric_local.bias.records import sweep_records
+from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import Criterion, CriterionOption
+from autorubric_local.data.dataset import RubricDataset
 from autorubric_local.engine import LabelScores, ScoreRequest, ScriptedEngine
 from autorubric_local.graders import CriterionGrader
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.graders.records import graded_item_records
 from autorubric_local.judges.config import LLMConfig
+from autorubric_local.metrics import compute_metrics
+from autorubric_local.runner import EvalConfig, EvalRunner, load_result
 from autorubric_local.store import MIGRATIONS, Store, open_db
 
 BINARY = Criterion(name="density", weight=10.0, requirement="States the energy density")
@@ -219,3 +223,26 @@ def test_migration_7_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest.Monke
     assert db["_migrations"].count == 6
     assert "label_logprobs_json" not in {c.name for c in db["judgments"].columns}
     assert db["judgments"].count == 2
+
+
+# ------------------------------------------------------------------------------ runs, end to end
+
+
+def test_a_run_keeps_the_values_through_its_stored_reports(tmp_path: Path) -> None:
+    """EvalRunner -> SQLite -> load_result -> compute_metrics: the masses survive the report JSON."""
+    dataset = RubricDataset(prompt="Compare.", rubric=Rubric([BINARY, DEPTH]), name="d")
+    dataset.add_item("Answer one.", ground_truth=["MET", "Expert"])
+    dataset.add_item("Answer two.", ground_truth=["UNMET", "Solid"])
+    grader = CriterionGrader(LLMConfig(model="scripted", engine=ScriptedEngine(policy=policy)), seed=3)
+    config = EvalConfig(db_path=tmp_path / "r.sqlite", experiment_name="e", show_progress=False)
+    EvalRunner(dataset, grader, config).run_sync()
+    result, loaded = load_result(tmp_path / "r.sqlite", "e")
+    for item in result.item_results:
+        binary, depth = item.report.report or []
+        assert binary.votes[0].off_label_mass == 0.2
+        assert binary.votes[0].label_logprobs == {"MET": math.log(0.5), "UNMET": math.log(0.2),
+                                                  "CANNOT_ASSESS": math.log(0.1)}
+        assert depth.multi_choice_votes[0].label_logprobs == {k: math.log(p) for k, p in RAW.items()}
+    b, d = compute_metrics(result, loaded).per_criterion
+    assert (b.mean_off_label_mass, b.n_off_label) == (pytest.approx(0.2), 2)
+    assert (d.mean_off_label_mass, d.n_off_label) == (pytest.approx(0.5), 2)
