@@ -4,6 +4,7 @@ chunking, run-time failures, fail_fast, refusal of changed content, malformed da
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +19,7 @@ from autorubric_local.core.types import Criterion, CriterionVerdict
 from autorubric_local.data.dataset import DataItem, RubricDataset
 from autorubric_local.engine import ScoreRequest, ScriptedEngine
 from autorubric_local.graders import CriterionGrader
+from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.runner import (
     EvalAbortedError,
@@ -127,6 +129,23 @@ def test_two_runs_never_mix_rows(tmp_path: Path) -> None:
     assert db["judgments"].count_where("run_id = ?", [a.run_id]) == 9
     assert db["judgments"].count_where("run_id = ?", [b.run_id]) == 6
     assert len(load_result(tmp_path / "r.sqlite", "a")[0].item_results) == 3
+
+
+def test_runs_record_which_engine_path_each_judge_ran(tmp_path: Path) -> None:
+    declared = ScriptedEngine(model_id="declared", policy=crash_worker.make_policy(0.0))
+    declared.attention_path = "packed-trie (sdpa, full attention)"  # type: ignore[attr-defined]
+    declared.prompt_format = "completion"  # type: ignore[attr-defined]
+    plain = ScriptedEngine(model_id="plain", policy=crash_worker.make_policy(0.0))
+    g = CriterionGrader(judges=[JudgeSpec(LLMConfig(model="scripted-a", engine=declared), "a"),
+                                JudgeSpec(LLMConfig(model="scripted-b", engine=plain), "b", weight=2.0)], seed=1)
+    result = run(crash_worker.build_dataset(2), g, config(tmp_path))
+    row = sqlite_utils.Database(tmp_path / "r.sqlite")["runs"].get(result.run_id)
+    assert json.loads(row["judges_json"]) == [
+        {"judge_id": "a", "model": "scripted-a", "model_id": "declared", "weight": 1.0,
+         "attention_path": "packed-trie (sdpa, full attention)", "prompt_format": "completion"},
+        {"judge_id": "b", "model": "scripted-b", "model_id": "plain", "weight": 2.0,
+         "attention_path": None, "prompt_format": None},
+    ]
 
 
 def test_progress_bar_runs(tmp_path: Path) -> None:

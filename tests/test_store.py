@@ -86,6 +86,29 @@ EXPECTED_COLUMNS: dict[str, dict[str, str]] = {
         "duration_ms": "REAL",
         "error": "TEXT",
         "explanation_error": "TEXT",
+        "label_logprobs_json": "TEXT",
+        "off_label_mass": "REAL",
+    },
+    "sweep_judgments": {
+        "sweep_id": "TEXT",
+        "item_id": "TEXT",
+        "item_index": "INTEGER",
+        "criterion_index": "INTEGER",
+        "criterion_name": "TEXT",
+        "judge_id": "TEXT",
+        "variant": "TEXT",
+        "rotation": "INTEGER",
+        "option_order_json": "TEXT",
+        "chosen_position": "INTEGER",
+        "chosen_option": "INTEGER",
+        "probabilities_json": "TEXT",
+        "prompt_tokens": "INTEGER",
+        "cached_tokens": "INTEGER",
+        "duration_ms": "REAL",
+        "error": "TEXT",
+        "label_probabilities_json": "TEXT",
+        "label_logprobs_json": "TEXT",
+        "off_label_mass": "REAL",
     },
     "run_leases": {
         "run_id": "TEXT",
@@ -102,6 +125,7 @@ EXPECTED_PKS: dict[str, list[str]] = {
     "runs": ["id"],
     "items": ["run_id", "item_id"],
     "judgments": ["run_id", "item_id", "criterion_index", "judge_id", "permutation_index"],
+    "sweep_judgments": ["sweep_id", "item_id", "criterion_index", "judge_id", "variant", "rotation"],
 }
 
 POSITIVE = Criterion(name="density", weight=10.0, requirement="States the energy density")
@@ -367,11 +391,13 @@ def test_failed_judgment_is_an_error_row_without_verdict(store: Store) -> None:
     assert binary["verdict"] is None  # the report's conservative UNMET is not stored as a verdict
     assert graded[1].report.report[0].final_verdict is not None
     assert binary["label_probabilities_json"] is None
+    assert binary["label_logprobs_json"] is None and binary["off_label_mass"] is None
 
     choice = rows[("b", 2)]
     assert choice["error"] == "unknown: engine crashed"
     assert choice["selected_index"] is None and choice["selected_label"] is None
     assert choice["label_probabilities_json"] is None
+    assert choice["label_logprobs_json"] is None and choice["off_label_mass"] is None
 
     ok = rows[("b", 1)]
     assert ok["error"] is None and ok["verdict"] == "UNMET"

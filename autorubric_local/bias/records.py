@@ -8,6 +8,7 @@ from typing import Any
 
 from autorubric_local.bias.cells import SweepCell
 from autorubric_local.bias.sweep import SweepResult
+from autorubric_local.graders.assembly import choice_vote
 
 __all__ = ["sweep_records"]
 
@@ -32,9 +33,14 @@ def sweep_records(
 
 
 def _judgment_rows(cell: SweepCell) -> list[dict[str, Any]]:
+    """One row per rotation. ``probabilities_json`` lists the distribution in shown-position
+    order (kept for readers of databases before migration 7); ``label_probabilities_json`` and
+    ``label_logprobs_json`` key it (and the raw log-probabilities) by original option label, as
+    the ``judgments`` table does (the same re-keying: :func:`.graders.assembly.choice_vote`)."""
     rows = []
     for result in cell.results:
         order = result.task.option_order or ()
+        vote = choice_vote(result, cell.judge_id, 1.0)
         rows.append(
             {
                 "item_id": cell.item_id, "item_index": cell.item_index,
@@ -44,12 +50,19 @@ def _judgment_rows(cell: SweepCell) -> list[dict[str, Any]]:
                 "chosen_position": result.chosen,
                 "chosen_option": None if result.chosen is None else order[result.chosen],
                 "probabilities_json": json.dumps(list(result.probabilities)) if result.probabilities else None,
+                "label_probabilities_json": _json_or_none(vote.label_probabilities),
+                "label_logprobs_json": _json_or_none(vote.label_logprobs),
+                "off_label_mass": result.off_label_mass,
                 "prompt_tokens": result.usage.prompt_tokens,
                 "cached_tokens": result.usage.cache_read_input_tokens,
                 "duration_ms": round(result.seconds * 1000.0, 3), "error": result.error,
             }
         )
     return rows
+
+
+def _json_or_none(mapping: dict[str, float] | None) -> str | None:
+    return json.dumps(mapping) if mapping else None
 
 
 def _score_row(cell: SweepCell) -> dict[str, Any]:

@@ -41,6 +41,9 @@ if TYPE_CHECKING:  # pragma: no cover
 EXIT_FAILURES = 3
 """Exit status of ``grade`` when some items or judgments failed (without --allow-failures)."""
 
+DEFAULT_OFF_LABEL_THRESHOLD = 0.5
+"""Default of ``--off-label-threshold``: a judgment whose off-label mass exceeds it is flagged."""
+
 
 @click.command()
 @click.argument("paths", metavar="[RUBRIC] DATA", nargs=-1, required=True,
@@ -73,6 +76,10 @@ EXIT_FAILURES = 3
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON instead of a table.")
 @click.option("--allow-failures", is_flag=True,
               help=f"Exit 0 even when items or judgments failed (default: exit {EXIT_FAILURES}).")
+@click.option("--off-label-threshold", type=click.FloatRange(0.0, 1.0), default=DEFAULT_OFF_LABEL_THRESHOLD,
+              show_default=True,
+              help="Flag judgments that put more than this share of the first-step probability outside the "
+                   "allowed labels (a judge not following the answer format; when its backend reports it).")
 def grade(
     paths: tuple[Path, ...],
     model: str | None,
@@ -90,6 +97,7 @@ def grade(
     no_progress: bool,
     as_json: bool,
     allow_failures: bool,
+    off_label_threshold: float,
 ) -> None:
     """Grade every submission in DATA against RUBRIC (YAML or JSON).
 
@@ -111,7 +119,9 @@ def grade(
 
         autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl --judges examples/judges.yaml --permutations cyclic
 
-    Every input (files, --run, --db) is checked before a judge is loaded.
+    Every input (files, --run, --db) is checked before a judge is loaded. Judgments whose
+    judge put more than --off-label-threshold of its first-step probability outside the
+    allowed labels are marked "!" in the table and counted on stderr (backends that report it).
 
     \b
     Exit status:
@@ -149,11 +159,15 @@ def grade(
         raise SystemExit(130) from None
     except AutorubricError as exc:
         raise fail(exc) from exc
+    graded = [(r.item_id, r.report) for r in result.item_results]
     if as_json:
-        click.echo(json.dumps([_item_json(r.item_id, r.report) for r in result.item_results], indent=2))
+        click.echo(json.dumps([_item_json(item_id, report) for item_id, report in graded], indent=2))
     else:
-        Console().print(_results_table([(r.item_id, r.report) for r in result.item_results]))
+        Console().print(_results_table(graded, off_label_threshold))
     console.print(_summary(result, load_seconds, db_path), markup=False)
+    off_label = _off_label_summary([report for _, report in graded], off_label_threshold)
+    if off_label is not None:
+        console.print(off_label, markup=False)
     failed_items, failed_judgments = _failures(result)
     if failed_items or failed_judgments:
         outcome = "exit status 0 (--allow-failures)" if allow_failures else f"exit status {EXIT_FAILURES}"
@@ -168,13 +182,7 @@ def _failures(result: EvalResult) -> tuple[int, int]:
     judges' votes (binary or multi-choice) with an ``error``, over every item."""
     reports = [r.report for r in result.item_results]
     items = sum(1 for report in reports if report.error is not None)
-    judgments = sum(
-        1
-        for report in reports
-        for criterion in report.report or []
-        for vote in [*criterion.votes, *criterion.multi_choice_votes]
-        if vote.error is not None
-    )
+    judgments = sum(1 for report in reports for vote in _votes(report) if vote.error is not None)
     return items, judgments
 
 
@@ -226,6 +234,41 @@ def _summary(result: Any, load_seconds: float, db_path: Path) -> str:
     )
 
 
+def _votes(report: EnsembleEvaluationReport) -> list[JudgeVote | MultiChoiceJudgeVote]:
+    """Every judge's vote on every criterion of ``report`` (one per judgment, as ``_failures``
+    counts them; a vote over several option orders is one)."""
+    return [vote for criterion in report.report or [] for vote in [*criterion.votes, *criterion.multi_choice_votes]]
+
+
+def _percent(share: float) -> str:
+    return f"{share * 100:g}%"
+
+
+def _off_label_summary(reports: Sequence[EnsembleEvaluationReport], threshold: float) -> str | None:
+    """One line: how many answered judgments put more than ``threshold`` of the first-step
+    probability outside the allowed labels, out of those whose backend reported it; None when
+    none did (the line would say nothing)."""
+    answered = [vote for report in reports for vote in _votes(report) if vote.error is None]
+    known = [vote.off_label_mass for vote in answered if vote.off_label_mass is not None]
+    if not known:
+        return None
+    flagged = sum(1 for mass in known if mass > threshold)
+    line = (f"{flagged} of {len(known)} judgments put > {_percent(threshold)} of the first-step probability "
+            "outside the allowed labels")
+    unknown = len(answered) - len(known)
+    return line + (f" ({unknown} more did not report it)" if unknown else "")
+
+
+def _off_label_cell(criterion: EnsembleCriterionReport, threshold: float) -> str:
+    """The largest known off-label mass among the criterion's votes, marked ``!`` above
+    ``threshold``; empty when no vote reports one."""
+    masses = [v.off_label_mass for v in [*criterion.votes, *criterion.multi_choice_votes] if v.off_label_mass is not None]
+    if not masses:
+        return ""
+    worst = max(masses)
+    return f"[bold red]{worst:.2f} ![/bold red]" if worst > threshold else f"{worst:.2f}"
+
+
 def _verdict_cell(report: EnsembleCriterionReport) -> tuple[str, float | None]:
     probabilities = report.label_probabilities or {}
     if report.final_verdict is not None:
@@ -237,10 +280,24 @@ def _verdict_cell(report: EnsembleCriterionReport) -> tuple[str, float | None]:
     return verdict.selected_label, probabilities.get(verdict.selected_label)
 
 
-def _results_table(graded: Sequence[tuple[str, EnsembleEvaluationReport]]) -> Table:
-    table = Table(title="Grades: each criterion's verdict, the judges' P(verdict) and their agreement")
-    for column, justify in (("item", "left"), ("score", "right"), ("criterion", "left"),
-                            ("weight", "right"), ("verdict", "left"), ("P", "right"), ("agree", "right")):
+def _results_table(
+    graded: Sequence[tuple[str, EnsembleEvaluationReport]], off_label_threshold: float = DEFAULT_OFF_LABEL_THRESHOLD
+) -> Table:
+    """One row per item and criterion. An ``off-label`` column (the largest off-label mass of
+    the criterion's judgments, ``!`` above ``off_label_threshold``) is added when any judgment
+    reports one."""
+    show_mass = any(vote.off_label_mass is not None for _, report in graded for vote in _votes(report))
+    caption = None
+    if show_mass:
+        caption = (f"off-label: the largest first-step probability a judge put outside the allowed labels; "
+                   f"! above {_percent(off_label_threshold)}")
+    table = Table(title="Grades: each criterion's verdict, the judges' P(verdict) and their agreement",
+                  caption=caption)
+    columns = [("item", "left"), ("score", "right"), ("criterion", "left"), ("weight", "right"),
+               ("verdict", "left"), ("P", "right"), ("agree", "right")]
+    if show_mass:
+        columns.append(("off-label", "right"))
+    for column, justify in columns:
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for item_id, report in graded:
         score = "[red]failed[/red]" if report.score is None else f"{report.score:.3f}"
@@ -253,8 +310,11 @@ def _results_table(graded: Sequence[tuple[str, EnsembleEvaluationReport]]) -> Ta
                 label, p = _verdict_cell(criterion)
                 verdict, probability = escape(label), ("" if p is None else f"{p:.2f}")
             first = index == 0
-            table.add_row(escape(item_id) if first else "", score if first else "", name, weight,
-                          verdict, probability, f"{criterion.agreement:.2f}")
+            cells = [escape(item_id) if first else "", score if first else "", name, weight,
+                     verdict, probability, f"{criterion.agreement:.2f}"]
+            if show_mass:
+                cells.append(_off_label_cell(criterion, off_label_threshold))
+            table.add_row(*cells)
         table.add_section()
     return table
 
@@ -298,6 +358,8 @@ def _vote_json(vote: JudgeVote | MultiChoiceJudgeVote) -> dict[str, Any]:
         "weight": vote.weight,
         "verdict": answer,
         "label_probabilities": vote.label_probabilities,
+        "label_logprobs": vote.label_logprobs,
+        "off_label_mass": vote.off_label_mass,
         "error": vote.error,
     }
 

@@ -14,6 +14,20 @@ probability for each outcome it was offered, read from the engine's logprobs:
   grader offered it.
 
 Values lie in [0, 1] and sum to 1 within ``PROBABILITY_SUM_TOLERANCE``.
+
+Extension: every vote also carries what the engine read before that renormalisation:
+
+- ``label_logprobs``: the raw natural-log probability of each label given the prompt, keyed
+  like ``label_probabilities`` (original option order for multi-choice). Not a distribution:
+  the labels' probabilities may sum to less than 1 (the judge put mass elsewhere). Values are
+  finite and ``<= 0``.
+- ``off_label_mass``: in [0, 1], the probability the judge's first decision step put on
+  tokens that start none of the allowed labels (``engine.base.LabelScores.off_label_mass``);
+  ``None`` when the backend does not report it.
+
+A vote over several option orders (cyclic permutations) holds the mean over its answered
+orders: ``label_logprobs[k] = log(mean_r exp(l_rk))`` (the log of the mean raw probability of
+option ``k``) and ``off_label_mass`` the mean over the orders that report it.
 """
 
 from __future__ import annotations
@@ -150,6 +164,42 @@ def _check_probabilities(
         )
 
 
+def _check_logprobs(
+    logprobs: Mapping[str, float] | None,
+    probabilities: Mapping[str, float] | None,
+    owner: str,
+    allowed_keys: Iterable[str] | None = None,
+) -> None:
+    """Validate a raw ``label_logprobs`` map: not empty, every value finite and ``<= 0`` (not a
+    distribution: no sum is checked), keys among ``allowed_keys`` when given and the same keys
+    as ``probabilities`` when both are set."""
+    if logprobs is None:
+        return
+    if not logprobs:
+        raise ValueError(f"{owner}.label_logprobs must not be empty (use None)")
+    for key, lp in logprobs.items():
+        if not (math.isfinite(lp) and lp <= 0.0):
+            raise ValueError(
+                f"{owner}.label_logprobs[{key!r}] must be a finite log-probability <= 0, got {lp}"
+            )
+    if allowed_keys is not None:
+        allowed = list(allowed_keys)
+        unknown = [key for key in logprobs if key not in allowed]
+        if unknown:
+            raise ValueError(f"{owner}.label_logprobs has unknown keys {unknown}; allowed: {allowed}")
+    if probabilities is not None and list(logprobs) != list(probabilities):
+        raise ValueError(
+            f"{owner}.label_logprobs keys {list(logprobs)} differ from "
+            f"label_probabilities keys {list(probabilities)}"
+        )
+
+
+def _check_mass(mass: float | None, owner: str) -> None:
+    """Validate ``off_label_mass``: ``None`` or a probability in [0, 1]."""
+    if mass is not None and not (math.isfinite(mass) and 0.0 <= mass <= 1.0):
+        raise ValueError(f"{owner}.off_label_mass must be a probability in [0, 1] or None, got {mass}")
+
+
 def _check_for_criterion(
     probabilities: Mapping[str, float] | None, criterion: Criterion, owner: str
 ) -> None:
@@ -276,7 +326,14 @@ class JudgeVote(BaseModel):
 
     ``weight`` is the judge's voting weight; ``error`` (category-prefixed) marks a vote
     synthesised after a failed call; ``label_probabilities`` (extension) is keyed by
-    ``"MET"``, ``"UNMET"``, ``"CANNOT_ASSESS"``.
+    ``"MET"``, ``"UNMET"``, ``"CANNOT_ASSESS"``; ``label_logprobs`` (raw, same keys) and
+    ``off_label_mass`` as in the module docstring.
+
+    Raises
+    ------
+    pydantic.ValidationError
+        Probabilities that are not a distribution over those keys, a raw log-probability
+        that is not finite and ``<= 0``, or an ``off_label_mass`` outside [0, 1].
     """
 
     model_config = ConfigDict(frozen=True)
@@ -288,11 +345,15 @@ class JudgeVote(BaseModel):
     error: str | None = None
     reasoning: str | None = None
     label_probabilities: dict[str, float] | None = None
+    label_logprobs: dict[str, float] | None = None
+    off_label_mass: float | None = None
 
     @model_validator(mode="after")
     def _check_label_probabilities(self) -> JudgeVote:
         if self.label_probabilities is not None:
             _check_probabilities(self.label_probabilities, "JudgeVote", BINARY_PROBABILITY_KEYS)
+        _check_logprobs(self.label_logprobs, self.label_probabilities, "JudgeVote", BINARY_PROBABILITY_KEYS)
+        _check_mass(self.off_label_mass, "JudgeVote")
         return self
 
     @property
@@ -307,7 +368,14 @@ class MultiChoiceJudgeVote(BaseModel):
     ``selected_index`` is the zero-based original option index (``None`` for an abstain
     with no option selected). ``label_probabilities`` (extension) is keyed by original
     option label in original order; the vote does not hold the criterion, so only the
-    distribution is checked here, not the keys.
+    distribution is checked here, not the keys. ``label_logprobs`` (raw, the same keys) and
+    ``off_label_mass`` as in the module docstring.
+
+    Raises
+    ------
+    pydantic.ValidationError
+        Probabilities that are not a distribution, raw log-probabilities not finite and
+        ``<= 0`` or keyed unlike the probabilities, or an ``off_label_mass`` outside [0, 1].
     """
 
     model_config = ConfigDict(frozen=True)
@@ -323,11 +391,15 @@ class MultiChoiceJudgeVote(BaseModel):
     error: str | None = None
     reasoning: str | None = None
     label_probabilities: dict[str, float] | None = None
+    label_logprobs: dict[str, float] | None = None
+    off_label_mass: float | None = None
 
     @model_validator(mode="after")
     def _check_label_probabilities(self) -> MultiChoiceJudgeVote:
         if self.label_probabilities is not None:
             _check_probabilities(self.label_probabilities, "MultiChoiceJudgeVote")
+        _check_logprobs(self.label_logprobs, self.label_probabilities, "MultiChoiceJudgeVote")
+        _check_mass(self.off_label_mass, "MultiChoiceJudgeVote")
         return self
 
     @property

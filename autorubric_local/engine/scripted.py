@@ -4,6 +4,11 @@ Like ``llm``'s ``MockModel``: ``enqueue_scores`` / ``enqueue_generations`` queue
 ``history`` records every request in order. When a queue is empty the optional ``policy``
 answers; without one the request fails with an ``unknown:`` error (so tests see the error path,
 never an invented verdict).
+
+An answer is a sequence of label log-probabilities (returned as given, raw; ``off_label_mass``
+None, as from a backend that does not report it), an error string, or a whole
+:class:`LabelScores` (to script ``off_label_mass`` too), returned with its ``usage`` filled in
+like a plain answer's when it has none.
 """
 
 from __future__ import annotations
@@ -22,7 +27,10 @@ from autorubric_local.engine.base import (
 )
 from autorubric_local.engine.user_text import plain
 
-ScorePolicy = Callable[[ScoreRequest], Sequence[float]]
+ScoreAnswer = Sequence[float] | str | LabelScores
+"""Label log-probabilities, an error string, or a whole :class:`LabelScores`."""
+
+ScorePolicy = Callable[[ScoreRequest], Sequence[float] | LabelScores]
 
 
 class ScriptedEngine:
@@ -32,7 +40,8 @@ class ScriptedEngine:
     ----------
     model_id : str
     policy : callable, optional
-        ``policy(request) -> logprobs`` (one per label) used when the score queue is empty.
+        ``policy(request) -> logprobs`` (one per label, or a :class:`LabelScores`) used when
+        the score queue is empty.
     explanation : str
         Text returned by ``generate`` when the generation queue is empty.
     """
@@ -46,12 +55,13 @@ class ScriptedEngine:
         self.model_id = model_id
         self.policy = policy
         self.explanation = explanation
-        self._scores: deque[Sequence[float] | str] = deque()
+        self._scores: deque[ScoreAnswer] = deque()
         self._generations: deque[str] = deque()
         self.history: list[ScoreRequest | GenerateRequest] = []
 
-    def enqueue_scores(self, *answers: Sequence[float] | str) -> None:
-        """Queue label log-probabilities (one sequence per request), or an error string."""
+    def enqueue_scores(self, *answers: ScoreAnswer) -> None:
+        """Queue answers, one per request: label log-probabilities, an error string, or a
+        :class:`LabelScores` (e.g. with ``off_label_mass``)."""
         self._scores.extend(answers)
 
     def enqueue_generations(self, *texts: str) -> None:
@@ -68,7 +78,7 @@ class ScriptedEngine:
         results: list[LabelScores] = []
         for request in map(_as_read, requests):
             self.history.append(request)
-            answer: Sequence[float] | str | None
+            answer: ScoreAnswer
             if self._scores:
                 answer = self._scores.popleft()
             elif self.policy is not None:
@@ -78,10 +88,15 @@ class ScriptedEngine:
             if isinstance(answer, str):
                 results.append(LabelScores((), error=answer))
                 continue
-            if len(answer) != len(request.labels):
-                raise ValueError(f"scripted answer has {len(answer)} logprobs for {len(request.labels)} labels")
-            tokens = len((request.prefix + request.suffix).split())
-            results.append(LabelScores(tuple(float(x) for x in answer), usage=TokenUsage.of(prompt_tokens=tokens)))
+            scripted = answer if isinstance(answer, LabelScores) else LabelScores(tuple(float(x) for x in answer))
+            if scripted.error is None and len(scripted.logprobs) != len(request.labels):
+                raise ValueError(
+                    f"scripted answer has {len(scripted.logprobs)} logprobs for {len(request.labels)} labels"
+                )
+            if scripted.usage == TokenUsage():
+                tokens = len((request.prefix + request.suffix).split())
+                scripted = replace(scripted, usage=TokenUsage.of(prompt_tokens=tokens))
+            results.append(scripted)
         return results
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:

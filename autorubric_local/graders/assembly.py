@@ -1,8 +1,9 @@
 """Build votes and reports from judgment results: each report type is built here and only here.
 
 Mapping back from what the judge saw: a multi-choice answer at shown position ``k`` is the
-original option ``option_order[k]``; label probabilities are re-keyed by original option label
-in original option order (binary: ``MET``/``UNMET``/``CANNOT_ASSESS``).
+original option ``option_order[k]``; label probabilities, and the raw label log-probabilities
+beside them, are re-keyed by original option label in original option order (binary:
+``MET``/``UNMET``/``CANNOT_ASSESS``).
 
 A failed judgment (``error`` set) becomes a vote that says so: binary votes carry the spec's
 conservative default verdict (UNMET for positive weight, MET for negative; README 001, "Error
@@ -13,6 +14,7 @@ vote as the worst case, so a failure never raises a score.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from autorubric_local.core.penalty import (
@@ -51,7 +53,17 @@ def binary_vote(result: JudgmentResult, judge_id: str, weight: float) -> JudgeVo
         reason=reason,
         weight=weight,
         label_probabilities=probabilities,
+        label_logprobs=dict(zip(BINARY_LABELS, result.logprobs)) or None,
+        off_label_mass=result.off_label_mass,
     )
+
+
+def _by_original(shown_values: Sequence[float], order: Sequence[int]) -> list[float]:
+    """Values in shown order re-indexed by original option: ``out[order[k]] = shown_values[k]``."""
+    out = [0.0] * len(order)
+    for shown, original in enumerate(order):
+        out[original] = shown_values[shown]
+    return out
 
 
 def choice_vote(result: JudgmentResult, judge_id: str, weight: float) -> MultiChoiceJudgeVote:
@@ -73,9 +85,8 @@ def choice_vote(result: JudgmentResult, judge_id: str, weight: float) -> MultiCh
             shuffle_order=order,
             error=result.error,
         )
-    by_original = [0.0] * len(options)
-    for shown, original in enumerate(order):
-        by_original[original] = result.probabilities[shown]
+    by_original = _by_original(result.probabilities, order)
+    logprobs = _by_original(result.logprobs, order) if result.logprobs else None
     selected = order[result.chosen]
     option = options[selected]
     return MultiChoiceJudgeVote(
@@ -88,6 +99,8 @@ def choice_vote(result: JudgmentResult, judge_id: str, weight: float) -> MultiCh
         na=option.na,
         shuffle_order=order,
         label_probabilities={opt.label: p for opt, p in zip(options, by_original)},
+        label_logprobs=None if logprobs is None else {opt.label: lp for opt, lp in zip(options, logprobs)},
+        off_label_mass=result.off_label_mass,
     )
 
 
@@ -111,6 +124,8 @@ def combined_choice_vote(results: Sequence[JudgmentResult], judge_id: str, weigh
     for result in answered:
         for shown, original in enumerate(result.task.option_order or range(len(options))):
             mean[original] += result.probabilities[shown] / len(answered)
+    logprobs = _mean_logprobs(answered, len(options))
+    masses = [r.off_label_mass for r in answered if r.off_label_mass is not None]
     top = max(mean)
     # Ties within rounding of the averaging (e.g. pure position bias: all equal).
     selected = criterion.worst_option_among([i for i, p in enumerate(mean) if top - p <= 1e-9])
@@ -125,7 +140,23 @@ def combined_choice_vote(results: Sequence[JudgmentResult], judge_id: str, weigh
         na=option.na,
         shuffle_order=list(ordered[0].task.option_order or range(len(options))),
         label_probabilities={opt.label: p for opt, p in zip(options, mean)},
+        label_logprobs=None if logprobs is None else {opt.label: lp for opt, lp in zip(options, logprobs)},
+        off_label_mass=math.fsum(masses) / len(masses) if masses else None,
     )
+
+
+def _mean_logprobs(answered: Sequence[JudgmentResult], n_options: int) -> list[float] | None:
+    """``log(mean_r exp(l_rk))`` per original option ``k`` over the orders ``r`` of ``answered``
+    (computed stably, max subtracted); None unless every order has raw log-probabilities."""
+    if not all(r.logprobs for r in answered):
+        return None
+    columns = [_by_original(r.logprobs, r.task.option_order or range(n_options)) for r in answered]
+    out = []
+    for k in range(n_options):
+        values = [column[k] for column in columns]
+        top = max(values)
+        out.append(top + math.log(math.fsum(math.exp(v - top) for v in values) / len(values)))
+    return out
 
 
 def _joined_reason(votes: Sequence[JudgeVote] | Sequence[MultiChoiceJudgeVote]) -> str:

@@ -15,6 +15,7 @@ its tasks, so it can batch and share prefixes across the whole job.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -60,6 +61,12 @@ class JudgmentResult:
     explanation_error : str or None
         Explain mode, verdict first: the explanation's generation failed while the verdict
         was read; the verdict stands (``error`` stays None) and the explanation is None.
+    logprobs : tuple of float, shape (n_labels,), in *shown* label order; empty on error
+        The engine's raw natural-log label probabilities (``LabelScores.logprobs``: not
+        renormalised, each finite and <= 0); ``probabilities`` is their softmax.
+    off_label_mass : float in [0, 1] or None
+        ``LabelScores.off_label_mass``: first-step probability outside the labels; None when
+        the backend does not report it, and on error.
     """
 
     task: JudgmentTask
@@ -71,6 +78,8 @@ class JudgmentResult:
     seconds: float
     error: str | None
     explanation_error: str | None = None
+    logprobs: tuple[float, ...] = ()
+    off_label_mass: float | None = None
 
 
 def _argmax(values: Sequence[float]) -> int:
@@ -151,6 +160,8 @@ def run_tasks(
             seconds=base.seconds + generation.seconds,
             error=None,
             explanation_error=generation.error,
+            logprobs=base.logprobs,
+            off_label_mass=base.off_label_mass,
         )
     return results
 
@@ -187,8 +198,29 @@ def _from_scores(
     cost: tuple[TokenUsage, float],
 ) -> JudgmentResult:
     usage, seconds = cost
-    if scores.error is not None or not scores.logprobs:
-        error = scores.error or "unknown: engine returned no label scores"
+    error = scores.error or _invalid(scores)
+    if error is not None:
         return JudgmentResult(task, (), None, explanation, truncated, usage, seconds, error)
     probabilities = scores.probabilities
-    return JudgmentResult(task, probabilities, _argmax(probabilities), explanation, truncated, usage, seconds, None)
+    return JudgmentResult(
+        task, probabilities, _argmax(probabilities), explanation, truncated, usage, seconds, None,
+        logprobs=tuple(scores.logprobs), off_label_mass=scores.off_label_mass,
+    )
+
+
+def _invalid(scores: LabelScores) -> str | None:
+    """Why an engine's answer cannot be a verdict (an ``unknown:`` error), or None.
+
+    Log-probabilities must be present, finite and <= 0, and ``off_label_mass`` None or in
+    [0, 1]: anything else is a backend bug, recorded on the judgment rather than turned into
+    a verdict (or into a report that cannot be stored).
+    """
+    if not scores.logprobs:
+        return "unknown: engine returned no label scores"
+    if not all(math.isfinite(lp) and lp <= 0.0 for lp in scores.logprobs):
+        values = list(scores.logprobs)
+        return f"unknown: engine returned label log-probabilities that are not all finite and <= 0: {values}"
+    mass = scores.off_label_mass
+    if mass is not None and not (math.isfinite(mass) and 0.0 <= mass <= 1.0):
+        return f"unknown: engine returned an off-label mass outside [0, 1]: {mass}"
+    return None

@@ -12,7 +12,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autorubric_local.core.errors import InputError
-from autorubric_local.core.reports import EnsembleCriterionReport
+from autorubric_local.core.reports import (
+    EnsembleCriterionReport,
+    JudgeVote,
+    MultiChoiceJudgeVote,
+)
 from autorubric_local.core.text import storable
 from autorubric_local.graders.assembly import binary_vote, choice_vote
 from autorubric_local.graders.criterion_grader import GradedItem
@@ -90,7 +94,10 @@ def _judge_id(result: JudgmentResult, report: EnsembleCriterionReport, judges: S
 
 
 def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id: str | None) -> dict[str, Any]:
-    """One judgment as a row: this judge's vote in this option order (not the aggregate)."""
+    """One judgment as a row: this judge's vote in this option order (not the aggregate).
+
+    ``label_probabilities_json`` and ``label_logprobs_json`` (raw) are keyed by verdict name
+    or original option label; ``off_label_mass`` is the engine's, NULL when unknown."""
     task = result.task
     row: dict[str, Any] = {
         "item_id": item_id,
@@ -104,6 +111,8 @@ def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id:
         "selected_index": None,
         "selected_label": None,
         "label_probabilities_json": None,
+        "label_logprobs_json": None,
+        "off_label_mass": result.off_label_mass,
         "explanation": result.explanation,
         "explanation_truncated": int(result.explanation_truncated),
         "prompt_tokens": result.usage.prompt_tokens,
@@ -115,15 +124,16 @@ def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id:
     }
     if result.error is not None or result.chosen is None:
         return row
+    vote: JudgeVote | MultiChoiceJudgeVote
     if task.criterion.options is None:
         vote = binary_vote(result, judge_id, 1.0)
         row["verdict"] = vote.verdict.value
-        probabilities = vote.label_probabilities
     else:
-        choice = choice_vote(result, judge_id, 1.0)
-        row["selected_index"] = choice.selected_index
-        row["selected_label"] = choice.selected_label
-        probabilities = choice.label_probabilities
-    if probabilities:
-        row["label_probabilities_json"] = json.dumps(probabilities)
+        vote = choice_vote(result, judge_id, 1.0)
+        row["selected_index"] = vote.selected_index
+        row["selected_label"] = vote.selected_label
+    if vote.label_probabilities:
+        row["label_probabilities_json"] = json.dumps(vote.label_probabilities)
+    if vote.label_logprobs:
+        row["label_logprobs_json"] = json.dumps(vote.label_logprobs)
     return row

@@ -9,6 +9,7 @@ vectorisable, and the tests check them against scikit-learn.
 
 from __future__ import annotations
 
+import math
 import warnings as _warnings
 
 import numpy as np
@@ -150,14 +151,18 @@ def criterion_metrics(
     CriterionMetrics
         Degenerate cases: no pairs -> every figure ``None``; a constant pair of raters ->
         kappa ``None``; precision with no MET predictions -> ``None``; fewer than two
-        ordinal pairs or a constant side -> rank correlations ``None``.
+        ordinal pairs or a constant side -> rank correlations ``None``; no vote with a known
+        off-label mass -> ``mean_off_label_mass`` ``None`` (it does not need pairs: votes of
+        excluded pairs count).
     """
     _, h, j = pairs.arrays()
     codes = label_codes(pairs, ca, na)
     labels = [pairs.labels[c] for c in codes]
     name = pairs.key
     base = {"name": name, "index": pairs.index, "scale": pairs.scale, "support": int(h.size),
-            "n_excluded": pairs.n_excluded, "labels": labels}
+            "n_excluded": pairs.n_excluded, "labels": labels,
+            "mean_off_label_mass": math.fsum(pairs.off_label) / len(pairs.off_label) if pairs.off_label else None,
+            "n_off_label": len(pairs.off_label)}
     cal = None
     if pairs.cal_p:
         cal = calibration(pairs.cal_y, pairs.cal_p, warn=None)

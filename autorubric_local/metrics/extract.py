@@ -20,6 +20,8 @@ Alignment rules (documented once here, used by every metric):
   maps to the appended canonical NA). Any NA option maps to the first NA index.
 - The CANNOT_ASSESS / NA modes (:class:`CannotAssessMode`, :class:`NAMode`) are applied
   here, before any metric sees the pairs.
+- Off-label mass (:func:`off_label_masses`) is read from the votes of every compared item and
+  criterion, before any mode drops the pair: it describes the judge, not the agreement.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ __all__ = [
     "extract_verdicts_from_report",
     "filter_cannot_assess",
     "judge_code",
+    "off_label_masses",
     "verdict_to_binary",
     "verdict_to_string",
 ]
@@ -178,6 +181,8 @@ class CriterionPairs:
     (code -> scale position, -1 for NA) and ``human_value``/``judge_value`` (option values;
     the judge's continuous ensemble value when it has one; NaN for NA).
     ``cal_*`` hold the (item, human 0/1, P(MET)) triples for calibration (binary only).
+    ``off_label`` holds the known off-label masses of the criterion's votes
+    (:func:`off_label_masses`), one per vote, in item order.
     """
 
     key: str
@@ -195,6 +200,7 @@ class CriterionPairs:
     cal_item_pos: list[int] = field(default_factory=list)
     cal_y: list[int] = field(default_factory=list)
     cal_p: list[float] = field(default_factory=list)
+    off_label: list[float] = field(default_factory=list)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(item_pos, human, judge)`` as integer arrays of shape (n_pairs,)."""
@@ -294,6 +300,15 @@ def judge_code(
             value = None if effective.options[code].na else mvote.value  # type: ignore[index]
             return code, value, None
     return None
+
+
+def off_label_masses(cr: EnsembleCriterionReport, judge: JudgeView) -> list[float]:
+    """The known ``off_label_mass`` values of a criterion report's votes, in vote order: every
+    judge's (``judge=None``) or that judge's only; votes without one (failed, or a backend
+    that does not report it) are left out."""
+    votes = [*cr.votes, *cr.multi_choice_votes]
+    return [v.off_label_mass for v in votes
+            if v.off_label_mass is not None and (judge is None or v.judge_id == judge)]
 
 
 def human_code(effective: Criterion, truth: CriterionVerdict | str) -> int:
@@ -424,6 +439,7 @@ def align(
                     "criterion of the same key; name per-item criteria distinctly"
                 )
             pairs = by_key[key]
+            pairs.off_label.extend(off_label_masses(cr, judge))
             h = human_code(pairs.criterion, gt)
             got = judge_code(cr, pairs.criterion, judge)
             if got is None:

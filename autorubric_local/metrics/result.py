@@ -139,7 +139,8 @@ def _ci(b: BootstrapResult | None, pct: bool = False) -> str:
 
 def summary(m: MetricsResult) -> str:
     """Multi-line text: headline agreement, score-level figures, bias, calibration,
-    bootstrap intervals, per-criterion lines, inter-judge and per-judge lines, warnings."""
+    bootstrap intervals, per-criterion lines (with the mean off-label mass where known),
+    inter-judge and per-judge lines (each judge's per-criterion off-label mass), warnings."""
     lines = [
         (f"Metrics over {m.n_items} items, {m.n_criteria} criteria "
         f"(CANNOT_ASSESS: {m.cannot_assess_mode}, NA: {m.na_mode})"),
@@ -186,6 +187,8 @@ def summary(m: MetricsResult) -> str:
                       f"MAE={_num(c.mae)}"]
         if c.n_excluded:
             parts.append(f"excluded={c.n_excluded}")
+        if c.mean_off_label_mass is not None:
+            parts.append(f"off-label mass={c.mean_off_label_mass:.3f} (n={c.n_off_label})")
         lines.append(f"  {c.name} [{c.scale}]: " + ", ".join(parts))
     if m.inter_judge is not None:
         ij = m.inter_judge
@@ -196,6 +199,10 @@ def summary(m: MetricsResult) -> str:
         for jid, jm in m.per_judge.items():
             lines.append(f"  {jid}: accuracy={_pct(jm.criterion_accuracy)}, "
                          f"kappa={_num(jm.mean_kappa)}, RMSE={_num(jm.score_rmse, 4)}")
+            masses = [f"{c.name} {c.mean_off_label_mass:.3f}" for c in jm.per_criterion
+                      if c.mean_off_label_mass is not None]
+            if masses:
+                lines.append("    off-label mass: " + ", ".join(masses))
     if m.warnings:
         lines += ["", "Warnings:"] + [f"  - {w}" for w in m.warnings]
     return "\n".join(lines)
@@ -224,7 +231,8 @@ def _rows(m: MetricsResult) -> list[dict[str, Any]]:
     for c in m.per_criterion:
         cb = boot.per_criterion.get(c.name, {}) if boot else {}
         for metric in ("support", "accuracy", "kappa", "precision", "recall", "f1",
-                       "weighted_kappa", "adjacent_accuracy", "spearman", "kendall", "rmse", "mae"):
+                       "weighted_kappa", "adjacent_accuracy", "spearman", "kendall", "rmse", "mae",
+                       "mean_off_label_mass"):
             value = getattr(c, metric)
             if value is not None:
                 add("criterion", c.name, metric, value, cb.get(metric))

@@ -304,6 +304,15 @@ class CriterionMetrics(_Frozen):
         Nominal only: one-vs-rest metrics per option label.
     calibration : CalibrationResult or None
         Binary only (extension): see :class:`CalibrationResult`.
+    mean_off_label_mass : float in [0, 1] or None
+        Extension: mean off-label mass of the criterion's judgments in the compared items
+        (each vote's ``off_label_mass``: the probability the judge's first decision step put
+        outside the allowed labels; lower is better), over the votes where the backend reported
+        it. Every judge's vote counts once (in :class:`JudgeMetrics`, that judge's only); a
+        vote over several option orders holds the mean of its orders. ``None`` when no
+        judgment reported it. Counted before the CANNOT_ASSESS / NA modes drop any pair.
+    n_off_label : int
+        Number of votes ``mean_off_label_mass`` is over.
     """
 
     name: str
@@ -326,6 +335,8 @@ class CriterionMetrics(_Frozen):
     mae: float | None = None
     per_option: dict[str, OptionMetrics] | None = None
     calibration: CalibrationResult | None = None
+    mean_off_label_mass: float | None = None
+    n_off_label: int = 0
 
 
 class BootstrapResult(_Frozen):

@@ -25,6 +25,15 @@ Tables (units in column names):
 - ``metrics``: one row per ``compute_metrics`` computation of a run (migration 4).
 - ``judgments.explanation_error`` (migration 6): in explain mode, why a judgment's explanation
   could not be generated; its verdict (read before) stands and ``error`` stays NULL.
+- Migration 7, raw label log-probabilities and off-label mass:
+  ``judgments.label_logprobs_json`` (JSON object label -> raw natural-log probability, keyed
+  like ``label_probabilities_json``; not renormalised, values <= 0; NULL on error) and
+  ``judgments.off_label_mass`` (REAL in [0, 1]: first-step probability outside the allowed
+  labels; NULL when the backend does not report it or on error). ``sweep_judgments`` gains the
+  same two columns and ``label_probabilities_json`` (JSON object keyed by original option
+  label, in original option order, as in ``judgments``); its older ``probabilities_json`` (a
+  JSON list in *shown-position* order) is still written. Rows written before migration 7 keep
+  their values and have NULL in the new columns.
 - ``run_leases`` (migration 5): the lease of a run being written, at most one per run:
   ``run_id`` (primary key), ``owner`` (``<host>:<pid>:<random hex>``, one per writer), ``pid``
   and ``host`` of the writing process, ``acquired_utc`` and ``heartbeat_utc`` (renewed with
@@ -172,6 +181,15 @@ def _migration_6(db: sqlite_utils.Database) -> None:
     db.table("judgments").add_column("explanation_error", str)
 
 
+def _migration_7(db: sqlite_utils.Database) -> None:
+    judgments = db.table("judgments")
+    judgments.add_column("label_logprobs_json", str)
+    judgments.add_column("off_label_mass", float)
+    sweep_judgments = db.table("sweep_judgments")
+    for column, kind in (("label_probabilities_json", str), ("label_logprobs_json", str), ("off_label_mass", float)):
+        sweep_judgments.add_column(column, kind)
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
     (2, "runner checkpoints (item reports, content hash)", _migration_2),
@@ -179,6 +197,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...]
     (4, "metrics", _migration_4),
     (5, "run leases (one writer per run)", _migration_5),
     (6, "judgments.explanation_error (a verdict kept when its explanation failed)", _migration_6),
+    (7, "raw label logprobs and off-label mass; sweep probabilities keyed by option label", _migration_7),
 )
 """Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
 

@@ -8,8 +8,12 @@ Tables (created by migration 3, :mod:`.schema`):
 - ``sweep_judgments``: one row per rotation: ``sweep_id``, ``item_id``, ``item_index``,
   ``criterion_index``, ``criterion_name``, ``judge_id``, ``variant``, ``rotation``,
   ``option_order_json`` (shown position -> original index), ``chosen_position``,
-  ``chosen_option``, ``probabilities_json`` (shown-position order), token counts,
-  ``duration_ms``, ``error``. A failed rotation has ``error`` set and no choice.
+  ``chosen_option``, ``probabilities_json`` (a JSON list in *shown-position* order), token
+  counts, ``duration_ms``, ``error``; from migration 7 ``label_probabilities_json`` (the same
+  distribution as a JSON object keyed by original option label, in original option order, as
+  ``judgments.label_probabilities_json``), ``label_logprobs_json`` (raw label log-probabilities,
+  keyed the same way) and ``off_label_mass`` (NULL when unknown). A failed rotation has
+  ``error`` set and no choice; rows written before migration 7 have NULL in its columns.
 - ``sweep_scores``: one row per (item, criterion, judge, variant) with the Grade Score fields,
   histograms and profiles as JSON, the unrelated option and the human preference.
 - ``sweep_aggregates``: one row per (judge, criterion, variant): headline means and
