@@ -99,6 +99,20 @@ def require_vllm_venv() -> None:
     pytest.skip(message)
 
 
+def worker_env() -> dict[str, str]:
+    """The environment of a worker in ``.venv-vllm``: offline, and importing this checkout's
+    autorubric_local (the venv's own install may point at another checkout)."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {
+        **os.environ,
+        "PYTHONPATH": path,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+
+
 def too_long(request: ScoreRequest | GenerateRequest) -> str:
     return "word " * 9000 + request.prefix
 
@@ -137,6 +151,7 @@ def run(smollm2_engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Run:
     overlong_generate = GenerateRequest(too_long(generate_requests[0]), generate_requests[0].suffix, 8)
     job = {
         "model": str(folder),
+        "prompt_format": smollm2_engine.prompt_format,
         "score": [
             {"prefix": r.prefix, "suffix": r.suffix, "labels": list(r.labels)}
             for r in [*score_requests, overlong_score]
@@ -153,18 +168,11 @@ def run(smollm2_engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Run:
     }
     work = tmp_path_factory.mktemp("vllm")
     (work / "in.json").write_text(json.dumps(job), encoding="utf-8")
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "VLLM_NO_USAGE_STATS": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
     start = time.perf_counter()
     with (work / "worker.log").open("w", encoding="utf-8") as log:
         process = subprocess.run(
             [str(VLLM_PYTHON), str(ROOT / "tests" / "vllm_worker.py"), str(work / "in.json"), str(work / "out.json")],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=WORKER_TIMEOUT_S,
+            check=False, cwd=ROOT, env=worker_env(), stdout=log, stderr=subprocess.STDOUT, timeout=WORKER_TIMEOUT_S,
         )
     seconds["worker"] = time.perf_counter() - start
     if process.returncode != 0:
@@ -187,6 +195,11 @@ def injection_tasks(engine: Any) -> list[JudgmentTask]:
 
 
 @pytest.mark.slow
+def test_worker_ran_this_checkout(run: Run) -> None:
+    assert Path(run.out["package"]).resolve() == ROOT / "autorubric_local" / "__init__.py"
+
+
+@pytest.mark.slow
 def test_special_token_strings_in_a_submission_stay_text(run: Run, smollm2_engine: Any) -> None:
     specials = set(run.out["special_ids"])
     assert {1, 2} <= specials  # <|im_start|>, <|im_end|>
@@ -195,7 +208,7 @@ def test_special_token_strings_in_a_submission_stay_text(run: Run, smollm2_engin
     for attacked, clean in zip(ids[:half], ids[half:]):
         assert [i for i in attacked if i in specials] == [i for i in clean if i in specials]
     tasks = injection_tasks(smollm2_engine)  # same tokenizer, same ids in both backends
-    assert ids == [smollm2_engine.tokens(t.prefix) + smollm2_engine.tokens(t.suffix) for t in tasks]
+    assert ids == [smollm2_engine.prompt_tokens(t.prefix, t.suffix) for t in tasks]
 
 
 def argmax(values: Any) -> int:
@@ -250,7 +263,7 @@ def test_greedy_explanations_match_transformers(run: Run, smollm2_engine: Any) -
     requests = run.generate_requests[:3]
     reference = smollm2_engine.generate(requests)
     for request, mine, theirs in zip(requests, run.out["generate"], reference):
-        expected = len(smollm2_engine.tokens(request.prefix)) + len(smollm2_engine.tokens(request.suffix))
+        expected = len(smollm2_engine.prompt_tokens(request.prefix, request.suffix))
         assert mine["usage"]["prompt_tokens"] == theirs.usage.prompt_tokens == expected
     same = sum(m["text"] == t.text and m["truncated"] == t.truncated for m, t in zip(run.out["generate"], reference))
     assert same >= len(requests) - 1, [(m["text"], t.text) for m, t in zip(run.out["generate"], reference)]
