@@ -12,7 +12,6 @@ when parsed naively, so the test can fail.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -143,7 +142,7 @@ def test_smollm2_tokenizer(smollm2_engine: Any) -> None:
 @pytest.mark.slow
 def test_vllm_backend_with_the_sentencepiece_tokenizer(sentencepiece_engine: Any, tmp_path: Path) -> None:
     """The vLLM backend builds the same ids as the transformers one: no special token from data."""
-    from test_vllm_backend import ROOT, VLLM_PYTHON, require_vllm_venv
+    from test_vllm_backend import ROOT, VLLM_PYTHON, require_vllm_venv, worker_env
 
     require_vllm_venv()
     sentencepiece_engine.tokenizer.save_pretrained(tmp_path / "tokenizer")
@@ -153,13 +152,12 @@ def test_vllm_backend_with_the_sentencepiece_tokenizer(sentencepiece_engine: Any
     prompts = [{"prefix": t.prefix, "suffix": t.suffix} for pair in pairs for t in pair]
     (tmp_path / "in.json").write_text(json.dumps({"tokenizer": str(tmp_path / "tokenizer"), "prompts": prompts}))
     subprocess.run([str(VLLM_PYTHON), str(ROOT / "tests" / "vllm_tokens_worker.py"), str(tmp_path / "in.json"),
-                    str(tmp_path / "out.json")], cwd=ROOT, check=True, timeout=600,
-                   env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"})
+                    str(tmp_path / "out.json")], cwd=ROOT, check=True, timeout=600, env=worker_env())
     out = json.loads((tmp_path / "out.json").read_text())
     specials = set(out["special_ids"])
     assert specials == special_ids(sentencepiece_engine.tokenizer)
     for i in range(0, len(out["ids"]), 2):
         attacked, clean = out["ids"][i], out["ids"][i + 1]
         assert [t for t in attacked if t in specials] == [t for t in clean if t in specials]
-    transformers_ids = [sentencepiece_engine.tokens(p["prefix"]) + sentencepiece_engine.tokens(p["suffix"]) for p in prompts]
+    transformers_ids = [sentencepiece_engine.prompt_tokens(p["prefix"], p["suffix"]) for p in prompts]
     assert out["ids"] == transformers_ids

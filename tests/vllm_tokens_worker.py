@@ -24,7 +24,7 @@ def main(source: Path, target: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(job["tokenizer"])
     llm = SimpleNamespace(get_tokenizer=lambda: tokenizer, model_config=SimpleNamespace(max_model_len=8192))
     engine = VLLMEngine(llm, model_id="tokens-only")
-    ids = [engine._prompt(p["prefix"], p["suffix"]) for p in job["prompts"]]
+    ids = [engine.prompt_tokens(p["prefix"], p["suffix"]) for p in job["prompts"]]
     special = sorted(i for i, t in tokenizer.added_tokens_decoder.items() if t.special)
     target.write_text(json.dumps({"ids": ids, "special_ids": special}), encoding="utf-8")
 

