@@ -20,9 +20,9 @@ scoring with scoring, generation with generation, same model, workload and machi
 - ``explain_jps`` (c): ``run_tasks(mode=EXPLAIN)``, verdict first then a constrained explanation,
   over the whole workload by default, or over the first ``--explain-items`` items (a fixed
   subsample); the printout says which. ``explain_speedup = c / a2``.
-- ``bound_jps`` (d): the prefill bound. ``computed_tokens`` = tokens of each distinct prefix
-  once + the distinct nodes of each item's token trie of suffixes and labels (every label's
-  tokens but its last): what packed scoring computes, shared suffix starts once;
+- ``bound_jps`` (d): the prefill bound. ``computed_tokens`` = each item's common prompt tokens
+  once + the distinct nodes of the item's token trie of the prompts' rest and labels (every
+  label's tokens but its last): what packed scoring computes, shared suffix starts once;
   ``prefill_tokens_per_s`` = best throughput of a plain forward pass of the same model over
   random ids (shapes [1, 2048] and [4, 512], logits of the last position only, best of 3 after a
   warm-up); ``bound_seconds = computed_tokens / prefill_tokens_per_s``.
@@ -67,21 +67,38 @@ def plan(engine: TransformersEngine, n_items: int, seed: int) -> list[JudgmentTa
 
 
 def computed_tokens(engine: TransformersEngine, tasks: Sequence[JudgmentTask]) -> int:
-    """Tokens packed scoring computes: each distinct prefix once, plus the distinct nodes of
-    each prefix's trie of suffix + label tokens (every label's tokens but its last)."""
-    prefixes = sum(len(engine.tokens(prefix)) for prefix in {t.prefix for t in tasks})
-    nodes: set[tuple[str, tuple[int, ...]]] = set()
+    """Tokens packed scoring computes: per item (distinct prefix text), the common token prefix
+    of its judgments' prompts once, plus the distinct nodes of the trie of each prompt's rest
+    + label tokens (every label's tokens but its last); tokenized as the engine does (whole
+    prompt in one call, labels as continuation tokens)."""
+    groups: dict[str, list[JudgmentTask]] = {}
     for task in tasks:
-        suffix = engine.tokens(task.suffix)
-        for label in task.labels():
-            path = suffix + engine.tokens(label)[:-1]
-            nodes.update((task.prefix, tuple(path[: k + 1])) for k in range(len(path)))
-    return prefixes + len(nodes)
+        groups.setdefault(task.prefix, []).append(task)
+    total = 0
+    for prefix, members in groups.items():
+        prompts = [engine.prompt_tokens(prefix, t.suffix) for t in members]
+        shared = common_prefix_length(prompts)
+        nodes: set[tuple[int, ...]] = set()
+        for task, prompt in zip(members, prompts):
+            for label in task.labels():
+                path = prompt[shared:] + engine.label_tokens(prefix + task.suffix, prompt, label)[:-1]
+                nodes.update(tuple(path[: k + 1]) for k in range(len(path)))
+        total += shared + len(nodes)
+    return total
+
+
+def common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
+    """Longest common token prefix, at most the shortest prompt's length minus one (as the engine)."""
+    limit = min(len(p) for p in prompts) - 1
+    length = 0
+    while length < limit and len({p[length] for p in prompts}) == 1:
+        length += 1
+    return length
 
 
 def unshared_tokens(engine: TransformersEngine, tasks: Sequence[JudgmentTask]) -> int:
-    """Prompt tokens when every judgment is prefilled on its own (prefix + suffix each time)."""
-    return sum(len(engine.tokens(t.prefix)) + len(engine.tokens(t.suffix)) for t in tasks)
+    """Prompt tokens when every judgment is prefilled on its own (its whole prompt each time)."""
+    return sum(len(engine.prompt_tokens(t.prefix, t.suffix)) for t in tasks)
 
 
 def prefill_throughput(engine: TransformersEngine, repeats: int = 3) -> dict[str, float]:

@@ -34,7 +34,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 def verdict_rates(db: Path, run: str) -> dict[str, float]:
     """Share of each stored verdict among the run's judgments (errors counted as 'error')."""
     with sqlite3.connect(db) as con:
-        run_id = con.execute("select run_id from runs where name = ?", (run,)).fetchone()[0]
+        run_id = con.execute("select id from runs where name = ?", (run,)).fetchone()[0]
         rows = con.execute(
             "select coalesce(verdict, 'error'), count(*) from judgments where run_id = ? group by 1", (run_id,)
         ).fetchall()
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"metrics for {model} failed (exit {measured.returncode})")
         metrics = json.loads(measured.stdout)
         calibration = metrics.get("calibration") or {}
-        kappa_ci = (metrics.get("bootstrap") or {}).get("mean_kappa") or {}
+        kappa_ci = (((metrics.get("bootstrap") or {}).get("metrics") or {}).get("mean_kappa") or {}).get("ci") or {}
         report[model] = {
             **verdict_rates(db, run),
             "accuracy": metrics["criterion_accuracy"],
