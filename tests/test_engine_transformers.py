@@ -148,6 +148,8 @@ def test_batched_scoring_equals_single_full_sequence_scoring(
 ) -> None:
     results = tiny_engine.score(requests)
     assert len(results) == len(requests)
+    # The packed trie ran (no fallback to the plain path after a failed first pass).
+    assert tiny_engine.attention.packed and tiny_engine.attention_path == "packed-trie (sdpa; full attention)"
     for request, result, reference in zip(requests, results, expected):
         assert result.error is None
         assert len(result.logprobs) == len(request.labels)
@@ -583,3 +585,19 @@ def test_json_string_body_regex(body: str, ok: bool) -> None:
     assert (re.fullmatch(JSON_STRING_BODY_REGEX, body) is not None) is ok
     if ok:
         assert isinstance(json.loads('"' + body), str)
+
+
+def test_a_model_the_packed_path_fails_on_falls_back_to_the_plain_path(tiny_model: Any, requests: list[ScoreRequest],
+                                                                     expected: list[tuple[float, ...]]) -> None:
+    """A model whose forward rejects the trie's masks (as a state-space model's would) is scored on
+    the plain path, exactly, and the engine records why."""
+    engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="tiny")
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise TypeError("forward() got an unexpected keyword argument 'position_ids'")
+
+    engine._score_packed = refuse  # type: ignore[method-assign]
+    results = engine.score(requests)
+    assert engine.attention_path.startswith("plain (packed path failed: TypeError")
+    for result, reference in zip(results, expected):
+        assert result.error is None and max_abs_diff(result.logprobs, reference) <= TOL

@@ -102,7 +102,8 @@ def _layer_types(config: Any) -> tuple[list[str], set[int]]:
     except (ImportError, AttributeError, TypeError):  # an older or different transformers
         window = getattr(text, "sliding_window", None) if getattr(text, "use_sliding_window", True) else None
         n = int(getattr(text, "num_hidden_layers", 1))
-        types, kwargs = [SLIDING if window else FULL] * n, [{"sliding_window": window}] * n
+        types = list(getattr(text, "layer_types", None) or [SLIDING if window else FULL] * n)
+        kwargs = [{"sliding_window": window}] * len(types)
     windows = {int(k["sliding_window"]) for t, k in zip(types, kwargs) if t == SLIDING and k.get("sliding_window")}
     return list(types), windows
 

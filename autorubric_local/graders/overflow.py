@@ -68,7 +68,7 @@ def fit_to_context(
         longest: dict[int, int] = {}
         for task in tasks:
             if task.judge_index == judge.judge_index:
-                size = len(judge.engine.tokens(task.prefix)) + len(judge.engine.tokens(task.suffix))
+                size = _prompt_size(judge.engine, task.prefix, task.suffix)
                 longest[task.item_index] = max(longest.get(task.item_index, 0), size)
         for index, size in sorted(longest.items()):
             over = size + judge.reserve_tokens - judge.engine.context_length
@@ -82,6 +82,13 @@ def fit_to_context(
                 fitted[index] = replace(item, submission=text)
                 cuts[index] = (already + removed, text)
     return fitted, cuts
+
+
+def _prompt_size(engine: Any, prefix: str, suffix: str) -> int:
+    """Tokens of the prompt as the engine scores it (the whole prompt encoded at once where it can)."""
+    if hasattr(engine, "prompt_tokens"):
+        return len(engine.prompt_tokens(prefix, suffix))
+    return len(engine.tokens(prefix)) + len(engine.tokens(suffix))
 
 
 def _cut(engine: Any, submission: str, over: int) -> tuple[str, int] | None:
