@@ -88,6 +88,20 @@ EXPECTED_COLUMNS: dict[str, dict[str, str]] = {
         "explanation_error": "TEXT",
         "label_logprobs_json": "TEXT",
         "off_label_mass": "REAL",
+        "uncalibrated_label_probabilities_json": "TEXT",
+        "contextual_prior_id": "TEXT",
+    },
+    "contextual_priors": {
+        "run_id": "TEXT",
+        "prior_id": "TEXT",
+        "judge_id": "TEXT",
+        "criterion_name": "TEXT",
+        "criterion_json": "TEXT",
+        "option_order_json": "TEXT",
+        "content_free_inputs_json": "TEXT",
+        "content_free_label_probabilities_json": "TEXT",
+        "prior_json": "TEXT",
+        "error": "TEXT",
     },
     "sweep_judgments": {
         "sweep_id": "TEXT",
@@ -122,6 +136,7 @@ EXPECTED_COLUMNS: dict[str, dict[str, str]] = {
 EXPECTED_PKS: dict[str, list[str]] = {
     "_migrations": ["number"],
     "run_leases": ["run_id"],
+    "contextual_priors": ["run_id", "prior_id"],
     "runs": ["id"],
     "items": ["run_id", "item_id"],
     "judgments": ["run_id", "item_id", "criterion_index", "judge_id", "permutation_index"],
