@@ -1,6 +1,7 @@
 """Contextual calibration in SQLite (migration 8): each judgment's corrected and uncalibrated
 distributions and its prior's id, the ``contextual_priors`` table, runs through EvalRunner and
-load_result, and a migration-7 database brought up to date with every row kept."""
+load_result, and a migration-7 database brought up to date (migrations 8 and 9) with every row
+kept."""
 
 from __future__ import annotations
 
@@ -215,7 +216,7 @@ def test_a_migration_7_database_is_upgraded_and_keeps_every_row(tmp_path: Path, 
     new_columns = {"uncalibrated_label_probabilities_json": None, "contextual_prior_id": None}
     assert judgments[0] == {**OLD_JUDGMENT, **new_columns}
     assert judgments[1]["error"] == "unknown: boom" and judgments[1]["contextual_prior_id"] is None
-    assert db["contextual_priors"].count == 0
+    assert db["contextual_priors"].count == 0 and db["threshold_calibrations"].count == 0  # migrations 8, 9
     # The old run still loads; a calibrated run writes beside it.
     store = Store(db)
     assert store.judgments("run-old")[0]["verdict"] == "MET"

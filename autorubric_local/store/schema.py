@@ -46,6 +46,13 @@ Tables (units in column names):
   ``content_free_label_probabilities_json`` (JSON list, one object per input, keyed like
   ``label_probabilities_json``; null for a failed input), ``prior_json`` (``p_cf``, the same
   keys; NULL when the prior could not be estimated) and ``error``.
+- ``threshold_calibrations`` (migration 9): one row per rule fitted on a run's training split
+  (``autorubric-local calibrate``, :mod:`autorubric_local.calibration`): ``id``
+  (autoincrement), ``run_id``, ``fitted_utc``, ``method`` (``threshold``, ``platt`` or
+  ``isotonic``), ``settings_json`` (test size, seed, folds, stratification),
+  ``train_item_ids_json`` and ``test_item_ids_json``, ``calibration_json`` (the rules and their
+  cross-validation) and ``held_out_json`` (agreement on the test items, before and after).
+  Nothing in ``judgments`` or ``items`` changes: a calibration is applied only when asked.
 - ``run_leases`` (migration 5): the lease of a run being written, at most one per run:
   ``run_id`` (primary key), ``owner`` (``<host>:<pid>:<random hex>``, one per writer), ``pid``
   and ``host`` of the writing process, ``acquired_utc`` and ``heartbeat_utc`` (renewed with
@@ -218,6 +225,19 @@ def _migration_8(db: sqlite_utils.Database) -> None:
     )
 
 
+def _migration_9(db: sqlite_utils.Database) -> None:
+    db["threshold_calibrations"].create(
+        {
+            "id": int, "run_id": str, "fitted_utc": str, "method": str, "settings_json": str,
+            "train_item_ids_json": str, "test_item_ids_json": str, "calibration_json": str, "held_out_json": str,
+        },
+        pk="id",
+        not_null={"run_id", "fitted_utc", "method", "calibration_json"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["threshold_calibrations"].create_index(["run_id"])
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
     (2, "runner checkpoints (item reports, content hash)", _migration_2),
@@ -227,6 +247,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...]
     (6, "judgments.explanation_error (a verdict kept when its explanation failed)", _migration_6),
     (7, "raw label logprobs and off-label mass; sweep probabilities keyed by option label", _migration_7),
     (8, "contextual calibration: label priors and each judgment's uncalibrated distribution", _migration_8),
+    (9, "threshold calibrations fitted on a run's training split", _migration_9),
 )
 """Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
 
