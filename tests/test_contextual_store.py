@@ -170,6 +170,9 @@ def test_a_failed_prior_is_recorded_with_its_error(tmp_path: Path) -> None:
     run_id = store.find_run("e")["id"]  # type: ignore[index]
     binary = next(r for r in store.judgments(run_id) if r["criterion_index"] == 0)
     assert binary["verdict"] is None and binary["error"].startswith("infrastructure: contextual calibration")
+    assert binary["label_probabilities_json"] is None  # no verdict, no distribution it was read from
+    assert json.loads(binary["uncalibrated_label_probabilities_json"]) == pytest.approx(OWN)  # nothing lost
+    assert json.loads(binary["label_logprobs_json"]) == pytest.approx({k: math.log(p) for k, p in OWN.items()})
     prior = next(p for p in store.contextual_priors(run_id) if p["prior_id"] == binary["contextual_prior_id"])
     assert prior["prior_json"] is None and prior["error"] == binary["error"]
     per_input = json.loads(prior["content_free_label_probabilities_json"])

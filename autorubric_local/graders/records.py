@@ -104,7 +104,8 @@ def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id:
     or original option label; ``off_label_mass`` is the engine's, NULL when unknown. A
     contextually calibrated judgment has the corrected distribution (its verdict's) in
     ``label_probabilities_json``, the judge's own in ``uncalibrated_label_probabilities_json``
-    and its prior's id in ``contextual_prior_id``."""
+    and its prior's id in ``contextual_prior_id``; when that prior could not be estimated, the
+    judgment is an error row that still keeps the judge's own distribution and raw logprobs."""
     task = result.task
     prior = result.prior if isinstance(result, CalibratedResult) else None
     row: dict[str, Any] = {
@@ -133,6 +134,10 @@ def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id:
         "explanation_error": result.explanation_error,
     }
     if result.error is not None or result.chosen is None:
+        if prior is not None and isinstance(result, CalibratedResult) and result.uncalibrated:
+            # The prior failed, not the judge: keep what the judge said (no verdict is read from it).
+            row["uncalibrated_label_probabilities_json"] = json.dumps(_keyed(result.uncalibrated, prior))
+            row["label_logprobs_json"] = json.dumps(_keyed(result.logprobs, prior))
         return row
     vote: JudgeVote | MultiChoiceJudgeVote
     if task.criterion.options is None:
@@ -165,8 +170,9 @@ def contextual_prior_records(graded: Sequence[GradedItem]) -> list[dict[str, Any
 
 
 def _keyed(values: Sequence[float], prior: ContextualPrior) -> dict[str, float]:
-    """Shown-order values keyed like ``label_probabilities_json``: verdict names, or original
-    option labels in original option order."""
+    """Shown-order values (in the prior's option order, which is its judgments' order) keyed
+    like ``label_probabilities_json``: verdict names, or original option labels in original
+    option order."""
     options = prior.criterion.options
     if options is None:
         return dict(zip(BINARY_LABELS, values))

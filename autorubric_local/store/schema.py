@@ -38,7 +38,8 @@ Tables (units in column names):
   ``judgments.uncalibrated_label_probabilities_json`` (the judge's own renormalised
   distribution, keyed like ``label_probabilities_json``, which then holds the *corrected*
   distribution the verdict was read from; NULL on a judgment that was not corrected, where the
-  two would be equal) and ``judgments.contextual_prior_id`` (the prior that corrected it).
+  two would be equal) and ``judgments.contextual_prior_id`` (the prior that corrected it; also
+  set, with the judge's own distribution, on an error row whose prior could not be estimated).
   Table ``contextual_priors``, one row per run and prior (``prior_id``, ``sha256:v1:<hex>`` of
   the content-free prompts scored): ``judge_id``, ``criterion_name``, ``criterion_json``,
   ``option_order_json`` (shown position -> original index; NULL for binary criteria),
