@@ -275,3 +275,13 @@ def test_votes_check_the_uncalibrated_distribution() -> None:
     with pytest.raises(ValidationError, match="label_probabilities keys None"):
         MultiChoiceJudgeVote(judge_id="j", selected_index=0, selected_label="a", value=0.0, reason="",
                              uncalibrated_label_probabilities={"a": 1.0})
+
+
+def test_explain_mode_is_accepted_when_every_judge_reasons_first() -> None:
+    engine = ScriptedEngine(policy=binary_policy(answers_with({"x": REAL_BINARY})), explanation="Hmm.")
+    thinking = CriterionGrader(LLMConfig(model="scripted", engine=engine, thinking=16), mode="explain",
+                               contextual_calibration=True, seed=0)
+    (graded,) = thinking.grade_batch(items("x"))
+    assert graded.report.report[0].votes[0].label_probabilities == pytest.approx(Q, abs=1e-12)
+    with pytest.raises(InputError, match=r"verdict first \(judges \['scripted'\]"):
+        CriterionGrader(LLMConfig(model="scripted", engine=engine), mode="explain", contextual_calibration=True)

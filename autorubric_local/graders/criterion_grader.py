@@ -247,11 +247,12 @@ class CriterionGrader:
         self._engines: dict[str, Engine] = {}
         self.contextual_calibration = contextual_calibration
         self.content_free_inputs = check_content_free_inputs(contextual_calibration, content_free_inputs)
-        if contextual_calibration and self.mode is JudgeMode.EXPLAIN and not explanation_first:
+        verdict_first = [j.judge_id for j in self.judges if not self._reasoning_first(j)]
+        if contextual_calibration and self.mode is JudgeMode.EXPLAIN and verdict_first:
             raise InputError(
                 "CriterionGrader: contextual_calibration does not work with mode='explain' and the verdict "
-                "first (the explanation is written for the uncorrected verdict); use mode='score' or "
-                "explanation_first=True"
+                f"first (judges {verdict_first}: the explanation is written for the uncorrected verdict); "
+                "use mode='score', explanation_first=True or LLMConfig(thinking=...)"
             )
         self._priors: dict[str, ContextualPrior] = {}
 
