@@ -4,19 +4,23 @@ without contextual calibration, then each run's per-criterion rules fitted on a 
 1. ``autorubric-local grade q1.json --model M`` (score mode), once plain and once with
    ``--contextual-calibration`` (content-free inputs '', 'N/A', '[SUBMISSION]').
 2. ``autorubric-local metrics --json`` of both runs against the TA labels: MET rate of the
-   verdicts, criterion accuracy, mean Cohen's kappa, AUROC and ECE of P(MET) over all items.
+   verdicts over the compared pairs (CANNOT_ASSESS excluded, as the metrics do), criterion
+   accuracy, mean Cohen's kappa, AUROC and ECE of P(MET) over all items; and the share of each
+   stored verdict among all judgments.
 3. ``autorubric-local calibrate --json`` of both runs with each method (threshold, platt,
    isotonic; the same split: --test-size, --seed): per criterion, held-out kappa before -> after.
 
 Run: ``python scripts/eval_calibration.py [--data PATH] [--limit N] [--model M] [--out DIR]``.
 The last line printed is one JSON object with every figure. Grading is the slow part (about
-2,600 judgments per run for the whole of q1 on SmolLM2-135M).
+2,600 judgments per run for the whole of q1 on SmolLM2-135M; set ``OMP_NUM_THREADS=1`` on a
+busy 2-core machine). Running it again with the same ``--out`` resumes the graded runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -34,6 +38,16 @@ def cli(*args: str) -> dict[str, object]:
         print(done.stderr[-4000:], file=sys.stderr)
         raise SystemExit(f"{args[0]} failed (exit {done.returncode})")
     return json.loads(done.stdout) if done.stdout.strip().startswith(("{", "[")) else {}
+
+
+def verdict_shares(db: Path, run: str) -> dict[str, float]:
+    """Share of each stored verdict among the run's judgments (errors counted as 'error')."""
+    with sqlite3.connect(db) as con:
+        run_id = con.execute("select id from runs where name = ?", (run,)).fetchone()[0]
+        rows = con.execute("select coalesce(verdict, 'error'), count(*) from judgments where run_id = ? group by 1",
+                           (run_id,)).fetchall()
+    total = sum(n for _, n in rows)
+    return {verdict: n / total for verdict, n in sorted(rows)}
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -69,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             "accuracy": metrics.get("criterion_accuracy"), "mean_kappa": metrics.get("mean_kappa"),
             "auroc": calibration.get("auroc"), "ece": calibration.get("ece"),
             "met_rate": met / max(1, sum(c["support"] for c in binary)),
+            "verdict_shares": verdict_shares(db, run),
         }
         for method in METHODS:
             fitted = cli("calibrate", str(db), "--run", run, "--method", method, "--test-size", str(args.test_size),
