@@ -33,7 +33,8 @@ METHODS = ("threshold", "platt", "isotonic")
 
 def cli(*args: str) -> dict[str, object]:
     """Run one CLI command; its stdout as JSON."""
-    done = subprocess.run([sys.executable, "-m", "autorubric_local.cli", *args], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "autorubric_local.cli", *args], capture_output=True, text=True,
+                          check=False)
     if done.returncode != 0:
         print(done.stderr[-4000:], file=sys.stderr)
         raise SystemExit(f"{args[0]} failed (exit {done.returncode})")
