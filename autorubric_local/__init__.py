@@ -64,7 +64,7 @@ from autorubric_local.judges.config import (
     ThinkingParam,
 )
 
-# Runner, metrics and position-bias names load on first use (PEP 562): ``import
+# Runner, metrics, position-bias and calibration names load on first use (PEP 562): ``import
 # autorubric_local`` stays light, and scipy/scikit-learn load only when metrics are computed.
 _LAZY: dict[str, str] = {
     **{
@@ -93,6 +93,13 @@ _LAZY: dict[str, str] = {
             "GradeScores", "RotationOutcome", "SelectionTask", "SweepAggregate", "SweepCell",
             "SweepKind", "SweepResult", "SweepSettings", "Variant", "grade_scores",
             "load_selection_tasks", "run_sweep",
+        )
+    },
+    **{
+        name: "autorubric_local.calibration"
+        for name in (
+            "ThresholdCalibration", "HeldOutReport", "apply_calibration", "calibrate_run", "evaluate_held_out",
+            "fit_thresholds", "load_calibration", "save_calibration", "split_run",
         )
     },
 }

@@ -171,11 +171,13 @@ def test_a_migration_6_database_is_upgraded_and_keeps_every_row(tmp_path: Path, 
     path = tmp_path / "old.sqlite"
     make_version_6_database(path, monkeypatch)
     db = open_db(path)
-    assert [m["number"] for m in db["_migrations"].rows] == [1, 2, 3, 4, 5, 6, 7]
+    assert [m["number"] for m in db["_migrations"].rows] == [number for number, _, _ in MIGRATIONS]
     assert db["runs"].count == 1 and db["items"].count == 1
     judgments = list(db["judgments"].rows_where(order_by="criterion_index"))
     assert len(judgments) == 2
-    assert judgments[0] == {**OLD_JUDGMENT, "label_logprobs_json": None, "off_label_mass": None}
+    assert judgments[0] == {**OLD_JUDGMENT, "label_logprobs_json": None, "off_label_mass": None,
+                            # migration 8
+                            "uncalibrated_label_probabilities_json": None, "contextual_prior_id": None}
     assert judgments[1]["error"] == "unknown: boom" and judgments[1]["off_label_mass"] is None
     (sweep_row,) = list(db["sweep_judgments"].rows)
     assert sweep_row == {**OLD_SWEEP_JUDGMENT, "label_probabilities_json": None, "label_logprobs_json": None,
@@ -192,7 +194,7 @@ def test_a_migration_6_database_is_upgraded_and_keeps_every_row(tmp_path: Path, 
     assert store.judgments("run-old")[0]["verdict"] == "MET"
     db.close()
     again = open_db(path)  # opening again applies nothing
-    assert again["_migrations"].count == 7 and again["judgments"].count == 3
+    assert again["_migrations"].count == len(MIGRATIONS) and again["judgments"].count == 3
 
 
 def test_migration_7_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

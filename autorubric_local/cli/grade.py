@@ -80,6 +80,10 @@ DEFAULT_OFF_LABEL_THRESHOLD = 0.5
               show_default=True,
               help="Flag judgments that put more than this share of the first-step probability outside the "
                    "allowed labels (a judge not following the answer format; when its backend reports it).")
+@click.option("--contextual-calibration", is_flag=True,
+              help="Correct each judge's label prior (Zhao et al. 2021): judge content-free submissions ('', "
+                   "'N/A', '[SUBMISSION]') in every prompt and read verdicts from the corrected distribution; "
+                   "the judge's own distribution is kept. Not with --mode explain unless --explanation-first.")
 def grade(
     paths: tuple[Path, ...],
     model: str | None,
@@ -98,6 +102,7 @@ def grade(
     as_json: bool,
     allow_failures: bool,
     off_label_threshold: float,
+    contextual_calibration: bool,
 ) -> None:
     """Grade every submission in DATA against RUBRIC (YAML or JSON).
 
@@ -118,6 +123,10 @@ def grade(
     An ensemble of judges, every option rotation:
 
         autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl --judges examples/judges.yaml --permutations cyclic
+
+    A judge that answers MET for nearly everything, its label prior corrected:
+
+        autorubric-local grade q1.json --run q1-cc --contextual-calibration
 
     Every input (files, --run, --db) is checked before a judge is loaded. Judgments whose
     judge put more than --off-label-threshold of its first-step probability outside the
@@ -143,7 +152,8 @@ def grade(
         dataset = load_grading_data(data_path, rubric)
         if limit is not None:
             dataset.items = dataset.items[:limit]
-        grader = _make_grader(model, judges_path, permutations, mode, explanation_first, seed, not no_shuffle)
+        grader = _make_grader(model, judges_path, permutations, mode, explanation_first, seed, not no_shuffle,
+                              contextual_calibration)
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume,
                             chunk_judgments=chunk_judgments, show_progress=not no_progress)
         started = time.perf_counter()
@@ -165,6 +175,10 @@ def grade(
     else:
         Console().print(_results_table(graded, off_label_threshold))
     console.print(_summary(result, load_seconds, db_path), markup=False)
+    if contextual_calibration:
+        inputs = ", ".join(repr(text) for text in grader.content_free_inputs)
+        console.print(f"contextual calibration: verdicts read from each judge's distribution divided by its label prior "
+                      f"from the content-free inputs {inputs}; the judges' own distributions are kept", markup=False)
     off_label = _off_label_summary([report for _, report in graded], off_label_threshold)
     if off_label is not None:
         console.print(off_label, markup=False)
@@ -194,6 +208,7 @@ def _make_grader(
     explanation_first: bool,
     seed: int | None,
     shuffle: bool,
+    contextual_calibration: bool = False,
 ) -> CriterionGrader:
     """The grader of this command's options (the one place a grader is built).
 
@@ -215,6 +230,7 @@ def _make_grader(
         explanation_first=explanation_first,
         seed=seed,
         shuffle_options=shuffle,
+        contextual_calibration=contextual_calibration,
         **kwargs,
     )
 
@@ -360,6 +376,7 @@ def _vote_json(vote: JudgeVote | MultiChoiceJudgeVote) -> dict[str, Any]:
         "label_probabilities": vote.label_probabilities,
         "label_logprobs": vote.label_logprobs,
         "off_label_mass": vote.off_label_mass,
+        "uncalibrated_label_probabilities": vote.uncalibrated_label_probabilities,
         "error": vote.error,
     }
 

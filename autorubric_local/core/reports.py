@@ -28,6 +28,13 @@ Extension: every vote also carries what the engine read before that renormalisat
 A vote over several option orders (cyclic permutations) holds the mean over its answered
 orders: ``label_logprobs[k] = log(mean_r exp(l_rk))`` (the log of the mean raw probability of
 option ``k``) and ``off_label_mass`` the mean over the orders that report it.
+
+Extension, contextual calibration (``CriterionGrader(contextual_calibration=True)``,
+:mod:`autorubric_local.graders.contextual`): ``label_probabilities`` is always the distribution
+the vote's verdict was read from, so on a calibrated vote it is the *corrected* distribution,
+and ``uncalibrated_label_probabilities`` (same keys) keeps the judge's own renormalised
+distribution before the correction; ``None`` on a vote that was not corrected.
+``label_logprobs`` stay the engine's raw values either way.
 """
 
 from __future__ import annotations
@@ -132,20 +139,22 @@ def _check_probabilities(
     owner: str,
     allowed_keys: Iterable[str] | None = None,
     ordered: bool = False,
+    field: str = "label_probabilities",
 ) -> None:
-    """Validate a ``label_probabilities`` map: a distribution over ``allowed_keys`` (any keys
-    when ``None``), listed in the order of ``allowed_keys`` when ``ordered``."""
+    """Validate a ``label_probabilities`` map (or the map in ``field``): a distribution over
+    ``allowed_keys`` (any keys when ``None``), listed in the order of ``allowed_keys`` when
+    ``ordered``."""
     if not probabilities:
-        raise ValueError(f"{owner}.label_probabilities must not be empty (use None)")
+        raise ValueError(f"{owner}.{field} must not be empty (use None)")
     for key, p in probabilities.items():
         if not (math.isfinite(p) and 0.0 <= p <= 1.0):
             raise ValueError(
-                f"{owner}.label_probabilities[{key!r}] must be a probability in [0, 1], got {p}"
+                f"{owner}.{field}[{key!r}] must be a probability in [0, 1], got {p}"
             )
     total = math.fsum(probabilities.values())
     if abs(total - 1.0) > PROBABILITY_SUM_TOLERANCE:
         raise ValueError(
-            f"{owner}.label_probabilities must sum to 1 "
+            f"{owner}.{field} must sum to 1 "
             f"(tolerance {PROBABILITY_SUM_TOLERANCE}), got {total}"
         )
     if allowed_keys is None:
@@ -154,13 +163,30 @@ def _check_probabilities(
     unknown = [key for key in probabilities if key not in order]
     if unknown:
         raise ValueError(
-            f"{owner}.label_probabilities has unknown keys {unknown}; allowed: {list(order)}"
+            f"{owner}.{field} has unknown keys {unknown}; allowed: {list(order)}"
         )
     positions = [order[key] for key in probabilities]
     if ordered and positions != sorted(positions):
         raise ValueError(
-            f"{owner}.label_probabilities keys must follow the original option order "
+            f"{owner}.{field} keys must follow the original option order "
             f"{list(order)}, got {list(probabilities)}"
+        )
+
+
+def _check_uncalibrated(
+    uncalibrated: Mapping[str, float] | None,
+    probabilities: Mapping[str, float] | None,
+    owner: str,
+) -> None:
+    """Validate ``uncalibrated_label_probabilities``: a distribution keyed like
+    ``label_probabilities``, which must be set too (it holds the corrected distribution)."""
+    if uncalibrated is None:
+        return
+    _check_probabilities(uncalibrated, owner, field="uncalibrated_label_probabilities")
+    if probabilities is None or list(uncalibrated) != list(probabilities):
+        raise ValueError(
+            f"{owner}.uncalibrated_label_probabilities keys {list(uncalibrated)} differ from "
+            f"label_probabilities keys {None if probabilities is None else list(probabilities)}"
         )
 
 
@@ -326,14 +352,15 @@ class JudgeVote(BaseModel):
 
     ``weight`` is the judge's voting weight; ``error`` (category-prefixed) marks a vote
     synthesised after a failed call; ``label_probabilities`` (extension) is keyed by
-    ``"MET"``, ``"UNMET"``, ``"CANNOT_ASSESS"``; ``label_logprobs`` (raw, same keys) and
-    ``off_label_mass`` as in the module docstring.
+    ``"MET"``, ``"UNMET"``, ``"CANNOT_ASSESS"``; ``label_logprobs`` (raw, same keys),
+    ``off_label_mass`` and ``uncalibrated_label_probabilities`` as in the module docstring.
 
     Raises
     ------
     pydantic.ValidationError
         Probabilities that are not a distribution over those keys, a raw log-probability
-        that is not finite and ``<= 0``, or an ``off_label_mass`` outside [0, 1].
+        that is not finite and ``<= 0``, an ``off_label_mass`` outside [0, 1], or
+        uncalibrated probabilities that are not a distribution keyed like the probabilities.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -347,6 +374,7 @@ class JudgeVote(BaseModel):
     label_probabilities: dict[str, float] | None = None
     label_logprobs: dict[str, float] | None = None
     off_label_mass: float | None = None
+    uncalibrated_label_probabilities: dict[str, float] | None = None
 
     @model_validator(mode="after")
     def _check_label_probabilities(self) -> JudgeVote:
@@ -354,6 +382,7 @@ class JudgeVote(BaseModel):
             _check_probabilities(self.label_probabilities, "JudgeVote", BINARY_PROBABILITY_KEYS)
         _check_logprobs(self.label_logprobs, self.label_probabilities, "JudgeVote", BINARY_PROBABILITY_KEYS)
         _check_mass(self.off_label_mass, "JudgeVote")
+        _check_uncalibrated(self.uncalibrated_label_probabilities, self.label_probabilities, "JudgeVote")
         return self
 
     @property
@@ -368,14 +397,15 @@ class MultiChoiceJudgeVote(BaseModel):
     ``selected_index`` is the zero-based original option index (``None`` for an abstain
     with no option selected). ``label_probabilities`` (extension) is keyed by original
     option label in original order; the vote does not hold the criterion, so only the
-    distribution is checked here, not the keys. ``label_logprobs`` (raw, the same keys) and
-    ``off_label_mass`` as in the module docstring.
+    distribution is checked here, not the keys. ``label_logprobs`` (raw, the same keys),
+    ``off_label_mass`` and ``uncalibrated_label_probabilities`` as in the module docstring.
 
     Raises
     ------
     pydantic.ValidationError
         Probabilities that are not a distribution, raw log-probabilities not finite and
-        ``<= 0`` or keyed unlike the probabilities, or an ``off_label_mass`` outside [0, 1].
+        ``<= 0`` or keyed unlike the probabilities, an ``off_label_mass`` outside [0, 1], or
+        uncalibrated probabilities that are not a distribution keyed like the probabilities.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -393,6 +423,7 @@ class MultiChoiceJudgeVote(BaseModel):
     label_probabilities: dict[str, float] | None = None
     label_logprobs: dict[str, float] | None = None
     off_label_mass: float | None = None
+    uncalibrated_label_probabilities: dict[str, float] | None = None
 
     @model_validator(mode="after")
     def _check_label_probabilities(self) -> MultiChoiceJudgeVote:
@@ -400,6 +431,7 @@ class MultiChoiceJudgeVote(BaseModel):
             _check_probabilities(self.label_probabilities, "MultiChoiceJudgeVote")
         _check_logprobs(self.label_logprobs, self.label_probabilities, "MultiChoiceJudgeVote")
         _check_mass(self.off_label_mass, "MultiChoiceJudgeVote")
+        _check_uncalibrated(self.uncalibrated_label_probabilities, self.label_probabilities, "MultiChoiceJudgeVote")
         return self
 
     @property

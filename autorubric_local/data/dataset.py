@@ -299,15 +299,22 @@ class RubricDataset:
         InputError
             ``n_train`` not an integer in range.
         """
+        train_indices, test_indices = self.train_test_indices(n_train, stratify=stratify, seed=seed)
+        return (self.with_items([self.items[i] for i in train_indices]),
+                self.with_items([self.items[i] for i in test_indices]))
+
+    def train_test_indices(
+        self, n_train: int, stratify: bool = True, seed: int | None = None
+    ) -> tuple[list[int], list[int]]:
+        """The split of :meth:`split_train_test` as item positions: ``(train, test)``, each
+        ascending, together ``range(len(self))``. Same arguments, same split, same errors."""
         signatures = [
             None if item.ground_truth is None
             else tuple(v.value if isinstance(v, CriterionVerdict) else v for v in item.ground_truth)
             for item in self.items
         ]
         chosen = set(split_indices(signatures, n_train, stratify=stratify, seed=seed))
-        train = [item for i, item in enumerate(self.items) if i in chosen]
-        test = [item for i, item in enumerate(self.items) if i not in chosen]
-        return self.with_items(train), self.with_items(test)
+        return sorted(chosen), [i for i in range(len(self.items)) if i not in chosen]
 
     def with_items(self, items: list[DataItem]) -> RubricDataset:
         """A new dataset with this one's header (name, prompt, rubric, reference, metadata) and

@@ -10,6 +10,10 @@ conservative default verdict (UNMET for positive weight, MET for negative; READM
 Handling") with ``error`` set and no probabilities; multi-choice votes abstain (the NA option
 if the criterion has one, else no option selected, ``na=True``). The scorer treats every error
 vote as the worst case, so a failure never raises a score.
+
+A contextually calibrated judgment (:class:`.content_free.CalibratedResult`) votes with its
+corrected distribution as ``label_probabilities`` (the verdict is its argmax) and keeps the
+judge's own distribution as ``uncalibrated_label_probabilities``, keyed the same way.
 """
 
 from __future__ import annotations
@@ -35,8 +39,16 @@ from autorubric_local.graders.aggregation import (
     aggregate_binary,
     aggregate_multi_choice,
 )
+from autorubric_local.graders.content_free import CalibratedResult
 from autorubric_local.graders.execution import JudgmentResult
 from autorubric_local.graders.prompts import BINARY_LABELS
+
+
+def _uncalibrated(result: JudgmentResult) -> tuple[float, ...] | None:
+    """The judge's own distribution (shown order) of a calibrated result, else None."""
+    if isinstance(result, CalibratedResult) and result.uncalibrated:
+        return result.uncalibrated
+    return None
 
 
 def binary_vote(result: JudgmentResult, judge_id: str, weight: float) -> JudgeVote:
@@ -47,6 +59,7 @@ def binary_vote(result: JudgmentResult, judge_id: str, weight: float) -> JudgeVo
         verdict = CriterionVerdict.MET if criterion.weight < 0 else CriterionVerdict.UNMET
         return JudgeVote(judge_id=judge_id, verdict=verdict, reason=reason, weight=weight, error=result.error)
     probabilities = dict(zip(BINARY_LABELS, result.probabilities))
+    uncalibrated = _uncalibrated(result)
     return JudgeVote(
         judge_id=judge_id,
         verdict=CriterionVerdict(BINARY_LABELS[result.chosen]),
@@ -55,6 +68,7 @@ def binary_vote(result: JudgmentResult, judge_id: str, weight: float) -> JudgeVo
         label_probabilities=probabilities,
         label_logprobs=dict(zip(BINARY_LABELS, result.logprobs)) or None,
         off_label_mass=result.off_label_mass,
+        uncalibrated_label_probabilities=None if uncalibrated is None else dict(zip(BINARY_LABELS, uncalibrated)),
     )
 
 
@@ -87,6 +101,8 @@ def choice_vote(result: JudgmentResult, judge_id: str, weight: float) -> MultiCh
         )
     by_original = _by_original(result.probabilities, order)
     logprobs = _by_original(result.logprobs, order) if result.logprobs else None
+    uncalibrated = _uncalibrated(result)
+    own = None if uncalibrated is None else _by_original(uncalibrated, order)
     selected = order[result.chosen]
     option = options[selected]
     return MultiChoiceJudgeVote(
@@ -101,6 +117,7 @@ def choice_vote(result: JudgmentResult, judge_id: str, weight: float) -> MultiCh
         label_probabilities={opt.label: p for opt, p in zip(options, by_original)},
         label_logprobs=None if logprobs is None else {opt.label: lp for opt, lp in zip(options, logprobs)},
         off_label_mass=result.off_label_mass,
+        uncalibrated_label_probabilities=None if own is None else {opt.label: p for opt, p in zip(options, own)},
     )
 
 
@@ -120,10 +137,9 @@ def combined_choice_vote(results: Sequence[JudgmentResult], judge_id: str, weigh
         return choice_vote(ordered[0], judge_id, weight)
     criterion = ordered[0].task.criterion
     options = criterion.options or []
-    mean = [0.0] * len(options)
-    for result in answered:
-        for shown, original in enumerate(result.task.option_order or range(len(options))):
-            mean[original] += result.probabilities[shown] / len(answered)
+    mean = _mean_distribution([r.probabilities for r in answered], answered, len(options))
+    owns = [_uncalibrated(r) for r in answered]
+    own = None if any(o is None for o in owns) else _mean_distribution(owns, answered, len(options))  # type: ignore[arg-type]
     logprobs = _mean_logprobs(answered, len(options))
     masses = [r.off_label_mass for r in answered if r.off_label_mass is not None]
     top = max(mean)
@@ -142,7 +158,19 @@ def combined_choice_vote(results: Sequence[JudgmentResult], judge_id: str, weigh
         label_probabilities={opt.label: p for opt, p in zip(options, mean)},
         label_logprobs=None if logprobs is None else {opt.label: lp for opt, lp in zip(options, logprobs)},
         off_label_mass=math.fsum(masses) / len(masses) if masses else None,
+        uncalibrated_label_probabilities=None if own is None else {opt.label: p for opt, p in zip(options, own)},
     )
+
+
+def _mean_distribution(
+    distributions: Sequence[Sequence[float]], answered: Sequence[JudgmentResult], n_options: int
+) -> list[float]:
+    """The mean, in original option order, of ``distributions[r]`` (shown order of ``answered[r]``)."""
+    mean = [0.0] * n_options
+    for values, result in zip(distributions, answered):
+        for shown, original in enumerate(result.task.option_order or range(n_options)):
+            mean[original] += values[shown] / len(answered)
+    return mean
 
 
 def _mean_logprobs(answered: Sequence[JudgmentResult], n_options: int) -> list[float] | None:

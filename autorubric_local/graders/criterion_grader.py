@@ -47,6 +47,15 @@ from autorubric_local.graders.assembly import (
     evaluation_report,
     judge_criterion_report,
 )
+from autorubric_local.graders.content_free import (
+    CONTENT_FREE_ITEM,
+    ContentFreePlan,
+    ContextualPrior,
+    calibrate,
+    check_content_free_inputs,
+    estimate_priors,
+    plan_content_free,
+)
 from autorubric_local.graders.execution import JudgeMode, JudgmentResult, run_tasks
 from autorubric_local.graders.few_shot import (
     FewShotConfig,
@@ -67,6 +76,7 @@ from autorubric_local.graders.planning import (
     judgments_per_judge,
     plan_tasks,
 )
+from autorubric_local.graders.prompts import PromptParts, render_item
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.judges.engines import load_engine
 
@@ -160,6 +170,16 @@ class CriterionGrader:
         the verdict distribution after it. Also implied by ``LLMConfig.thinking``.
     auto_na_option : bool, default False
         Give every multi-choice criterion an NA option the judge may pick.
+    contextual_calibration : bool, default False
+        Extension (Zhao et al. 2021, "Calibrate Before Use"): estimate each judge's label prior
+        in every prompt context from content-free submissions judged in that same prompt, and
+        read each verdict from the judge's distribution corrected by it
+        (:mod:`.content_free`, :mod:`.contextual`). Votes keep the judge's own distribution in
+        ``uncalibrated_label_probabilities``. Not with ``mode="explain"`` verdict first (its
+        explanation would be written for the uncorrected verdict).
+    content_free_inputs : sequence of str, optional
+        The content-free submissions (default :data:`.contextual.CONTENT_FREE_INPUTS`:
+        ``""``, ``"N/A"``, ``"[SUBMISSION]"``); only with ``contextual_calibration``.
     """
 
     def __init__(
@@ -182,6 +202,8 @@ class CriterionGrader:
         training_data: RubricDataset | None = None,
         few_shot_config: FewShotConfig | None = None,
         permutations: Literal["single", "cyclic"] = "single",
+        contextual_calibration: bool = False,
+        content_free_inputs: Sequence[str] | None = None,
     ) -> None:
         if (llm_config is None) == (judges is None):
             raise InputError("CriterionGrader: give exactly one of llm_config or judges")
@@ -223,6 +245,16 @@ class CriterionGrader:
         self.explanation_first = explanation_first
         self.auto_na_option = auto_na_option
         self._engines: dict[str, Engine] = {}
+        self.contextual_calibration = contextual_calibration
+        self.content_free_inputs = check_content_free_inputs(contextual_calibration, content_free_inputs)
+        verdict_first = [j.judge_id for j in self.judges if not self._reasoning_first(j)]
+        if contextual_calibration and self.mode is JudgeMode.EXPLAIN and verdict_first:
+            raise InputError(
+                "CriterionGrader: contextual_calibration does not work with mode='explain' and the verdict "
+                f"first (judges {verdict_first}: the explanation is written for the uncorrected verdict); "
+                "use mode='score', explanation_first=True or LLMConfig(thinking=...)"
+            )
+        self._priors: dict[str, ContextualPrior] = {}
 
     # ------------------------------------------------------------------ engines
     def engine_for(self, judge: JudgeSpec) -> Engine:
@@ -258,6 +290,10 @@ class CriterionGrader:
             "mode": self.mode.value,
             "explanation_first": self.explanation_first,
             "auto_na_option": self.auto_na_option,
+            # Only when on, so the content hash of runs without it is what it always was.
+            **({"contextual_calibration": {"method": "zhao2021-diagonal",
+                                           "content_free_inputs": list(self.content_free_inputs)}}
+               if self.contextual_calibration else {}),
             # Scoring settings: they change every item score (not the verdicts).
             "normalize": self.normalize,
             "cannot_assess_config": self.cannot_assess_config.model_dump(mode="json"),
@@ -371,8 +407,12 @@ class CriterionGrader:
                 check_criterion_override(criterion, f"{where} criterion {c_index}")
             check_item_text(item, where)
         tasks, cuts = self._plan_fitting(items)
+        content_free = self._plan_content_free(items, tasks)
+        extra = content_free.all_tasks() if content_free is not None else []
+        position = {id(task): index for index, task in enumerate(extra)}
+        extra_results: list[JudgmentResult | None] = [None] * len(extra)
         results: dict[tuple[int, int, int], list[JudgmentResult]] = defaultdict(list)
-        for workload in self._workloads(tasks):
+        for workload in self._workloads([*tasks, *extra]):
             first = self.judges[workload[0].judge_index]
             outcome = run_tasks(
                 self.engine_for(first),
@@ -381,11 +421,15 @@ class CriterionGrader:
                 reasoning_first=self._reasoning_first(first),
                 explanation_tokens=max(first.llm_config.thinking_budget, first.llm_config.explanation_budget),
             )
-            for result in outcome:
-                t = result.task
-                results[(t.item_index, t.criterion_index, t.judge_index)].append(result)
+            for task, result in zip(workload, outcome):
+                if task.item_index == CONTENT_FREE_ITEM:
+                    extra_results[position[id(task)]] = result
+                    continue
+                results[(task.item_index, task.criterion_index, task.judge_index)].append(result)
             if progress is not None:
-                progress(len(workload))
+                progress(sum(1 for task in workload if task.item_index != CONTENT_FREE_ITEM))
+        if content_free is not None:
+            self._calibrate(content_free, tasks, [r for r in extra_results if r is not None], results)
         graded: list[GradedItem] = []
         for item_index, item in enumerate(items):
             graded_input = (
@@ -398,6 +442,39 @@ class CriterionGrader:
                 entry = GradedItem(entry.item, report, entry.results)
             graded.append(entry)
         return graded
+
+    def _plan_content_free(self, items: Sequence[GradeItem], tasks: Sequence[JudgmentTask]) -> ContentFreePlan | None:
+        """The content-free tasks of ``tasks`` whose priors are not known yet (None when
+        contextual calibration is off)."""
+        if not self.contextual_calibration:
+            return None
+        return plan_content_free(
+            tasks, items, [j.judge_id for j in self.judges], self._render_prefix, self.content_free_inputs, self._priors
+        )
+
+    def _render_prefix(self, judge_index: int, submission: str, query: str | None, reference: str | None) -> PromptParts:
+        """A judge's item prefix for ``submission``, rendered as :func:`.planning.plan_tasks` does."""
+        judge = self.judges[judge_index]
+        system_prompt = judge.system_prompt if judge.system_prompt is not None else self.system_prompt
+        return render_item(self.engine_for(judge).format_chat, submission, query=query,
+                           reference_submission=reference, system_prompt=system_prompt)
+
+    def _calibrate(
+        self,
+        plan: ContentFreePlan,
+        tasks: Sequence[JudgmentTask],
+        content_free_results: Sequence[JudgmentResult],
+        results: dict[tuple[int, int, int], list[JudgmentResult]],
+    ) -> None:
+        """Estimate the new priors and correct every result in ``results`` (in place). Priors
+        that could be estimated are kept for later batches; failed ones are tried again."""
+        judge_ids = [j.judge_id for j in self.judges]
+        new = estimate_priors(plan, content_free_results, judge_ids, self.content_free_inputs)
+        priors = {**self._priors, **new}
+        self._priors.update({key: prior for key, prior in new.items() if prior.error is None})
+        prior_of = {id(task): prior_id for task, prior_id in zip(tasks, plan.prior_ids)}
+        for key, judged in results.items():
+            results[key] = [calibrate(result, priors[prior_of[id(result.task)]]) for result in judged]
 
     def _plan_fitting(self, items: Sequence[GradeItem]) -> tuple[list[JudgmentTask], dict[int, tuple[int, str]]]:
         """Plan ``items``. Judges with ``on_overflow="truncate"`` get overflowing submissions

@@ -8,6 +8,7 @@ grader produced (:class:`GradedItem`) into finished rows whose keys are the colu
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,10 +20,13 @@ from autorubric_local.core.reports import (
 )
 from autorubric_local.core.text import storable
 from autorubric_local.graders.assembly import binary_vote, choice_vote
+from autorubric_local.graders.content_free import CalibratedResult, ContextualPrior
+from autorubric_local.graders.contextual import log_normalise
 from autorubric_local.graders.criterion_grader import GradedItem
 from autorubric_local.graders.execution import JudgmentResult
+from autorubric_local.graders.prompts import BINARY_LABELS
 
-__all__ = ["graded_item_records"]
+__all__ = ["contextual_prior_records", "graded_item_records"]
 
 
 def graded_item_records(
@@ -97,8 +101,13 @@ def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id:
     """One judgment as a row: this judge's vote in this option order (not the aggregate).
 
     ``label_probabilities_json`` and ``label_logprobs_json`` (raw) are keyed by verdict name
-    or original option label; ``off_label_mass`` is the engine's, NULL when unknown."""
+    or original option label; ``off_label_mass`` is the engine's, NULL when unknown. A
+    contextually calibrated judgment has the corrected distribution (its verdict's) in
+    ``label_probabilities_json``, the judge's own in ``uncalibrated_label_probabilities_json``
+    and its prior's id in ``contextual_prior_id``; when that prior could not be estimated, the
+    judgment is an error row that still keeps the judge's own distribution and raw logprobs."""
     task = result.task
+    prior = result.prior if isinstance(result, CalibratedResult) else None
     row: dict[str, Any] = {
         "item_id": item_id,
         "criterion_index": task.criterion_index,
@@ -113,6 +122,8 @@ def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id:
         "label_probabilities_json": None,
         "label_logprobs_json": None,
         "off_label_mass": result.off_label_mass,
+        "uncalibrated_label_probabilities_json": None,
+        "contextual_prior_id": None if prior is None else prior.prior_id,
         "explanation": result.explanation,
         "explanation_truncated": int(result.explanation_truncated),
         "prompt_tokens": result.usage.prompt_tokens,
@@ -123,6 +134,10 @@ def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id:
         "explanation_error": result.explanation_error,
     }
     if result.error is not None or result.chosen is None:
+        if prior is not None and isinstance(result, CalibratedResult) and result.uncalibrated:
+            # The prior failed, not the judge: keep what the judge said (no verdict is read from it).
+            row["uncalibrated_label_probabilities_json"] = json.dumps(_keyed(result.uncalibrated, prior))
+            row["label_logprobs_json"] = json.dumps(_keyed(result.logprobs, prior))
         return row
     vote: JudgeVote | MultiChoiceJudgeVote
     if task.criterion.options is None:
@@ -136,4 +151,48 @@ def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id:
         row["label_probabilities_json"] = json.dumps(vote.label_probabilities)
     if vote.label_logprobs:
         row["label_logprobs_json"] = json.dumps(vote.label_logprobs)
+    if vote.uncalibrated_label_probabilities:
+        row["uncalibrated_label_probabilities_json"] = json.dumps(vote.uncalibrated_label_probabilities)
     return row
+
+
+def contextual_prior_records(graded: Sequence[GradedItem]) -> list[dict[str, Any]]:
+    """The ``contextual_priors`` rows of the priors ``graded``'s judgments were corrected with
+    (each once, in first-use order), for ``Store.record_items(priors=...)``; none when
+    contextual calibration was off."""
+    rows: dict[str, dict[str, Any]] = {}
+    for entry in graded:
+        for result in entry.results:
+            prior = result.prior if isinstance(result, CalibratedResult) else None
+            if prior is not None and prior.prior_id not in rows:
+                rows[prior.prior_id] = _prior_row(prior)
+    return list(rows.values())
+
+
+def _keyed(values: Sequence[float], prior: ContextualPrior) -> dict[str, float]:
+    """Shown-order values (in the prior's option order, which is its judgments' order) keyed
+    like ``label_probabilities_json``: verdict names, or original option labels in original
+    option order."""
+    options = prior.criterion.options
+    if options is None:
+        return dict(zip(BINARY_LABELS, values))
+    by_original = dict(zip(prior.option_order or range(len(options)), values))
+    return {option.label: by_original[index] for index, option in enumerate(options)}
+
+
+def _prior_row(prior: ContextualPrior) -> dict[str, Any]:
+    per_input = [
+        _keyed([math.exp(v) for v in log_normalise(logprobs)], prior) if logprobs else None
+        for logprobs in prior.logprobs
+    ]
+    return {
+        "prior_id": prior.prior_id,
+        "judge_id": prior.judge_id,
+        "criterion_name": prior.criterion.name,
+        "criterion_json": prior.criterion.model_dump_json(),
+        "option_order_json": None if prior.option_order is None else json.dumps(list(prior.option_order)),
+        "content_free_inputs_json": json.dumps(list(prior.inputs)),
+        "content_free_label_probabilities_json": json.dumps(per_input),
+        "prior_json": json.dumps(_keyed(prior.probabilities, prior)) if prior.error is None else None,
+        "error": prior.error,
+    }

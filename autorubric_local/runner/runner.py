@@ -47,7 +47,7 @@ from autorubric_local.core.reports import EnsembleEvaluationReport
 from autorubric_local.data.dataset import RubricDataset, rubric_to_json
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.graders.records import graded_item_records
+from autorubric_local.graders.records import contextual_prior_records, graded_item_records
 from autorubric_local.runner.checkpoint import (
     PlannedItem,
     adopt_stored_seed,
@@ -323,8 +323,8 @@ class EvalRunner:
         model_ids: dict[str, str],
         owner: LeaseOwner,
     ) -> None:
-        """Store a chunk's items, reports and judgments in one transaction that also renews the
-        run's lease (and writes nothing if ``owner`` lost it: :class:`RunLockedError`)."""
+        """Store a chunk's items, reports, judgments and contextual priors in one transaction that
+        also renews the run's lease (and writes nothing if ``owner`` lost it: :class:`RunLockedError`)."""
         now = datetime.now(UTC).isoformat(timespec="seconds")
         extras = [
             {
@@ -339,7 +339,7 @@ class EvalRunner:
         items, judgments = graded_item_records(
             graded, model_ids, first_index=0, judge_ids=[j.judge_id for j in self.grader.judges], item_extras=extras
         )
-        store.record_items(run_id, items, judgments, lease=owner)
+        store.record_items(run_id, items, judgments, lease=owner, priors=contextual_prior_records(graded))
 
 
 class LeaseHeartbeat:

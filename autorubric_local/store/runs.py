@@ -225,6 +225,7 @@ class RunTables:
         judgments: Sequence[dict[str, Any]],
         *,
         lease: LeaseOwner | None = None,
+        priors: Sequence[dict[str, Any]] = (),
     ) -> None:
         """Write item rows and their judgment rows in one transaction.
 
@@ -232,6 +233,8 @@ class RunTables:
         ``run_id``. Recording an item again replaces its row and every judgment it had, so a
         re-graded item never keeps stale judgments. With ``lease``, the same transaction renews
         that writer's heartbeat, and writes nothing if the writer no longer holds the lease.
+        ``priors`` are ``contextual_priors`` rows (without ``run_id``) the judgments refer to,
+        inserted or replaced by ``prior_id`` in the same transaction.
 
         Raises
         ------
@@ -250,6 +253,9 @@ class RunTables:
                 )
             self.db["items"].upsert_all([{"run_id": run_id, **row} for row in items], pk=("run_id", "item_id"))
             self.db["judgments"].insert_all([{"run_id": run_id, **row} for row in judgments], replace=True)
+            if priors:
+                self.db["contextual_priors"].upsert_all([{"run_id": run_id, **row} for row in priors],
+                                                        pk=("run_id", "prior_id"))
 
     def item_rows(self, run_id: str) -> list[dict[str, Any]]:
         """Item rows of a run, in item order."""
@@ -277,6 +283,10 @@ class RunTables:
                 order_by="item_id, criterion_index, judge_id, permutation_index",
             )
         )
+
+    def contextual_priors(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's ``contextual_priors`` rows (contextual calibration), by judge and prior id."""
+        return list(self.db["contextual_priors"].rows_where("run_id = ?", [run_id], order_by="judge_id, prior_id"))
 
     def judgment_count(self, run_id: str) -> int:
         """Number of judgment rows of a run."""

@@ -34,6 +34,26 @@ Tables (units in column names):
   label, in original option order, as in ``judgments``); its older ``probabilities_json`` (a
   JSON list in *shown-position* order) is still written. Rows written before migration 7 keep
   their values and have NULL in the new columns.
+- Migration 8, contextual calibration (``CriterionGrader(contextual_calibration=True)``):
+  ``judgments.uncalibrated_label_probabilities_json`` (the judge's own renormalised
+  distribution, keyed like ``label_probabilities_json``, which then holds the *corrected*
+  distribution the verdict was read from; NULL on a judgment that was not corrected, where the
+  two would be equal) and ``judgments.contextual_prior_id`` (the prior that corrected it; also
+  set, with the judge's own distribution, on an error row whose prior could not be estimated).
+  Table ``contextual_priors``, one row per run and prior (``prior_id``, ``sha256:v1:<hex>`` of
+  the content-free prompts scored): ``judge_id``, ``criterion_name``, ``criterion_json``,
+  ``option_order_json`` (shown position -> original index; NULL for binary criteria),
+  ``content_free_inputs_json`` (JSON list of the content-free submissions),
+  ``content_free_label_probabilities_json`` (JSON list, one object per input, keyed like
+  ``label_probabilities_json``; null for a failed input), ``prior_json`` (``p_cf``, the same
+  keys; NULL when the prior could not be estimated) and ``error``.
+- ``threshold_calibrations`` (migration 9): one row per rule fitted on a run's training split
+  (``autorubric-local calibrate``, :mod:`autorubric_local.calibration`): ``id``
+  (autoincrement), ``run_id``, ``fitted_utc``, ``method`` (``threshold``, ``platt`` or
+  ``isotonic``), ``settings_json`` (test size, seed, folds, stratification),
+  ``train_item_ids_json`` and ``test_item_ids_json``, ``calibration_json`` (the rules and their
+  cross-validation) and ``held_out_json`` (agreement on the test items, before and after).
+  Nothing in ``judgments`` or ``items`` changes: a calibration is applied only when asked.
 - ``run_leases`` (migration 5): the lease of a run being written, at most one per run:
   ``run_id`` (primary key), ``owner`` (``<host>:<pid>:<random hex>``, one per writer), ``pid``
   and ``host`` of the writing process, ``acquired_utc`` and ``heartbeat_utc`` (renewed with
@@ -190,6 +210,35 @@ def _migration_7(db: sqlite_utils.Database) -> None:
         sweep_judgments.add_column(column, kind)
 
 
+def _migration_8(db: sqlite_utils.Database) -> None:
+    judgments = db.table("judgments")
+    judgments.add_column("uncalibrated_label_probabilities_json", str)
+    judgments.add_column("contextual_prior_id", str)
+    db["contextual_priors"].create(
+        {
+            "run_id": str, "prior_id": str, "judge_id": str, "criterion_name": str, "criterion_json": str,
+            "option_order_json": str, "content_free_inputs_json": str,
+            "content_free_label_probabilities_json": str, "prior_json": str, "error": str,
+        },
+        pk=("run_id", "prior_id"),
+        not_null={"judge_id", "content_free_inputs_json"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+
+
+def _migration_9(db: sqlite_utils.Database) -> None:
+    db["threshold_calibrations"].create(
+        {
+            "id": int, "run_id": str, "fitted_utc": str, "method": str, "settings_json": str,
+            "train_item_ids_json": str, "test_item_ids_json": str, "calibration_json": str, "held_out_json": str,
+        },
+        pk="id",
+        not_null={"run_id", "fitted_utc", "method", "calibration_json"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["threshold_calibrations"].create_index(["run_id"])
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
     (2, "runner checkpoints (item reports, content hash)", _migration_2),
@@ -198,6 +247,8 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...]
     (5, "run leases (one writer per run)", _migration_5),
     (6, "judgments.explanation_error (a verdict kept when its explanation failed)", _migration_6),
     (7, "raw label logprobs and off-label mass; sweep probabilities keyed by option label", _migration_7),
+    (8, "contextual calibration: label priors and each judgment's uncalibrated distribution", _migration_8),
+    (9, "threshold calibrations fitted on a run's training split", _migration_9),
 )
 """Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
 

@@ -1,0 +1,66 @@
+"""``autorubric-local calibrate``: fit per-criterion rules on a labelled run's training split."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from autorubric_local.cli.common import fail
+
+
+@click.command()
+@click.argument("db", type=click.Path(exists=True, dir_okay=False))
+@click.option("--run", "run", default=None, help="Run name or id (default: the latest run).")
+@click.option("--method", type=click.Choice(["threshold", "platt", "isotonic"]), default="threshold",
+              show_default=True,
+              help="threshold: MET iff P(MET) >= t, t maximising Cohen's kappa; platt: logistic regression on "
+                   "logit P(MET); isotonic: isotonic regression of P(MET).")
+@click.option("--test-size", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=0.3,
+              show_default=True, help="Share of the labelled items held out for testing.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split and of the folds.")
+@click.option("--folds", "n_folds", type=click.IntRange(min=2), default=5, show_default=True,
+              help="Folds of the cross-validation on the training items.")
+@click.option("--no-stratify", is_flag=True, help="Draw the split at random (default: stratified by ground truth).")
+@click.option("--json", "as_json", is_flag=True, help="Print the calibration and held-out report as JSON.")
+@click.option("--no-save", is_flag=True, help="Do not store the calibration in the database.")
+def calibrate(db: str, run: str | None, method: str, test_size: float, seed: int, n_folds: int,
+              no_stratify: bool, as_json: bool, no_save: bool) -> None:
+    """Fit a decision rule per binary criterion on a training split of a graded, labelled run in
+    DB, and print its agreement with the human labels on the held-out items, before and after.
+
+    Only the training items are read to fit; the rules, the split and the report are stored in
+    DB's ``threshold_calibrations`` table (unless --no-save). Stored verdicts are not changed.
+
+    Example:
+
+        autorubric-local calibrate q1.sqlite --run q1-smol --test-size 0.3 --seed 0 --method threshold
+    """
+    from autorubric_local.calibration import calibrate_run, save_calibration
+    from autorubric_local.core.errors import AutorubricError
+    from autorubric_local.runner import load_result
+    from autorubric_local.store import Store
+
+    try:
+        result, dataset = load_result(db, run)
+        fitted = calibrate_run(result, dataset, method, test_size=test_size, seed=seed, n_folds=n_folds,
+                               stratify=not no_stratify)
+        saved = None
+        if not no_save and result.run_id is not None:
+            store = Store.open(result.db_path or db)
+            try:
+                saved = save_calibration(store, result.run_id, fitted)
+            finally:
+                store.close()
+    except AutorubricError as exc:
+        raise fail(exc) from None
+    if as_json:
+        click.echo(json.dumps({"calibration_id": saved, "run_id": result.run_id, "settings": fitted.settings,
+                               "test_item_ids": fitted.test_ids,
+                               "calibration": fitted.calibration.model_dump(mode="json"),
+                               "held_out": fitted.held_out.model_dump(mode="json")}, indent=2))
+    else:
+        click.echo(fitted.calibration.summary())
+        click.echo(fitted.held_out.summary())
+    if saved is not None:
+        click.echo(f"saved as calibration {saved} of run {result.experiment_name} ({result.run_id}) in {db}", err=True)
