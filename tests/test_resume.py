@@ -50,7 +50,9 @@ def start_worker(db_path: Path, delay: float) -> subprocess.Popen[str]:
 
 def run_until_committed(db_path: Path, chunks: int, sig: signal.Signals) -> subprocess.Popen[str]:
     """Start the worker and send ``sig`` once it has committed ``chunks`` chunks."""
-    worker = start_worker(db_path, delay=0.02)
+    # 0.1 s per request leaves ~10 s of work after the signal point, so a loaded machine (the
+    # parent slow to read the pipe) still signals a running worker.
+    worker = start_worker(db_path, delay=0.1)
     assert worker.stdout is not None
     seen = 0
     for line in worker.stdout:

@@ -59,11 +59,15 @@ def inputs_of(dataset: Any, indices: list[int]) -> list[tuple[Any, ...]]:
 
 def reference_logprobs(engine: Any, request: ScoreRequest) -> tuple[float, ...]:
     """All labels of one request in one plain forward: prompt+label rows, right-padded (causal
-    attention never looks at the padding after a row's own tokens)."""
+    attention never looks at the padding after a row's own tokens). The prompt is the
+    tokenizer's encoding of the whole prompt text, each label its continuation tokens."""
     import torch
 
-    prompt = engine.tokens(request.prefix) + engine.tokens(request.suffix)
-    labels = [engine.tokens(label) for label in request.labels]
+    from test_real_judges import reference_ids
+
+    pairs = [reference_ids(engine.tokenizer, request.prefix + request.suffix, label) for label in request.labels]
+    prompt = pairs[0][0]
+    labels = [label_ids for _, label_ids in pairs]
     width = len(prompt) + max(len(label) for label in labels)
     pad = engine.tokenizer.eos_token_id
     rows = [prompt + label + [pad] * (width - len(prompt) - len(label)) for label in labels]
