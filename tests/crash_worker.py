@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -88,6 +89,9 @@ def wait_for(path: Path) -> None:
 
 def main(argv: list[str]) -> int:
     db_path, name, n_items, chunk_judgments, delay = argv[1], argv[2], int(argv[3]), int(argv[4]), float(argv[5])
+    # A test suite started in the background (`cmd &`) hands its children SIGINT ignored, and then
+    # Python installs no KeyboardInterrupt handler; Ctrl-C is what the SIGINT test simulates.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     hold = os.environ.get("CRASH_WORKER_HOLD")
 

