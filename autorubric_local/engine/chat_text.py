@@ -193,11 +193,12 @@ class HFTextMixin:
 
     def _bos_text(self) -> str:
         """The BOS token's string when the tokenizer's encoder prepends it by default, else ``""``."""
-        bos_id = getattr(self.tokenizer, "bos_token_id", None)
-        if bos_id is None:
-            return ""
-        ids = self.tokenizer.encode("a", add_special_tokens=True)
-        return str(self.tokenizer.bos_token) if ids and ids[0] == bos_id else ""
+        known = self.__dict__.get("_bos")
+        if known is None:
+            bos_id = getattr(self.tokenizer, "bos_token_id", None)
+            ids = self.tokenizer.encode("a", add_special_tokens=True) if bos_id is not None else []
+            known = self.__dict__["_bos"] = str(self.tokenizer.bos_token) if ids and ids[0] == bos_id else ""
+        return known
 
 
 def _special_in_untrusted(pieces: list[tuple[str, bool]], pattern: re.Pattern[str]) -> bool:
