@@ -64,7 +64,7 @@ from autorubric_local.judges.config import (
     ThinkingParam,
 )
 
-# Runner, metrics, position-bias and calibration names load on first use (PEP 562): ``import
+# Runner, metrics, position-bias, calibration and indeterminacy names load on first use (PEP 562): ``import
 # autorubric_local`` stays light, and scipy/scikit-learn load only when metrics are computed.
 _LAZY: dict[str, str] = {
     **{
@@ -100,6 +100,12 @@ _LAZY: dict[str, str] = {
         for name in (
             "ThresholdCalibration", "HeldOutReport", "apply_calibration", "calibrate_run", "evaluate_held_out",
             "fit_thresholds", "load_calibration", "save_calibration", "split_run",
+        )
+    },
+    **{
+        name: "autorubric_local.indeterminacy"
+        for name in (
+            "IndeterminacyReport", "IndeterminacySettings", "analyse_runs", "maybe_rubric",
         )
     },
 }

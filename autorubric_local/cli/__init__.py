@@ -7,7 +7,7 @@ import click
 
 # Modules are imported as modules (not their commands) so that ``autorubric_local.cli.grade``
 # stays the module.
-from autorubric_local.cli import calibrate, grade, metrics, models
+from autorubric_local.cli import calibrate, grade, indeterminacy, metrics, models
 from autorubric_local.cli import sweep as sweep_cli
 
 
@@ -28,3 +28,4 @@ main.add_command(sweep_cli.sweep)
 main.add_command(sweep_cli.sweep_select)
 main.add_command(metrics.metrics)
 main.add_command(calibrate.calibrate)
+main.add_command(indeterminacy.indeterminacy)

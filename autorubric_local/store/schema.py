@@ -54,6 +54,16 @@ Tables (units in column names):
   ``train_item_ids_json`` and ``test_item_ids_json``, ``calibration_json`` (the rules and their
   cross-validation) and ``held_out_json`` (agreement on the test items, before and after).
   Nothing in ``judgments`` or ``items`` changes: a calibration is applied only when asked.
+- ``indeterminacy_analyses`` and ``indeterminacy_values`` (migration 10): one analysis row per
+  ``autorubric-local indeterminacy`` (:mod:`autorubric_local.indeterminacy`): ``id``
+  (autoincrement), ``analysed_utc``, ``run_ids_json`` (the runs analysed, a JSON list of ids of
+  this database; a run of another file is named in ``sources_json`` only), ``sources_json``,
+  ``settings_json`` and ``report_json`` (the whole report); and one value row per figure:
+  ``analysis_id``, ``criterion``, ``judge`` (for a regret, the judge the metric chose),
+  ``beta`` and ``tau`` (NULL where the figure does not depend on them), ``name`` (``hit_rate``,
+  ``kappa``, ``kl``, ``jsd``, ``beta_hat``, ``positive_rate``, ``set_size``, ``mse``,
+  ``consistency``, ``bias``, ``regret_consistency[<metric>]``, ``regret_bias[<metric>]``) and
+  ``value`` (NULL when undefined).
 - ``run_leases`` (migration 5): the lease of a run being written, at most one per run:
   ``run_id`` (primary key), ``owner`` (``<host>:<pid>:<random hex>``, one per writer), ``pid``
   and ``host`` of the writing process, ``acquired_utc`` and ``heartbeat_utc`` (renewed with
@@ -239,6 +249,22 @@ def _migration_9(db: sqlite_utils.Database) -> None:
     db["threshold_calibrations"].create_index(["run_id"])
 
 
+def _migration_10(db: sqlite_utils.Database) -> None:
+    db["indeterminacy_analyses"].create(
+        {"id": int, "analysed_utc": str, "run_ids_json": str, "sources_json": str, "settings_json": str,
+         "report_json": str},
+        pk="id",
+        not_null={"analysed_utc", "run_ids_json", "settings_json", "report_json"},
+    )
+    db["indeterminacy_values"].create(
+        {"analysis_id": int, "criterion": str, "judge": str, "beta": float, "tau": float, "name": str,
+         "value": float},
+        not_null={"analysis_id", "criterion", "judge", "name"},
+        foreign_keys=[("analysis_id", "indeterminacy_analyses", "id")],
+    )
+    db["indeterminacy_values"].create_index(["analysis_id", "name"])
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
     (2, "runner checkpoints (item reports, content hash)", _migration_2),
@@ -249,6 +275,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...]
     (7, "raw label logprobs and off-label mass; sweep probabilities keyed by option label", _migration_7),
     (8, "contextual calibration: label priors and each judgment's uncalibrated distribution", _migration_8),
     (9, "threshold calibrations fitted on a run's training split", _migration_9),
+    (10, "rating-indeterminacy analyses and their figures", _migration_10),
 )
 """Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
 
