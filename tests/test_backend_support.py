@@ -40,10 +40,12 @@ HOSTED_VALUES: dict[str, Any] = {
 HONOURED: dict[str, dict[str, Any]] = {
     "transformers": {"temperature": 0.7, "max_tokens": 200, "seed": 5, "thinking": "low", "device": "cpu",
                      "dtype": "float32", "context_length": 1024, "max_packed_tokens": 512,
-                     "explanation_max_tokens": 40, "on_overflow": "truncate", "prompt_format": "completion"},
+                     "explanation_max_tokens": 40, "explanation_style": "free", "on_overflow": "truncate",
+                     "prompt_format": "completion"},
     "vllm": {"temperature": 0.7, "max_tokens": 200, "top_p": 0.9, "seed": 5, "thinking": 32, "device": "cpu",
              "dtype": "bfloat16", "context_length": 1024, "gpu_memory_utilization": 0.4,
-             "explanation_max_tokens": 40, "on_overflow": "truncate", "prompt_format": "chat"},
+             "explanation_max_tokens": 40, "explanation_style": "free", "on_overflow": "truncate",
+             "prompt_format": "chat"},
 }
 """Fields each backend reads (judges/engines.py, the engines and graders), with non-default values."""
 

@@ -5,6 +5,7 @@ JSON string bodies that parse.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -21,6 +22,7 @@ from autorubric_local.engine import (
     from_transformers,
 )
 from autorubric_local.engine.constrained import (
+    JSON_SENTENCE_BODY_REGEX,
     JSON_STRING_BODY_REGEX,
     split_string_body,
 )
@@ -439,6 +441,25 @@ def test_reference_decoding_is_sensitive(reference_generations: list[tuple[list[
     assert len({tuple(token_ids) for token_ids, _ in reference_generations}) == len(reference_generations)
 
 
+def test_one_sentence_and_free_branches_decode_together_as_each_alone(tiny_model: Any, tiny_engine: Any) -> None:
+    """Requests of both lengths in one call: each branch walks its own grammar, token for token
+    what plain greedy decoding under that grammar gives, and every finished sentence body matches
+    the one-sentence regex."""
+    from autorubric_local.engine.constrained import RegexGrammar
+
+    requests = [dataclasses.replace(r, sentence=k % 2 == 0, max_new_tokens=24)
+                for k, r in enumerate(generate_requests(tiny_engine))]
+    grammars = {regex: RegexGrammar.from_transformers(tiny_model.model, tiny_model.tokenizer, regex)
+                for regex in (JSON_SENTENCE_BODY_REGEX, JSON_STRING_BODY_REGEX)}
+    results = tiny_engine.generate(requests)
+    for request, result in zip(requests, results):
+        expected, finished = reference_decode(tiny_model.model, tiny_model.tokenizer, grammars[request.regex], request)
+        assert result.text == split_string_body(tiny_model.tokenizer.decode(expected))[0]
+        assert result.usage.completion_tokens == len(expected)
+        if request.sentence and finished:
+            assert re.fullmatch(JSON_SENTENCE_BODY_REGEX, json.dumps(result.text)[1:]) is not None
+
+
 @pytest.mark.parametrize("max_packed_tokens", [1, 30])
 def test_generation_in_several_chunks_is_unchanged(
     tiny_model: Any, generations: list[Any], max_packed_tokens: int
@@ -565,6 +586,29 @@ def test_split_string_body_cut_inside_unicode_escape() -> None:
     assert truncated is True
     assert text.startswith("caf")
     assert "\\" not in text
+
+
+@pytest.mark.parametrize(
+    ("body", "ok"),
+    [
+        ('One sentence."', True),
+        ('No end mark"', True),
+        ('It is 3.5 m, says the U.S.A report!"', True),
+        ('Really?"', True),
+        ('"', True),
+        ('with \\"escaped\\" quote."', True),
+        ('One. Two."', False),
+        ('One.\\nTwo"', False),
+        ('Stop.. now"', False),
+        ('raw "quote" inside."', False),
+        ("unterminated.", False),
+    ],
+)
+def test_json_sentence_body_regex(body: str, ok: bool) -> None:
+    assert (re.fullmatch(JSON_SENTENCE_BODY_REGEX, body) is not None) is ok
+    if ok:
+        assert isinstance(json.loads('"' + body), str)
+        assert re.fullmatch(JSON_STRING_BODY_REGEX, body) is not None  # a sentence body is a string body
 
 
 @pytest.mark.parametrize(

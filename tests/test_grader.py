@@ -21,8 +21,13 @@ from autorubric_local.core.types import (
     CriterionVerdict,
 )
 from autorubric_local.engine import GenerateRequest, ScoreRequest, ScriptedEngine
+from autorubric_local.engine.constrained import (
+    JSON_SENTENCE_BODY_REGEX,
+    JSON_STRING_BODY_REGEX,
+)
 from autorubric_local.graders import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
+from autorubric_local.graders.prompts import DEFAULT_SYSTEM_PROMPT, judge_system_prompt
 from autorubric_local.judges.config import LLMConfig
 
 BINARY_KEYS = ["MET", "UNMET", "CANNOT_ASSESS"]
@@ -34,7 +39,7 @@ def lp(*probabilities: float) -> list[float]:
 
 
 def grader_for(engine: ScriptedEngine, **kwargs: object) -> CriterionGrader:
-    config_kwargs = {k: kwargs.pop(k) for k in ("thinking",) if k in kwargs}
+    config_kwargs = {k: kwargs.pop(k) for k in ("thinking", "explanation_style") if k in kwargs}
     kwargs.setdefault("seed", 0)
     return CriterionGrader(LLMConfig(model="scripted", engine=engine, **config_kwargs), **kwargs)  # type: ignore[arg-type]
 
@@ -346,12 +351,29 @@ def test_thinking_part_of_the_submission_is_not_shown() -> None:
     assert "final answer" in prefix and "secret plan" not in prefix
 
 
+def test_the_default_system_prompt_is_sent() -> None:
+    engine = ScriptedEngine(policy=favour("x"))
+    grade_one(grader_for(engine), "ans", [BINARY_A])
+    assert DEFAULT_SYSTEM_PROMPT in score_requests(engine)[0].prefix
+
+
+def test_the_default_prompt_words_verdicts_as_presence_and_balances_its_worked_examples() -> None:
+    """Issue 20's default: MET/UNMET defined by presence, CANNOT_ASSESS only for unreadable
+    submissions, worked answers not mostly MET (they would teach the judge to say MET)."""
+    assert "- MET: what the criterion describes IS present in the submission." in DEFAULT_SYSTEM_PROMPT
+    assert "- UNMET: what the criterion describes is NOT present" in DEFAULT_SYSTEM_PROMPT
+    answers = re.findall(r'^\{"criterion_status": "(\w+)"\}$', DEFAULT_SYSTEM_PROMPT, flags=re.MULTILINE)
+    assert answers.count("MET") == 2 and answers.count("UNMET") == 3
+    yes_no = judge_system_prompt("YES", "NO", cannot_assess=False)
+    assert "CANNOT_ASSESS" not in yes_no and '"YES" | "NO"' in yes_no and "MET" not in yes_no
+
+
 def test_custom_system_prompt_replaces_the_default() -> None:
     engine = ScriptedEngine(policy=favour("x"))
     grade_one(grader_for(engine, system_prompt="Be kind but exact."), "ans", [BINARY_A])
     prefix = score_requests(engine)[0].prefix
     assert "Be kind but exact." in prefix
-    assert "strict, impartial grader" not in prefix
+    assert DEFAULT_SYSTEM_PROMPT.splitlines()[0] not in prefix
 
 
 def test_negative_criteria_are_announced_in_the_suffix() -> None:
@@ -366,27 +388,52 @@ def test_negative_criteria_are_announced_in_the_suffix() -> None:
 # ---------------------------------------------------------------------------- explain modes
 
 
-def test_explain_mode_scores_then_generates_after_the_chosen_label() -> None:
+def test_explain_mode_scores_then_generates_one_sentence_after_the_chosen_label() -> None:
     engine = ScriptedEngine()
     engine.enqueue_scores(lp(0.2, 0.7, 0.1), lp(0.1, 0.2, 0.3, 0.4))
-    engine.enqueue_generations('Figures "missing".', "Several figures.")
+    engine.enqueue_generations(' leaves the figures "missing".', " gives several figures.")
     graded = grade_one(grader_for(engine, mode="explain", shuffle_options=False), "x", [BINARY_A, DEPTH])
     kinds = [type(r).__name__ for r in engine.history]
     assert kinds == ["ScoreRequest", "ScoreRequest", "GenerateRequest", "GenerateRequest"]
     scores, generations = score_requests(engine), generate_requests(engine)
     assert generations[0].prefix == scores[0].prefix
-    assert generations[0].suffix == scores[0].suffix + 'UNMET", "explanation": "'
-    assert generations[1].suffix == scores[1].suffix + '4, "explanation": "'
+    # The default style: the explanation starts with the stem, written into the prompt, and the
+    # grammar is the one-sentence one.
+    assert generations[0].suffix == scores[0].suffix + 'UNMET", "explanation": "The submission'
+    assert generations[1].suffix == scores[1].suffix + '4, "explanation": "The submission'
+    assert [g.sentence for g in generations] == [True, True]
+    assert generations[0].regex == JSON_SENTENCE_BODY_REGEX
     assert generations[0].max_new_tokens == 96  # LLMConfig.explanation_max_tokens default
     binary, depth = graded.report.report
     assert binary.final_verdict is CriterionVerdict.UNMET
-    assert binary.final_reason == 'Figures "missing".'
-    assert binary.votes[0].reason == 'Figures "missing".'
+    assert binary.final_reason == 'The submission leaves the figures "missing".'
+    assert binary.votes[0].reason == 'The submission leaves the figures "missing".'
     assert depth.final_multi_choice_verdict.selected_label == "Expert"
-    assert depth.final_reason == "Several figures."
+    assert depth.final_reason == "The submission gives several figures."
     # The assembled answer the judge "wrote" is valid JSON.
     answer = json.loads('{"criterion_status": "UNMET", "explanation": ' + json.dumps(binary.final_reason) + "}")
-    assert answer["explanation"] == 'Figures "missing".'
+    assert answer["explanation"] == 'The submission leaves the figures "missing".'
+
+
+def test_free_explanations_have_no_stem_and_any_length() -> None:
+    engine = ScriptedEngine()
+    engine.enqueue_scores(lp(0.2, 0.7, 0.1))
+    engine.enqueue_generations('Figures "missing". More.')
+    graded = grade_one(grader_for(engine, mode="explain", explanation_style="free"), "x", [BINARY_A])
+    (generation,) = generate_requests(engine)
+    assert generation.suffix == score_requests(engine)[0].suffix + 'UNMET", "explanation": "'
+    assert generation.sentence is False and generation.regex == JSON_STRING_BODY_REGEX
+    assert graded.report.report[0].final_reason == 'Figures "missing". More.'
+
+
+def test_reasoning_under_thinking_is_free_whatever_the_style() -> None:
+    engine = ScriptedEngine()
+    engine.enqueue_generations("Step one. Step two.")
+    engine.enqueue_scores(lp(0.8, 0.1, 0.1))
+    graded = grade_one(grader_for(engine, mode="explain", thinking="low"), "x", [BINARY_A])
+    (generation,) = generate_requests(engine)
+    assert generation.suffix.endswith('{"explanation": "') and generation.sentence is False
+    assert graded.report.report[0].final_reason == "Step one. Step two."
 
 
 def test_score_mode_generates_nothing() -> None:
@@ -402,7 +449,7 @@ def test_explain_mode_skips_generation_for_failed_scores() -> None:
     engine.enqueue_scores("infrastructure: boom", lp(0.6, 0.3, 0.1))
     grade_one(grader_for(engine, mode="explain"), "x", [BINARY_A, BINARY_B])
     (generation,) = generate_requests(engine)
-    assert generation.suffix == score_requests(engine)[1].suffix + 'MET", "explanation": "'
+    assert generation.suffix == score_requests(engine)[1].suffix + 'MET", "explanation": "The submission'
 
 
 def test_explanation_first_generates_then_scores_with_the_explanation_in_the_suffix() -> None:
@@ -410,7 +457,8 @@ def test_explanation_first_generates_then_scores_with_the_explanation_in_the_suf
     engine.enqueue_generations('It gives "250-300 Wh/kg".', "Deep enough.")
     engine.enqueue_scores(lp(0.8, 0.1, 0.1), lp(0.1, 0.6, 0.2, 0.1))
     graded = grade_one(
-        grader_for(engine, mode="explain", explanation_first=True, shuffle_options=False), "x", [BINARY_A, DEPTH]
+        grader_for(engine, mode="explain", explanation_first=True, shuffle_options=False, explanation_style="free"),
+        "x", [BINARY_A, DEPTH],
     )
     kinds = [type(r).__name__ for r in engine.history]
     assert kinds == ["GenerateRequest", "GenerateRequest", "ScoreRequest", "ScoreRequest"]
@@ -428,6 +476,17 @@ def test_explanation_first_generates_then_scores_with_the_explanation_in_the_suf
     # The text the judge saw before its verdict closes into valid JSON with any label.
     opener = scores[0].suffix[scores[0].suffix.index('{"explanation"') :]
     assert json.loads(opener + 'MET"}')["explanation"] == 'It gives "250-300 Wh/kg".'
+
+
+def test_explanation_first_in_sentence_style_reads_the_verdict_after_stem_and_sentence() -> None:
+    engine = ScriptedEngine()
+    engine.enqueue_generations(" names two causes.")
+    engine.enqueue_scores(lp(0.8, 0.1, 0.1))
+    graded = grade_one(grader_for(engine, mode="explain", explanation_first=True), "x", [BINARY_A])
+    (generation,), (score,) = generate_requests(engine), score_requests(engine)
+    assert generation.suffix.endswith('{"explanation": "The submission') and generation.sentence is True
+    assert score.suffix.endswith('{"explanation": "The submission names two causes.", "criterion_status": "')
+    assert graded.report.report[0].final_reason == "The submission names two causes."
 
 
 @pytest.mark.parametrize(("thinking", "budget"), [("low", 96), ("high", 256), (300, 300)])

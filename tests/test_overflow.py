@@ -16,7 +16,7 @@ from autorubric_local.graders.overflow import TRUNCATION_MARK
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.judges.config import LLMConfig
 
-CONTEXT = 900  # the prompt without a submission takes ~614 tokens of the tiny tokenizer
+CONTEXT = 1600  # the prompt without a submission takes ~1,290 tokens of the tiny tokenizer; LONG needs ~2,400
 RUBRIC = (
     Criterion(name="density", weight=10.0, requirement="States the energy density"),
     Criterion(name="depth", weight=4.0, requirement="How deep is it?", scale_type="ordinal",
@@ -39,7 +39,7 @@ def grade(engine: Any, on_overflow: str, mode: str = "score", submission: str = 
 
 def test_overflow_is_a_recorded_error_by_default(short_engine: Any) -> None:
     graded = grade(short_engine, "error")
-    assert graded.report.score is None and "exceeds the judge's context length of 900" in graded.report.error
+    assert graded.report.score is None and f"exceeds the judge's context length of {CONTEXT}" in graded.report.error
     assert all(r.error is not None for r in graded.results)
     assert graded.report.input_truncated_tokens is None and graded.report.judged_submission is None
 

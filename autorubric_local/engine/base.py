@@ -61,11 +61,26 @@ class GenerateRequest:
     max_new_tokens : int
         Decoding budget in tokens. A body cut off at the budget is returned with
         ``truncated=True``; the caller closes the string, so the JSON still parses.
+    sentence : bool
+        Constrain the body to one sentence (:data:`~.constrained.JSON_SENTENCE_BODY_REGEX`):
+        it ends at its first sentence end. False allows any length
+        (:data:`~.constrained.JSON_STRING_BODY_REGEX`).
     """
 
     prefix: str
     suffix: str
     max_new_tokens: int = 96
+    sentence: bool = False
+
+    @property
+    def regex(self) -> str:
+        """The regex the body must match, closing quote included."""
+        from autorubric_local.engine.constrained import (
+            JSON_SENTENCE_BODY_REGEX,
+            JSON_STRING_BODY_REGEX,
+        )
+
+        return JSON_SENTENCE_BODY_REGEX if self.sentence else JSON_STRING_BODY_REGEX
 
 
 @dataclass(frozen=True)

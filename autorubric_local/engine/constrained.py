@@ -6,8 +6,10 @@ logits are masked to the tokens the grammar allows, then the token is chosen gre
 temperature sampling, and the guide advances. A branch whose guide is finished has produced a
 complete match.
 
-The one grammar the engines need is the body of a JSON string (:data:`JSON_STRING_BODY_REGEX`);
-:func:`split_string_body` decodes what was generated, whichever backend generated it.
+The engines need one grammar, the body of a JSON string (:data:`JSON_STRING_BODY_REGEX`), in
+two lengths: any length, or one sentence (:data:`JSON_SENTENCE_BODY_REGEX`, chosen per request
+by ``GenerateRequest.sentence``); :func:`split_string_body` decodes what was generated,
+whichever backend generated it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ from typing import Any
 # Body of a JSON string followed by its closing quote: no raw quote, backslash or control
 # character; escapes limited to the JSON ones.
 JSON_STRING_BODY_REGEX = r'([^"\\\x00-\x1f]|\\["\\/bfnrt])*"'
+
+_CHAR = r'([^"\\\x00-\x1f.!?]|\\["\\/bfnrt])'
+# One sentence: a sentence end (. ! ?) is followed either by the closing quote, which ends the
+# string, or by a character that cannot start a new sentence (not a space, newline, quote or
+# another sentence end), as in "3.5" or "U.S.A"; so the body stops at its first
+# sentence end instead of running on to the token budget.
+JSON_SENTENCE_BODY_REGEX = rf'({_CHAR}|[.!?][^"\\\x00-\x1f.!? ])*[.!?]?"'
 
 
 @dataclass

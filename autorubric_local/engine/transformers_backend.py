@@ -33,10 +33,7 @@ from autorubric_local.engine.base import (
     mass_outside,
 )
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat, SeamError
-from autorubric_local.engine.constrained import (
-    JSON_STRING_BODY_REGEX,
-    split_string_body,
-)
+from autorubric_local.engine.constrained import split_string_body
 from autorubric_local.engine.packing import (
     PackedRow,
     chunk_trees,
@@ -106,7 +103,7 @@ class TransformersEngine(HFTextMixin):
         self.temperature = temperature
         self.seed = seed
         self._token_cache: dict[str, list[int]] = {}
-        self._grammar: Any = None
+        self._grammars: dict[str, Any] = {}
         self.set_prompt_format(prompt_format)
         self.attention: AttentionPlan = plan_attention(
             model, force_plain="requested" if attention == "plain" else None)
@@ -333,7 +330,7 @@ class TransformersEngine(HFTextMixin):
                 runnable.append(index)
         if not runnable:
             return [r for r in results if r is not None]
-        work = [(prompts[i], requests[i].max_new_tokens) for i in runnable]
+        work = [(prompts[i], requests[i].max_new_tokens, requests[i].regex) for i in runnable]
         decoded, shared = self._packed_or_plain(lambda: self._generate_packed(work), lambda: self._generate_each(work))
         elapsed = time.perf_counter() - start
         for position, (index, (ids, closed)) in enumerate(zip(runnable, decoded)):
@@ -352,26 +349,29 @@ class TransformersEngine(HFTextMixin):
             )
         return [r for r in results if r is not None]
 
-    def _generate_each(self, work: list[tuple[list[int], int]]) -> tuple[list[tuple[list[int], bool]], int]:
+    def _generate_each(self, work: list[tuple[list[int], int, str]]) -> tuple[list[tuple[list[int], bool]], int]:
         """Plain path: one request at a time on the model's own cache; nothing shared."""
-        grammar = self._json_string_grammar()
-        return [decode_plain(self.model, prompt, grammar, self._sampler(), budget) for prompt, budget in work], 0
+        return [
+            decode_plain(self.model, prompt, self._grammar_of(regex), self._sampler(), budget)
+            for prompt, budget, regex in work
+        ], 0
 
-    def _generate_packed(self, work: list[tuple[list[int], int]]) -> tuple[list[tuple[list[int], bool]], int]:
+    def _generate_packed(self, work: list[tuple[list[int], int, str]]) -> tuple[list[tuple[list[int], bool]], int]:
         """Packed path: the common prompt tokens once, then branches in chunks; returns the shared length."""
-        prompts = [prompt for prompt, _ in work]
+        prompts = [prompt for prompt, _, _ in work]
         shared = _common_prefix_length(prompts)
         cache = self._prefix_cache(prompts[0][:shared])
-        sizes = [len(prompt) - shared + budget for prompt, budget in work]
+        sizes = [len(prompt) - shared + budget for prompt, budget, _ in work]
         decoded: list[tuple[list[int], bool]] = []
         for chunk in chunk_trees(sizes, self.max_packed_tokens):
-            decoded.extend(self._decode_branches(shared, cache, [(prompts[c][shared:], work[c][1]) for c in chunk]))
+            decoded.extend(self._decode_branches(
+                shared, cache, [(prompts[c][shared:], work[c][1], work[c][2]) for c in chunk]))
         return decoded, shared
 
     def _decode_branches(
-        self, prefix_len: int, cache: Any, branches: list[tuple[list[int], int]]
+        self, prefix_len: int, cache: Any, branches: list[tuple[list[int], int, str]]
     ) -> list[tuple[list[int], bool]]:
-        """Decode one branch per ``(suffix_ids, max_new_tokens)`` on top of the prefix cache.
+        """Decode one branch per ``(suffix_ids, max_new_tokens, regex)`` on top of the prefix cache.
 
         The cache is restored after. Returns, per branch, the generated token ids and whether
         the grammar finished (the closing quote was produced) within the budget.
@@ -379,8 +379,8 @@ class TransformersEngine(HFTextMixin):
         import torch
 
         device = self.model.device
-        suffixes = [suffix for suffix, _ in branches]
-        budgets = [budget for _, budget in branches]
+        suffixes = [suffix for suffix, _, _ in branches]
+        budgets = [budget for _, budget, _ in branches]
         # The suffixes as one trie (shared starts computed once); each branch then decodes
         # below its suffix's last node.
         row = pack_trie(prefix_len, [(s, []) for s in suffixes])
@@ -397,15 +397,15 @@ class TransformersEngine(HFTextMixin):
         appended = len(row.token_ids)
         key_positions = [*range(prefix_len), *row.positions]
         logits = output.logits[0][[keep.index(end) for end in row.ends]]
-        grammar = self._json_string_grammar()
-        guides = [grammar.new_guide() for _ in branches]
+        grammars = [self._grammar_of(regex) for _, _, regex in branches]
+        guides = [grammar.new_guide() for grammar in grammars]
         generated: list[list[int]] = [[] for _ in branches]
         active = list(range(len(branches)))
         sampler = self._sampler()
         while active:
             chosen = []
             for row_index, branch in enumerate(active):
-                token = grammar.choose(guides[branch], logits[row_index], sampler)
+                token = grammars[branch].choose(guides[branch], logits[row_index], sampler)
                 generated[branch].append(token)
                 chosen.append(token)
             still = [
@@ -454,15 +454,15 @@ class TransformersEngine(HFTextMixin):
         generator.manual_seed(self.seed if self.seed is not None else 0)
         return generator
 
-    def _json_string_grammar(self) -> Any:
-        """The Outlines-compiled grammar of a JSON string body (built once per engine)."""
-        if self._grammar is None:
+    def _grammar_of(self, regex: str) -> Any:
+        """The Outlines-compiled grammar of ``regex`` (a JSON string body; built once per engine)."""
+        if regex not in self._grammars:
             from autorubric_local.engine.constrained import RegexGrammar
 
-            self._grammar = RegexGrammar.from_transformers(
-                self.model, self.tokenizer, JSON_STRING_BODY_REGEX, temperature=self.temperature
+            self._grammars[regex] = RegexGrammar.from_transformers(
+                self.model, self.tokenizer, regex, temperature=self.temperature
             )
-        return self._grammar
+        return self._grammars[regex]
 
 
 def _common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:

@@ -58,7 +58,7 @@ by 0.018 and 0.038 and their off-label mass by 0.76 and 0.59.
 
 Generation
 ----------
-A JSON string body constrained by :data:`~.constrained.JSON_STRING_BODY_REGEX`
+A JSON string body constrained by the request's regex (:attr:`~.base.GenerateRequest.regex`)
 (``StructuredOutputsParams(regex=...)``; ``GuidedDecodingParams`` in older vLLM), at most
 ``max_new_tokens`` tokens; ``truncated`` when the closing quote was not reached.
 
@@ -89,10 +89,7 @@ from autorubric_local.engine.base import (
     mass_outside,
 )
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat, SeamError
-from autorubric_local.engine.constrained import (
-    JSON_STRING_BODY_REGEX,
-    split_string_body,
-)
+from autorubric_local.engine.constrained import split_string_body
 
 ScoreMethod = Literal["auto", "logprob_token_ids", "prompt_logprobs"]
 
@@ -315,7 +312,7 @@ class VLLMEngine(HFTextMixin):
         start = time.perf_counter()
         outputs = self._run(
             [TokensPrompt(prompt_token_ids=p) for p in prompts],
-            [self._generation_params(requests[i].max_new_tokens) for i in runnable],
+            [self._generation_params(requests[i].max_new_tokens, requests[i].regex) for i in runnable],
         )
         elapsed = time.perf_counter() - start
         computed = [
@@ -337,7 +334,7 @@ class VLLMEngine(HFTextMixin):
             )
         return [r for r in results if r is not None]
 
-    def _generation_params(self, max_new_tokens: int) -> Any:
+    def _generation_params(self, max_new_tokens: int, regex: str) -> Any:
         from vllm import SamplingParams
 
         sampling: dict[str, Any] = {"max_tokens": max_new_tokens, "temperature": self.temperature}
@@ -351,8 +348,8 @@ class VLLMEngine(HFTextMixin):
         except ImportError:  # vLLM before structured outputs were renamed
             from vllm.sampling_params import GuidedDecodingParams
 
-            return SamplingParams(guided_decoding=GuidedDecodingParams(regex=JSON_STRING_BODY_REGEX), **sampling)
-        return SamplingParams(structured_outputs=StructuredOutputsParams(regex=JSON_STRING_BODY_REGEX), **sampling)
+            return SamplingParams(guided_decoding=GuidedDecodingParams(regex=regex), **sampling)
+        return SamplingParams(structured_outputs=StructuredOutputsParams(regex=regex), **sampling)
 
     def _run(self, prompts: list[Any], params: Any) -> list[Any]:
         """One ``LLM.generate`` call over the whole list (outputs in input order)."""

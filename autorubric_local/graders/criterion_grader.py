@@ -420,6 +420,7 @@ class CriterionGrader:
                 mode=self.mode,
                 reasoning_first=self._reasoning_first(first),
                 explanation_tokens=max(first.llm_config.thinking_budget, first.llm_config.explanation_budget),
+                explanation_style=first.llm_config.explanation_kind,
             )
             for task, result in zip(workload, outcome):
                 if task.item_index == CONTENT_FREE_ITEM:
@@ -509,12 +510,13 @@ class CriterionGrader:
         return budget + 32
 
     def _workloads(self, tasks: Sequence[JudgmentTask]) -> list[list[JudgmentTask]]:
-        """Tasks grouped by (engine, judging mode): one engine call sequence per group."""
-        groups: dict[tuple[int, bool, int], list[JudgmentTask]] = defaultdict(list)
+        """Tasks grouped by (engine, judging mode, budget, explanation style): one engine call sequence per group."""
+        groups: dict[tuple[int, bool, int, str], list[JudgmentTask]] = defaultdict(list)
         for task in tasks:
             judge = self.judges[task.judge_index]
-            budget = max(judge.llm_config.thinking_budget, judge.llm_config.explanation_budget)
-            groups[(id(self.engine_for(judge)), self._reasoning_first(judge), budget)].append(task)
+            config = judge.llm_config
+            budget = max(config.thinking_budget, config.explanation_budget)
+            groups[(id(self.engine_for(judge)), self._reasoning_first(judge), budget, config.explanation_kind)].append(task)
         return list(groups.values())
 
     def _assemble(

@@ -30,7 +30,11 @@ from autorubric_local.engine.base import (
     ScoreRequest,
 )
 from autorubric_local.graders.planning import JudgmentTask
-from autorubric_local.graders.prompts import explanation_after_verdict
+from autorubric_local.graders.prompts import (
+    ExplanationStyle,
+    explanation_after_verdict,
+    explanation_start,
+)
 
 
 class JudgeMode(str, Enum):
@@ -130,10 +134,16 @@ def run_tasks(
     mode: JudgeMode,
     reasoning_first: bool,
     explanation_tokens: int,
+    explanation_style: ExplanationStyle = "free",
 ) -> list[JudgmentResult]:
-    """Judge ``tasks`` (all for this engine's judge) and return results in task order."""
+    """Judge ``tasks`` (all for this engine's judge) and return results in task order.
+
+    Explanations follow ``explanation_style`` (:data:`.prompts.ExplanationStyle`): ``sentence``
+    generates one sentence after :data:`.prompts.EXPLANATION_STEM` and the explanation kept is
+    the stem plus what the judge wrote.
+    """
     if reasoning_first:
-        return _run_reasoning_first(engine, tasks, explanation_tokens)
+        return _run_reasoning_first(engine, tasks, explanation_tokens, explanation_style)
     scores = _score(engine, [ScoreRequest(t.prefix, t.suffix, t.labels()) for t in tasks])
     results = [_from_scores(t, s, None, False, (s.usage, s.seconds)) for t, s in zip(tasks, scores)]
     if mode is JudgeMode.SCORE:
@@ -142,19 +152,21 @@ def run_tasks(
     requests = [
         GenerateRequest(
             tasks[i].prefix,
-            tasks[i].suffix + explanation_after_verdict(tasks[i].labels()[results[i].chosen or 0]),
+            tasks[i].suffix + explanation_after_verdict(tasks[i].labels()[results[i].chosen or 0], explanation_style),
             explanation_tokens,
+            sentence=explanation_style == "sentence",
         )
         for i in pending
     ]
     generations = _generate(engine, requests)
+    start = explanation_start(explanation_style)
     for i, generation in zip(pending, generations):
         base = results[i]
         results[i] = JudgmentResult(
             task=base.task,
             probabilities=base.probabilities,
             chosen=base.chosen,
-            explanation=generation.text if generation.error is None else None,
+            explanation=start + generation.text if generation.error is None else None,
             explanation_truncated=generation.truncated,
             usage=base.usage + generation.usage,
             seconds=base.seconds + generation.seconds,
@@ -167,11 +179,14 @@ def run_tasks(
 
 
 def _run_reasoning_first(
-    engine: Engine, tasks: Sequence[JudgmentTask], explanation_tokens: int
+    engine: Engine, tasks: Sequence[JudgmentTask], explanation_tokens: int, style: ExplanationStyle
 ) -> list[JudgmentResult]:
+    sentence = style == "sentence"
     generations = _generate(
-        engine, [GenerateRequest(t.prefix, t.reasoning_suffix(None), explanation_tokens) for t in tasks]
+        engine,
+        [GenerateRequest(t.prefix, t.reasoning_suffix(None, style), explanation_tokens, sentence=sentence) for t in tasks],
     )
+    start = explanation_start(style)
     results: list[JudgmentResult | None] = [None] * len(tasks)
     ok = [i for i, g in enumerate(generations) if g.error is None]
     for i, generation in enumerate(generations):
@@ -180,13 +195,13 @@ def _run_reasoning_first(
                 tasks[i], (), None, None, False, generation.usage, generation.seconds, generation.error
             )
     requests = [
-        ScoreRequest(tasks[i].prefix, tasks[i].reasoning_suffix(generations[i].text), tasks[i].labels(True))
+        ScoreRequest(tasks[i].prefix, tasks[i].reasoning_suffix(start + generations[i].text), tasks[i].labels(True))
         for i in ok
     ]
     scores = _score(engine, requests)
     for i, score in zip(ok, scores):
         g = generations[i]
-        results[i] = _from_scores(tasks[i], score, g.text, g.truncated, _add(g, score))
+        results[i] = _from_scores(tasks[i], score, start + g.text, g.truncated, _add(g, score))
     return [r for r in results if r is not None]
 
 

@@ -29,7 +29,9 @@ from autorubric_local.core.types import Criterion
 from autorubric_local.engine.user_text import marker_problem
 from autorubric_local.graders.prompts import (
     EXPLANATION_OPENER,
+    ExplanationStyle,
     criterion_text,
+    explanation_start,
     labels_for,
     render_item,
     verdict_opener,
@@ -121,10 +123,10 @@ class JudgmentTask:
         """Label continuations in shown order."""
         return labels_for(self.criterion, reasoning_first)
 
-    def reasoning_suffix(self, explanation: str | None) -> str:
-        """Suffix that opens (``None``) or contains the explanation, before the verdict."""
+    def reasoning_suffix(self, explanation: str | None, style: ExplanationStyle = "free") -> str:
+        """Suffix that opens (``None``; up to the ``style``'s start) or contains the explanation, before the verdict."""
         if explanation is None:
-            return self.criterion_block + self.turn_switch + EXPLANATION_OPENER
+            return self.criterion_block + self.turn_switch + EXPLANATION_OPENER + explanation_start(style)
         return self.criterion_block + self.turn_switch + verdict_opener(self.criterion, explanation)
 
 

@@ -2,7 +2,8 @@
 
 Keeps AutoRubric's field names where they mean something for a local model (spec
 001_732b54dc4a0c7747.txt, "LLMConfig Options") and adds local ones: ``backend``, ``device``,
-``dtype``, ``context_length``, ``max_packed_tokens``, ``explanation_max_tokens`` and ``engine``
+``dtype``, ``context_length``, ``max_packed_tokens``, ``explanation_max_tokens``,
+``explanation_style`` and ``engine``
 (an already-built engine object, for custom backends and tests).
 """
 
@@ -62,6 +63,11 @@ class LLMConfig(BaseModel):
         defaults to vLLM's own on GPU and 0.3 on CPU.
     explanation_max_tokens : int
         Token budget of one explanation (capped by ``max_tokens``).
+    explanation_style : {"sentence", "free"}
+        ``"sentence"`` (default): one sentence, starting "The submission", ended by the grammar
+        at its first sentence end; ``"free"``: any length up to the budget (the style before
+        issue 20; reasoning under ``thinking`` is always free).
+        :data:`autorubric_local.graders.prompts.ExplanationStyle`.
     prompt_format : {"auto", "chat", "completion"}
         How judge prompts are rendered: ``"chat"`` with the model's chat template (instruction-
         tuned judges), ``"completion"`` as one plain-text document for base models
@@ -110,6 +116,7 @@ class LLMConfig(BaseModel):
     max_packed_tokens: int = Field(default=2048, ge=64)
     gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0)
     explanation_max_tokens: int = Field(default=96, ge=1)
+    explanation_style: Literal["sentence", "free"] = "sentence"
     on_overflow: Literal["error", "truncate"] = "error"
     prompt_format: Literal["auto", "chat", "completion"] = "auto"
     engine: Any = Field(default=None, exclude=True)
@@ -129,6 +136,11 @@ class LLMConfig(BaseModel):
         if isinstance(self.thinking, int):
             return min(self.thinking, self.max_tokens)
         return min(THINKING_BUDGETS[self.thinking], self.max_tokens)
+
+    @property
+    def explanation_kind(self) -> Literal["sentence", "free"]:
+        """The explanation style in force: ``"free"`` under ``thinking``, else ``explanation_style``."""
+        return "free" if self.thinking_budget > 0 else self.explanation_style
 
     @property
     def explanation_budget(self) -> int:
