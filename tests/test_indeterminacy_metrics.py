@@ -1,5 +1,6 @@
 """Rating indeterminacy (issue 18): the rating model and every metric on hand-computed cases,
-KL/JSD against scipy and kappa against scikit-learn. Formulas: the spec
+KL against scipy's rel_entr, and JSD and kappa against their definitions computed here (the
+implementation calls scipy and scikit-learn for them). Formulas: the spec
 ``../shared/spec/002_d8733cbd0a59da78.txt``."""
 
 from __future__ import annotations
@@ -8,9 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy.spatial.distance import jensenshannon
 from scipy.special import rel_entr
-from sklearn.metrics import cohen_kappa_score
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.indeterminacy import (
@@ -71,14 +70,19 @@ def test_beta_translation_by_hand() -> None:
         beta_translation(2, 0, 1.5)
 
 
-def test_hit_rate_and_kappa_by_hand_and_against_sklearn() -> None:
+def test_hit_rate_and_kappa_by_hand_and_from_the_confusion_matrix() -> None:
     assert hit_rate([0, 1, 1, 0], [0, 1, 0, 0]) == 0.75
     # po = 0.75, pe = 0.5 * 0.25 + 0.5 * 0.75 = 0.5 -> kappa = 0.5
     assert cohen_kappa([0, 0, 1, 1], [0, 1, 1, 1], 2) == pytest.approx(0.5)
     assert cohen_kappa([1, 1, 1], [1, 1, 1], 2) is None  # both constant: 0/0
     rng = np.random.default_rng(3)
     h, j = rng.integers(0, 3, 50), rng.integers(0, 3, 50)
-    assert cohen_kappa(h, j, 3) == pytest.approx(cohen_kappa_score(h, j, labels=[0, 1, 2]))
+    # independent of the implementation (which calls scikit-learn): kappa from the confusion matrix
+    confusion = np.zeros((3, 3))
+    np.add.at(confusion, (h, j), 1.0)
+    confusion /= confusion.sum()
+    po, pe = np.trace(confusion), confusion.sum(axis=1) @ confusion.sum(axis=0)
+    assert cohen_kappa(h, j, 3) == pytest.approx((po - pe) / (1 - pe))
     with pytest.raises(InputError, match="equal length"):
         hit_rate([0, 1], [0])
 
@@ -99,14 +103,16 @@ def test_kl_by_hand_and_against_scipy() -> None:
         kl_divergence(np.array([[0.5, 0.2]]), np.array([[0.5, 0.5]]))
 
 
-def test_jsd_by_hand_and_against_scipy() -> None:
+def test_jsd_by_hand_and_from_its_definition() -> None:
     assert js_divergence(np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]])) == pytest.approx(1.0)
     m = np.array([0.75, 0.25])
     by_hand = 0.5 * (math.log2(1 / m[0]) + (0.5 * math.log2(0.5 / m[0]) + 0.5 * math.log2(0.5 / m[1])))
     assert js_divergence(np.array([[1.0, 0.0]]), np.array([[0.5, 0.5]])) == pytest.approx(by_hand)
     rng = np.random.default_rng(1)
     h, j = rng.dirichlet([1, 1], 30), rng.dirichlet([1, 1], 30)
-    expected = np.mean([jensenshannon(a, b, base=2) ** 2 for a, b in zip(h, j)])
+    # independent of the implementation (which calls scipy): the definition, in bits
+    mid = (h + j) / 2
+    expected = np.mean(0.5 * (h * np.log2(h / mid)).sum(axis=1) + 0.5 * (j * np.log2(j / mid)).sum(axis=1))
     assert js_divergence(h, j) == pytest.approx(expected)
     assert js_divergence(h, j) == pytest.approx(js_divergence(j, h))
 

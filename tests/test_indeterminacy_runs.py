@@ -217,3 +217,45 @@ def test_label_probabilities_without_an_option_name_the_run_item_and_field(db: P
         collect_ratings([dataclasses.replace(source, result=broken)])
     assert str(info.value) == (f"{db}, run sharp, item 'i00', criterion 'density', judge 'scripted': field "
                                "label_probabilities has no entry for ['UNMET'] (has ['MET'])")
+
+
+def test_maybe_and_plain_runs_of_a_criterion_are_not_mixed(db: Path) -> None:
+    """Same options (MET, UNMET), read two ways: one analysis refuses to mix them."""
+    with pytest.raises(InputError, match="analyse Maybe and plain runs separately") as info:
+        collect_ratings([s for s, _, _ in load_sources([db], ["sharp", "sharp-maybe"])])
+    assert f"{db}, run sharp-maybe, item 'i00', criterion 'density': a Maybe criterion" in str(info.value)
+
+
+def test_na_ground_truth_of_a_multi_choice_criterion_is_left_out(tmp_path: Path) -> None:
+    with_na = Criterion(name="depth", weight=1.0, requirement="How deep?", options=[
+        CriterionOption(label="Vague", value=0.0), CriterionOption(label="Expert", value=1.0),
+        CriterionOption(label="Not applicable", value=0.0, na=True)])
+    data = RubricDataset(prompt="Compare NMC and LFP.", rubric=Rubric([DENSITY, with_na]), name="d")
+    for i in range(N):
+        data.add_item(f"answer {i}", ground_truth=["MET", "Not applicable" if i < 3 else "Expert"], id=f"i{i:02d}")
+    path = tmp_path / "na.sqlite"
+    grade(path, "na", sharp, data)
+    ratings, warnings = collect_ratings([s for s, _, _ in load_sources([path])])
+    depth = next(r for r in ratings if r.criterion == "depth")
+    assert depth.options == ("Vague", "Expert")
+    assert depth.item_ids == tuple(f"i{i:02d}" for i in range(3, N))
+    assert depth.human_forced[:, 1].tolist() == [1.0] * (N - 3)
+    assert warnings == ["criterion 'depth': 3 item(s) without a human label or a rating of every judge left out"]
+
+
+def test_a_criterion_with_more_options_than_the_model_handles_is_left_out(tmp_path: Path) -> None:
+    wide = Criterion(name="wide", weight=1.0, requirement="Which?",
+                     options=[CriterionOption(label=f"o{k}", value=k / 8) for k in range(9)])
+    data = RubricDataset(prompt="Compare NMC and LFP.", rubric=Rubric([DENSITY, wide]), name="d")
+    for i in range(N):
+        data.add_item(f"answer {i}", ground_truth=["MET" if i % 2 else "UNMET", "o3"], id=f"i{i:02d}")
+    path = tmp_path / "wide.sqlite"
+
+    def policy(request: ScoreRequest) -> LabelScores:
+        return sharp(request) if len(request.labels) == 3 else LabelScores((math.log(1 / 9),) * 9)
+
+    grade(path, "wide", policy, data)
+    ratings, warnings = collect_ratings([s for s, _, _ in load_sources([path])])
+    assert [r.criterion for r in ratings] == ["density"]
+    assert warnings == ["criterion 'wide': 9 options, more than the 8 the response-set model handles "
+                        "(2**K - 1 sets); left out"]

@@ -76,6 +76,7 @@ def indeterminacy(dbs: tuple[str, ...], runs: tuple[str, ...], betas: tuple[floa
         save_report,
     )
     from autorubric_local.indeterminacy.plots import write_plots
+    from autorubric_local.runner.results import resolve_db_path
     from autorubric_local.store import Store
 
     try:
@@ -87,7 +88,7 @@ def indeterminacy(dbs: tuple[str, ...], runs: tuple[str, ...], betas: tuple[floa
         report, run_ids = analyse_runs(dbs, runs, settings)
         saved = None
         if not no_save:
-            store = Store.open(dbs[0])
+            store = Store.open(resolve_db_path(dbs[0]))
             try:
                 saved = save_report(store, report, run_ids)
             finally:

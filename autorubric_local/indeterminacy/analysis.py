@@ -2,8 +2,9 @@
 over a grid of human sensitivities ``beta`` and thresholds ``tau``.
 
 Source: the spec ``../shared/spec/002_d8733cbd0a59da78.txt``. Human forced-choice labels
-become response sets through ``beta`` (:func:`.model.beta_translation`; recommendation 2's
-"report under a beta range rather than one value"), unless the humans gave response sets
+become response sets through ``beta`` (:func:`.model.beta_translation`; the spec's sensitivity
+parameter: "by systematically varying beta^H, we can characterize how meta-evaluation results
+change under different levels of indeterminacy"), unless the humans gave response sets
 themselves (``human_theta``), which need no ``beta``. Forced-choice metrics (hit rate, Cohen's
 kappa, KL human -> judge, JSD) do not depend on ``beta``; the multi-label MSE and the downstream
 metrics do, against ``Omega^H(beta)``. For every ``beta`` and ``tau`` each agreement metric

@@ -35,6 +35,7 @@ from autorubric_local.indeterminacy.elicitation import (
     elicit_maybe,
     maybe_spec,
 )
+from autorubric_local.indeterminacy.model import MAX_OPTIONS
 from autorubric_local.metrics.extract import criterion_key
 from autorubric_local.metrics.types import GradedRun
 
@@ -80,12 +81,16 @@ def criterion_options(criterion: Criterion) -> tuple[tuple[str, ...], dict[str, 
     return tuple(o.label for o in criterion.options if not o.na), None
 
 
-def _human_index(label: object, options: tuple[str, ...], maybe: dict[str, str] | None, where: str) -> int | None:
-    """Option index of a ground-truth label; ``None`` for CANNOT_ASSESS, NA, MAYBE or missing."""
+def _human_index(label: object, options: tuple[str, ...], maybe: dict[str, str] | None, where: str,
+                 na: tuple[str, ...] = ()) -> int | None:
+    """Option index of a ground-truth label; ``None`` for CANNOT_ASSESS, an NA option (``na``:
+    the criterion's NA option labels), MAYBE or missing."""
     if label is None:
         return None
     text = label.value if isinstance(label, CriterionVerdict) else str(label)
     if text.strip().upper() == CriterionVerdict.CANNOT_ASSESS.value:
+        return None
+    if text.strip().lower() in {o.strip().lower() for o in na}:
         return None
     lowered = [o.strip().lower() for o in options]
     if text.strip().lower() in lowered:
@@ -187,8 +192,15 @@ def collect_ratings(sources: Sequence[RunSource], *, positive: str | Mapping[str
                     kinds[key] = cr.criterion
                 elif entry.options != options:
                     raise InputError(f"{where}: options {list(options)} differ from another run's {list(entry.options)}")
+                elif (entry.maybe is None) != (maybe is None):
+                    # A Maybe criterion and a plain binary one share the options (MET, UNMET) but
+                    # are read differently: one analysis cannot mix them.
+                    raise InputError(f"{where}: a {'Maybe' if maybe else 'plain binary'} criterion, but another run "
+                                     f"graded it as a {'Maybe' if entry.maybe else 'plain binary'} one; analyse "
+                                     "Maybe and plain runs separately (--run)")
                 if truth is not None and index < len(truth):
-                    h = _human_index(truth[index], options, maybe, f"{where}, field ground_truth[{index}]")
+                    na = tuple(o.label for o in cr.criterion.options or () if o.na)
+                    h = _human_index(truth[index], options, maybe, f"{where}, field ground_truth[{index}]", na)
                     if h is not None:
                         if r.item_id in entry.human and entry.human[r.item_id] != h:
                             raise InputError(f"{where}, field ground_truth[{index}]: label {options[h]!r} differs from "
@@ -216,6 +228,10 @@ def collect_ratings(sources: Sequence[RunSource], *, positive: str | Mapping[str
     for key, entry in found.items():
         if not entry.judges:
             warnings.append(f"criterion {key!r}: no judge ratings; left out")
+            continue
+        if len(entry.options) > MAX_OPTIONS:
+            warnings.append(f"criterion {key!r}: {len(entry.options)} options, more than the {MAX_OPTIONS} the "
+                            "response-set model handles (2**K - 1 sets); left out")
             continue
         common = [i for i in entry.human if all(i in votes for votes in entry.judges.values())]
         dropped = len(set().union(entry.human, *entry.judges.values())) - len(common)

@@ -56,8 +56,8 @@ Tables (units in column names):
   Nothing in ``judgments`` or ``items`` changes: a calibration is applied only when asked.
 - ``indeterminacy_analyses`` and ``indeterminacy_values`` (migration 10): one analysis row per
   ``autorubric-local indeterminacy`` (:mod:`autorubric_local.indeterminacy`): ``id``
-  (autoincrement), ``analysed_utc``, ``run_ids_json`` (the runs analysed, a JSON list of ids of
-  this database; a run of another file is named in ``sources_json`` only), ``sources_json``,
+  (autoincrement), ``analysed_utc``, ``run_ids_json`` (the runs analysed, a JSON list of their ids
+  from every database given, not only this one), ``sources_json`` (the files and runs read),
   ``settings_json`` and ``report_json`` (the whole report); and one value row per figure:
   ``analysis_id``, ``criterion``, ``judge`` (for a regret, the judge the metric chose),
   ``beta`` and ``tau`` (NULL where the figure does not depend on them), ``name`` (``hit_rate``,
