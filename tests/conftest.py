@@ -139,7 +139,7 @@ def _real_judge(preset: str, install: str) -> Any:
     from autorubric_local.judges.engines import load_engine
 
     try:
-        engine = load_engine(LLMConfig(model=preset, device="cpu"))
+        engine = load_engine(LLMConfig(model=preset, device="cpu", backend="transformers"))
     except ModelNotFoundError as exc:
         pytest.skip(f"{preset} weights not installed ({install}): {exc}")
     import torch

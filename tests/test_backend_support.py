@@ -46,11 +46,14 @@ HONOURED: dict[str, dict[str, Any]] = {
              "dtype": "bfloat16", "context_length": 1024, "gpu_memory_utilization": 0.4,
              "explanation_max_tokens": 40, "explanation_style": "free", "on_overflow": "truncate",
              "prompt_format": "chat"},
+    "llamacpp": {"temperature": 0.7, "max_tokens": 200, "seed": 5, "thinking": "low", "device": "cpu",
+                 "context_length": 1024, "explanation_max_tokens": 40, "explanation_style": "free",
+                 "on_overflow": "truncate", "prompt_format": "completion"},
 }
 """Fields each backend reads (judges/engines.py, the engines and graders), with non-default values."""
 
 
-@pytest.mark.parametrize("backend", ["transformers", "vllm"])
+@pytest.mark.parametrize("backend", ["transformers", "vllm", "llamacpp", "auto"])
 @pytest.mark.parametrize(("field", "value"), list(HOSTED_VALUES.items()))
 def test_hosted_settings_are_refused_at_load(backend: str, field: str, value: Any) -> None:
     config = LLMConfig(model=MISSING, backend=backend, **{field: value})  # building it is fine
@@ -58,7 +61,8 @@ def test_hosted_settings_are_refused_at_load(backend: str, field: str, value: An
     with pytest.raises(InputError) as refused:
         engines.load_engine(config)
     message = str(refused.value)
-    assert message.startswith(f"LLMConfig.{field} is not supported by the {backend} backend (got ")
+    shown = "auto (transformers or llamacpp)" if backend == "auto" else backend
+    assert message.startswith(f"LLMConfig.{field} is not supported by the {shown} backend (got ")
     assert "\n" not in message
 
 
@@ -66,7 +70,8 @@ def test_message_of_a_hosted_endpoint() -> None:
     with pytest.raises(InputError) as refused:
         engines.load_engine(LLMConfig(model=MISSING, api_base="http://localhost:8000/v1"))
     assert str(refused.value) == (
-        "LLMConfig.api_base is not supported by the transformers backend (got 'http://localhost:8000/v1'); "
+        "LLMConfig.api_base is not supported by the auto (transformers or llamacpp) backend "
+        "(got 'http://localhost:8000/v1'); "
         "hosted judges need the LiteLLM backend, not available yet"
     )
 
@@ -78,9 +83,9 @@ def test_secrets_are_never_shown() -> None:
         engines.load_engine(config)
     message = str(refused.value)
     assert "secret" not in message
-    assert "LLMConfig.api_key is not supported by the transformers backend (got a value, not shown)" in message
-    assert "LLMConfig.extra_headers is not supported by the transformers backend (got keys ['X-Trace'])" in message
-    assert "LLMConfig.extra_params is not supported by the transformers backend (got keys ['reasoning_effort'])" in message
+    assert "LLMConfig.api_key is not supported by the auto (transformers or llamacpp) backend (got a value, not shown)" in message
+    assert "LLMConfig.extra_headers is not supported by the auto (transformers or llamacpp) backend (got keys ['X-Trace'])" in message
+    assert "LLMConfig.extra_params is not supported by the auto (transformers or llamacpp) backend (got keys ['reasoning_effort'])" in message
     assert len(message.splitlines()) == 3  # one line per field
 
 
@@ -89,7 +94,8 @@ def test_secrets_are_never_shown() -> None:
     [
         ("transformers", "top_p", 0.9, "use backend='vllm' or leave top_p unset"),
         ("transformers", "gpu_memory_utilization", 0.5, "only the vllm backend reserves GPU memory"),
-        ("vllm", "max_packed_tokens", 512, "vLLM schedules its own batches"),
+        ("vllm", "max_packed_tokens", 512, "it schedules its own batches"),
+        ("llamacpp", "dtype", "float32", "computes in the GGUF's own (quantised) types"),
     ],
 )
 def test_settings_of_the_other_backend_are_refused(backend: str, field: str, value: Any, hint: str) -> None:
@@ -98,7 +104,7 @@ def test_settings_of_the_other_backend_are_refused(backend: str, field: str, val
     assert hint in str(refused.value)
 
 
-@pytest.mark.parametrize("backend", ["transformers", "vllm"])
+@pytest.mark.parametrize("backend", ["transformers", "vllm", "llamacpp"])
 def test_honoured_settings_pass_the_check(backend: str) -> None:
     config = LLMConfig(model=MISSING, backend=backend, **HONOURED[backend])
     assert engines.unsupported_settings(config) == []
@@ -113,7 +119,7 @@ def test_defaults_given_explicitly_pass_the_check() -> None:
 
 def test_every_field_is_either_honoured_or_refused() -> None:
     """A new LLMConfig field must be implemented by the backends or listed as unsupported."""
-    classified = set(engines.UNSUPPORTED_FIELDS) | set(HONOURED["transformers"]) | set(HONOURED["vllm"])
+    classified = set(engines.UNSUPPORTED_FIELDS).union(*map(set, HONOURED.values()))
     assert set(LLMConfig.model_fields) - {"model", "backend", "engine"} == classified
     for backend in engines.LOCAL_BACKENDS:
         refused = {name for name, u in engines.UNSUPPORTED_FIELDS.items() if backend in u.backends}
@@ -128,7 +134,7 @@ def test_a_config_with_its_own_engine_is_exempt() -> None:
 
 def test_a_grader_refuses_when_it_loads_its_judge() -> None:
     grader = CriterionGrader(LLMConfig(model=MISSING, max_retries=2))  # building the grader loads nothing
-    with pytest.raises(InputError, match="LLMConfig.max_retries is not supported by the transformers backend"):
+    with pytest.raises(InputError, match="LLMConfig.max_retries is not supported by the auto \\(transformers or llamacpp\\) backend"):
         grader.engine_for(grader.judges[0])
 
 
@@ -140,6 +146,6 @@ def test_cli_judges_file_with_a_hosted_setting_fails_cleanly(tmp_path: Path) -> 
                                        str(EXAMPLES / "battery_submissions.jsonl"), "--judges", str(judges),
                                        "--db", str(db_path)])
     assert result.exit_code == 1
-    assert "LLMConfig.api_base is not supported by the transformers backend" in result.output
+    assert "LLMConfig.api_base is not supported by the auto (transformers or llamacpp) backend" in result.output
     assert "Traceback" not in result.output
     assert not db_path.exists()  # refused before a database was created

@@ -111,4 +111,4 @@ def test_a_field_the_backend_cannot_honour_fails_when_the_panel_loads(tmp_path: 
     with pytest.raises(InputError) as refused:
         load_judges_file(path)
     assert str(path) in str(refused.value)
-    assert "LLMConfig.api_base is not supported by the transformers backend" in str(refused.value)
+    assert "LLMConfig.api_base is not supported by the auto (transformers or llamacpp) backend" in str(refused.value)

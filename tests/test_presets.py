@@ -215,7 +215,7 @@ def test_llm_config_defaults() -> None:
     assert config.temperature == 0.0
     assert config.thinking_budget == 0
     assert config.explanation_budget == 96
-    assert config.backend == "transformers"
+    assert config.backend == "auto"
 
 
 @pytest.mark.parametrize(

@@ -134,6 +134,7 @@ def test_two_runs_never_mix_rows(tmp_path: Path) -> None:
 def test_runs_record_which_engine_path_each_judge_ran(tmp_path: Path) -> None:
     declared = ScriptedEngine(model_id="declared", policy=crash_worker.make_policy(0.0))
     declared.attention_path = "packed-trie (sdpa, full attention)"  # type: ignore[attr-defined]
+    declared.backend_name = "transformers"  # type: ignore[attr-defined]
     declared.prompt_format = "completion"  # type: ignore[attr-defined]
     plain = ScriptedEngine(model_id="plain", policy=crash_worker.make_policy(0.0))
     g = CriterionGrader(judges=[JudgeSpec(LLMConfig(model="scripted-a", engine=declared), "a"),
@@ -142,9 +143,10 @@ def test_runs_record_which_engine_path_each_judge_ran(tmp_path: Path) -> None:
     row = sqlite_utils.Database(tmp_path / "r.sqlite")["runs"].get(result.run_id)
     assert json.loads(row["judges_json"]) == [
         {"judge_id": "a", "model": "scripted-a", "model_id": "declared", "weight": 1.0,
-         "attention_path": "packed-trie (sdpa, full attention)", "prompt_format": "completion"},
+         "backend": "transformers", "attention_path": "packed-trie (sdpa, full attention)",
+         "prompt_format": "completion"},
         {"judge_id": "b", "model": "scripted-b", "model_id": "plain", "weight": 2.0,
-         "attention_path": None, "prompt_format": None},
+         "backend": None, "attention_path": None, "prompt_format": None},
     ]
 
 

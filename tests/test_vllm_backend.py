@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from example_workload import LONG_ITEM_IDS, example_items
 
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import CriterionJudgment, MultiChoiceJudgment
-from autorubric_local.data.submissions import load_grading_data
 from autorubric_local.engine import GenerateRequest, LabelScores, ScoreRequest
 from autorubric_local.graders.planning import GradeItem, JudgmentTask, plan_tasks
 from autorubric_local.graders.prompts import explanation_after_verdict, verdict_opener
@@ -49,7 +49,6 @@ OFF_LABEL_TOLERANCE = 5e-5
 """Largest |off_label_mass_vllm - off_label_mass_transformers| (measured: 2.5e-6 SmolLM2, 8.9e-6 Gemma)."""
 METHOD_TOLERANCE = 1e-4
 """Largest logprob difference between vLLM's two scoring methods, both exact (measured: up to 2.5e-5)."""
-LONG_ITEM_IDS = ("long", "long-reversed")
 
 
 # ---------------------------------------------------------------------------- no vLLM needed
@@ -134,28 +133,6 @@ def worker_env() -> dict[str, str]:
         "VLLM_NO_USAGE_STATS": "1",
         "TOKENIZERS_PARALLELISM": "false",
     }
-
-
-def example_items() -> list[GradeItem]:
-    """The bundled example's items, then two long ones: all its answers joined, in both orders."""
-    rubric = Rubric.from_file(EXAMPLES / "battery_rubric.yaml")
-    dataset = load_grading_data(EXAMPLES / "battery_submissions.jsonl", rubric)
-    items = [
-        GradeItem(
-            submission=dataset[i].submission,
-            rubric=tuple(dataset.get_item_rubric(i).rubric),
-            query=dataset.get_item_query(i),
-            reference_submission=dataset.get_item_reference_submission(i),
-            item_id=dataset[i].id,
-        )
-        for i in range(len(dataset))
-    ]
-    answers = [item.submission for item in items]
-    long = [
-        GradeItem(submission="\n\n".join(order), rubric=items[0].rubric, query=items[0].query, item_id=item_id)
-        for item_id, order in zip(LONG_ITEM_IDS, (answers, answers[::-1]))
-    ]
-    return items + long
 
 
 def too_long(request: ScoreRequest | GenerateRequest, context_length: int) -> str:

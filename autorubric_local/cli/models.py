@@ -9,22 +9,29 @@ from rich.table import Table
 
 @click.command()
 def models() -> None:
-    """List known judge presets and whether their weights are found.
+    """List known judge presets, whether their weights are found, and the backend that runs them.
+
+    The backend column is what ``backend="auto"`` picks (the preset's choice, else llama.cpp for
+    a GGUF when llama-cpp-python is installed, else transformers).
 
     Example:
 
         autorubric-local models
     """
     from autorubric_local.core.errors import ModelNotFoundError
+    from autorubric_local.judges.config import LLMConfig
+    from autorubric_local.judges.engines import choose_backend
     from autorubric_local.judges.presets import list_presets, resolve_model
 
     table = Table(title="Judge presets")
-    for column in ("name", "found at", "description"):
+    table.add_column("name", no_wrap=True)
+    for column in ("found at", "backend (auto)", "description"):
         table.add_column(column, overflow="fold")
     for preset in list_presets():
         try:
-            where = str(resolve_model(preset.name).path)
+            resolved = resolve_model(preset.name)
+            where, backend = str(resolved.path), choose_backend(LLMConfig(model=preset.name), resolved)
         except ModelNotFoundError:
-            where = "[yellow]not installed[/yellow]"
-        table.add_row(preset.name, where, preset.description)
+            where, backend = "[yellow]not installed[/yellow]", ""
+        table.add_row(preset.name, where, backend, preset.description)
     Console().print(table)

@@ -15,7 +15,7 @@ whichever backend generated it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # Body of a JSON string followed by its closing quote: no raw quote, backslash or control
@@ -47,6 +47,7 @@ class RegexGrammar:
     index: Any
     temperature: float = 0.0
     banned: tuple[int, ...] = ()
+    _allowed: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_transformers(cls, model: Any, tokenizer: Any, regex: str, *, temperature: float = 0.0) -> RegexGrammar:
@@ -57,6 +58,24 @@ class RegexGrammar:
         processor = get_regex_logits_processor("outlines_core", outlines.from_transformers(model, tokenizer), regex)
         banned = tuple(sorted(set(getattr(tokenizer, "all_special_ids", []) or [])))
         return cls(index=processor.index, temperature=temperature, banned=banned)
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Any, regex: str, *, temperature: float = 0.0) -> RegexGrammar:
+        """Compile ``regex`` for a Hugging Face tokenizer alone (no model object; llama.cpp backend).
+
+        The vocabulary is built as Outlines builds it for a transformers model
+        (``OutlinesCoreBackend.create_outlines_core_vocabulary`` over Outlines'
+        ``TransformerTokenizer``), so both backends walk the same grammar.
+        """
+        from outlines.backends.outlines_core import OutlinesCoreBackend
+        from outlines.models.transformers import TransformerTokenizer
+        from outlines_core import Index
+
+        wrapped = TransformerTokenizer(tokenizer)
+        vocabulary = OutlinesCoreBackend.create_outlines_core_vocabulary(
+            wrapped.vocabulary, wrapped.eos_token_id, wrapped.eos_token, wrapped.convert_token_to_string)
+        banned = tuple(sorted(set(getattr(tokenizer, "all_special_ids", []) or [])))
+        return cls(index=Index(regex, vocabulary), temperature=temperature, banned=banned)
 
     def new_guide(self) -> Any:
         """A fresh walker at the grammar's start state."""
@@ -71,10 +90,14 @@ class RegexGrammar:
         """
         import torch
 
-        allowed = torch.tensor(guide.get_tokens(), dtype=torch.long, device=logits.device)
-        allowed = allowed[allowed < logits.shape[-1]]
-        if self.banned:
-            allowed = allowed[~torch.isin(allowed, torch.tensor(self.banned, device=allowed.device))]
+        key = (guide.get_state(), logits.shape[-1], str(logits.device))
+        allowed = self._allowed.get(key)
+        if allowed is None:  # a grammar has few states: each state's token set is built once
+            allowed = torch.tensor(guide.get_tokens(), dtype=torch.long, device=logits.device)
+            allowed = allowed[allowed < logits.shape[-1]]
+            if self.banned:
+                allowed = allowed[~torch.isin(allowed, torch.tensor(self.banned, device=allowed.device))]
+            self._allowed[key] = allowed
         scores = logits[allowed].float()
         if self.temperature > 0 and sampler is not None:
             probabilities = torch.softmax(scores / self.temperature, dim=-1).cpu()

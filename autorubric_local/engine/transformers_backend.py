@@ -78,6 +78,8 @@ class TransformersEngine(HFTextMixin):
         Which path runs, recorded per run (``AttentionPlan.description``).
     """
 
+    backend_name = "transformers"
+
     def __init__(
         self,
         model: Any,

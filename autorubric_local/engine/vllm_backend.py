@@ -137,6 +137,7 @@ class VLLMEngine(HFTextMixin):
     """
 
     attention_path = "vLLM (its own attention kernels and prefix caching)"
+    backend_name = "vllm"
 
     def __init__(
         self,

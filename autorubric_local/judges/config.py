@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from autorubric_local.core.errors import InputError
 
-Backend = Literal["transformers", "vllm"]
+Backend = Literal["auto", "transformers", "vllm", "llamacpp"]
 Device = Literal["auto", "cpu", "cuda"]
 DType = Literal["auto", "float32", "bfloat16", "float16"]
 ThinkingLevel = Literal["none", "low", "medium", "high"]
@@ -49,9 +49,12 @@ class LLMConfig(BaseModel):
         Local meaning: the judge writes a reasoning text of this budget (64/128/256 tokens or
         the given number) *before* its verdict, and the verdict's label distribution is read
         after it. ``None``/``"none"``: no reasoning.
-    backend : "transformers" | "vllm"
-        The engine that runs the model. ``"vllm"`` needs vLLM installed (a separate venv on
-        CPU: ``scripts/setup_vllm.sh``).
+    backend : "auto" | "transformers" | "vllm" | "llamacpp"
+        The engine that runs the model. ``"auto"`` (default): ``"llamacpp"`` for a GGUF file
+        when llama-cpp-python is installed (``scripts/setup_llamacpp.sh``), else
+        ``"transformers"`` (:func:`autorubric_local.judges.engines.choose_backend`).
+        ``"llamacpp"`` runs GGUF files as stored (quantised); ``"vllm"`` needs vLLM installed
+        (a separate venv on CPU: ``scripts/setup_vllm.sh``).
     device, dtype : where and in what precision to run; ``"auto"`` picks CUDA + bfloat16 when a
         GPU is present, else CPU + float32 (bfloat16 is ~10x slower on CPU).
     context_length : int, optional
@@ -109,7 +112,7 @@ class LLMConfig(BaseModel):
     extra_headers: dict[str, str] = Field(default_factory=dict)
     extra_params: dict[str, Any] = Field(default_factory=dict)
 
-    backend: Backend = "transformers"
+    backend: Backend = "auto"
     device: Device = "auto"
     dtype: DType = "auto"
     context_length: int | None = Field(default=None, ge=16)

@@ -38,7 +38,13 @@ logger = logging.getLogger(__name__)
 
 _ENGINES: dict[tuple[Any, ...], Engine] = {}
 
-LOCAL_BACKENDS: tuple[str, ...] = ("transformers", "vllm")
+LOCAL_BACKENDS: tuple[str, ...] = ("transformers", "vllm", "llamacpp")
+AUTO_CANDIDATES: tuple[str, ...] = ("transformers", "llamacpp")
+"""Backends ``backend="auto"`` may pick (:func:`choose_backend`)."""
+DEFAULT_LLAMACPP_CONTEXT = 8192
+"""KV cache size (tokens) of a llama.cpp judge unless ``LLMConfig.context_length`` says otherwise:
+llama.cpp allocates its cache up front, so a preset's 32k context would hold ~0.6 GB for a
+270M model; longer prompts need ``context_length`` set."""
 _HOSTED = "hosted judges need the LiteLLM backend, not available yet"
 _NO_CACHE = ("there is no response cache; graded items are kept in the results database and an "
              "interrupted run resumes from it")
@@ -72,11 +78,15 @@ UNSUPPORTED_FIELDS: dict[str, Unsupported] = {
     "extra_params": Unsupported(_HOSTED, shown="keys"),
     "top_p": Unsupported(
         "it samples explanations with temperature only; use backend='vllm' or leave top_p unset",
-        backends=("transformers",)),
-    "gpu_memory_utilization": Unsupported("only the vllm backend reserves GPU memory", backends=("transformers",)),
+        backends=("transformers", "llamacpp")),
+    "gpu_memory_utilization": Unsupported("only the vllm backend reserves GPU memory",
+                                          backends=("transformers", "llamacpp")),
     "max_packed_tokens": Unsupported(
-        "vLLM schedules its own batches; max_packed_tokens sizes the transformers backend's packed passes",
-        backends=("vllm",)),
+        "it schedules its own batches; max_packed_tokens sizes the transformers backend's packed passes",
+        backends=("vllm", "llamacpp")),
+    "dtype": Unsupported(
+        "llama.cpp computes in the GGUF's own (quantised) types; use backend='transformers' for float32",
+        backends=("llamacpp",)),
 }
 """``LLMConfig`` fields that a local backend does not implement: a non-default value is refused."""
 
@@ -137,19 +147,26 @@ def _pick_device_dtype(config: LLMConfig) -> tuple[str, Any]:
     return device, getattr(torch, dtype_name)
 
 
-def unsupported_settings(config: LLMConfig) -> list[str]:
+def unsupported_settings(config: LLMConfig, backend: str | None = None) -> list[str]:
     """One message per field of ``config`` set (to a non-default value) that its backend ignores.
+
+    ``backend`` is the backend that will run (default ``config.backend``). For ``"auto"``
+    before the model is resolved, the fields refused are those every candidate of
+    :data:`AUTO_CANDIDATES` refuses.
 
     A message names the field path, its value (keys of a mapping; never a secret), the backend
     and what to do instead: ``LLMConfig.api_base is not supported by the transformers backend
     (got 'http://...'); hosted judges need the LiteLLM backend, not available yet``.
     """
+    backend = backend or config.backend
+    candidates = AUTO_CANDIDATES if backend == "auto" else (backend,)
+    shown = "auto (transformers or llamacpp)" if backend == "auto" else backend
     problems: list[str] = []
     for name, unsupported in UNSUPPORTED_FIELDS.items():
         value = getattr(config, name)
-        if config.backend not in unsupported.backends or value == _default(name):
+        if not set(candidates) <= set(unsupported.backends) or value == _default(name):
             continue
-        problems.append(f"LLMConfig.{name} is not supported by the {config.backend} backend "
+        problems.append(f"LLMConfig.{name} is not supported by the {shown} backend "
                         f"(got {_shown(value, unsupported.shown)}); {unsupported.reason}")
     return problems
 
@@ -166,15 +183,17 @@ def _default(name: str) -> Any:
     return LLMConfig.model_fields[name].get_default(call_default_factory=True)
 
 
-def check_backend_support(config: LLMConfig) -> None:
+def check_backend_support(config: LLMConfig, backend: str | None = None) -> None:
     """Refuse a config that sets a field its backend cannot honour (:data:`UNSUPPORTED_FIELDS`).
+
+    ``backend``: as in :func:`unsupported_settings`.
 
     Raises
     ------
     InputError
         One line per such field (:func:`unsupported_settings`).
     """
-    problems = unsupported_settings(config)
+    problems = unsupported_settings(config, backend)
     if problems:
         raise InputError("\n".join(problems))
 
@@ -215,26 +234,38 @@ def refuse_custom_code(folder: Path) -> None:
 def load_engine(config: LLMConfig) -> Engine:
     """The engine for ``config``: ``config.engine`` if given, else a (shared) loaded model.
 
+    The backend is ``config.backend``, or for ``"auto"`` :func:`choose_backend`'s pick.
+
     Raises
     ------
     InputError
         If ``config`` sets a field its backend cannot honour (:func:`check_backend_support`),
-        or the model folder needs custom code (:func:`refuse_custom_code`).
+        the model folder needs custom code (:func:`refuse_custom_code`), or the llamacpp
+        backend is asked for a model that is not a GGUF file.
     ModelNotFoundError
         If the model cannot be located (the message lists where it looked).
     EngineError
-        If the device is unavailable.
+        If the device is unavailable, or the backend is not installed.
     """
     if config.engine is not None:
         return config.engine
     check_backend_support(config)
     resolved = resolve_model(config.model)
-    if config.backend == "vllm":
+    backend = choose_backend(config, resolved)
+    if backend != config.backend:
+        check_backend_support(config, backend)
+    if backend == "vllm":
         key: tuple[Any, ...] = ("vllm", str(resolved.path), config.device, config.dtype,
                                 config.context_length, config.gpu_memory_utilization,
                                 config.temperature, config.top_p, config.seed, prompt_format(config, resolved))
         if key not in _ENGINES:
             _ENGINES[key] = _load_vllm(resolved, config)
+        return _ENGINES[key]
+    if backend == "llamacpp":
+        key = ("llamacpp", str(resolved.path), config.device, config.context_length, config.temperature,
+               config.seed, prompt_format(config, resolved))
+        if key not in _ENGINES:
+            _ENGINES[key] = _load_llamacpp(resolved, config)
         return _ENGINES[key]
     device, dtype = _pick_device_dtype(config)
     key = (str(resolved.path), device, str(dtype), config.context_length, config.max_packed_tokens,
@@ -244,6 +275,57 @@ def load_engine(config: LLMConfig) -> Engine:
         engine = _load_transformers(resolved, config, device, dtype)
         _ENGINES[key] = engine
     return engine
+
+
+def choose_backend(config: LLMConfig, resolved: ResolvedModel) -> str:
+    """The backend that runs ``config``'s model: ``config.backend`` unless it is ``"auto"``.
+
+    ``"auto"``: the preset's ``backend`` when it names one (the bundled SmolLM2 and Gemma
+    presets name ``"transformers"``; README, "GGUF judges on llama.cpp"); else ``"llamacpp"`` for a GGUF file when
+    llama-cpp-python is installed (``scripts/setup_llamacpp.sh``): it runs the file as stored,
+    without the float32 copy (a 7B Q4 GGUF needs ~5 GB there instead of ~28 GB); else
+    ``"transformers"``.
+    """
+    if config.backend != "auto":
+        return config.backend
+    if resolved.preset is not None and resolved.preset.backend:
+        return resolved.preset.backend
+    if resolved.kind == "gguf":
+        from autorubric_local.engine.llamacpp_backend import available
+
+        if available():
+            return "llamacpp"
+    return "transformers"
+
+
+def gguf_tokenizer(gguf: Path) -> Any:
+    """The Hugging Face tokenizer stored in ``gguf``, read once and cached as a tokenizer folder.
+
+    The first read parses the GGUF's metadata with transformers (a few seconds); the
+    tokenizer is then saved under the cache directory, keyed by the file's content hash, like
+    :func:`converted_folder`, so later loads take well under a second.
+    """
+    from transformers import AutoTokenizer
+
+    converted = converted_folder(gguf)
+    if (converted / "tokenizer_config.json").is_file():
+        return AutoTokenizer.from_pretrained(converted, trust_remote_code=False)
+    target = cache_dir() / "tokenizers" / converted.name
+    if (target / "tokenizer_config.json").is_file():
+        return AutoTokenizer.from_pretrained(target, trust_remote_code=False)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, trust_remote_code=False)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    try:
+        tokenizer.save_pretrained(staging)
+        if not (target / "tokenizer_config.json").is_file():
+            if target.exists():
+                shutil.rmtree(target)
+            staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return tokenizer
 
 
 def prompt_format(config: LLMConfig, resolved: ResolvedModel) -> str:
@@ -271,6 +353,28 @@ def _load_vllm(resolved: ResolvedModel, config: LLMConfig) -> Engine:
         seed=config.seed,
         gpu_memory_utilization=config.gpu_memory_utilization,
         prompt_format=prompt_format(config, resolved),
+    )
+
+
+def _load_llamacpp(resolved: ResolvedModel, config: LLMConfig) -> Engine:
+    from autorubric_local.engine.llamacpp_backend import load_llamacpp, supports_gpu
+
+    if resolved.kind != "gguf":
+        raise InputError(f"backend 'llamacpp' runs GGUF files; {resolved.path} is a Hugging Face folder "
+                         "(use backend='transformers' or 'vllm')")
+    if config.device == "cuda" and not supports_gpu():
+        raise EngineError("device 'cuda' requested but this llama-cpp-python was built without GPU offload")
+    preset_context = resolved.preset.context_length if resolved.preset and resolved.preset.context_length else None
+    context = config.context_length or min(preset_context or DEFAULT_LLAMACPP_CONTEXT, DEFAULT_LLAMACPP_CONTEXT)
+    return load_llamacpp(
+        resolved.path,
+        gguf_tokenizer(resolved.path),
+        model_id=resolved.model_id,
+        context_length=context,
+        temperature=config.temperature,
+        seed=config.seed,
+        prompt_format=prompt_format(config, resolved),
+        n_gpu_layers=0 if config.device == "cpu" else (-1 if supports_gpu() else 0),
     )
 
 

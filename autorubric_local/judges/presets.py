@@ -56,7 +56,9 @@ class ModelPreset:
     (candidate paths, ``~`` expanded) and ``hf_id`` (a Hugging Face id looked up in the local
     Hugging Face cache); and optionally ``sha256``, the file's digest, checked before use.
     ``prompt_format`` (``"chat"`` or ``"completion"``) is how the judge is prompted when the
-    config says ``"auto"``; None lets the tokenizer decide.
+    config says ``"auto"``; None lets the tokenizer decide. ``backend``
+    (``"transformers"`` or ``"llamacpp"``) is the backend ``LLMConfig(backend="auto")`` runs it
+    on; None: the general rule (:func:`~autorubric_local.judges.engines.choose_backend`).
     """
 
     name: str
@@ -67,6 +69,7 @@ class ModelPreset:
     license: str = ""
     source_file: Traversable | None = None
     prompt_format: str | None = None
+    backend: str | None = None
 
     def chunk_files(self) -> list[Path] | None:
         """The installed chunk files of ``weights.chunks`` in order, or None if any is missing."""
@@ -191,6 +194,9 @@ def _load_preset(file: Traversable) -> ModelPreset:
     prompt_format = data.get("prompt_format")
     if prompt_format not in (None, "chat", "completion"):
         raise InputError(f"{file}: field 'prompt_format': expected 'chat' or 'completion', got {prompt_format!r}")
+    backend = data.get("backend")
+    if backend not in (None, "transformers", "llamacpp"):
+        raise InputError(f"{file}: field 'backend': expected 'transformers' or 'llamacpp', got {backend!r}")
     return ModelPreset(
         name=str(data["name"]),
         description=str(data.get("description", "")),
@@ -200,6 +206,7 @@ def _load_preset(file: Traversable) -> ModelPreset:
         license=str(data.get("license", "")),
         source_file=file,
         prompt_format=prompt_format,
+        backend=backend,
     )
 
 

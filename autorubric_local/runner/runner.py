@@ -228,15 +228,17 @@ class EvalRunner:
 
     def _judges(self, model_ids: dict[str, str]) -> list[dict[str, Any]]:
         """The run's ``judges_json``: per judge its id, model, loaded model id, weight, and the
-        engine path that ran: ``attention_path`` (e.g. ``"packed-trie (sdpa, full attention)"``)
-        and ``prompt_format`` (``"chat"`` or ``"completion"``), read from the engine's attributes
-        of those names; None for an engine that does not declare them."""
+        engine that ran: ``backend`` (``"transformers"``, ``"vllm"``, ``"llamacpp"``),
+        ``attention_path`` (e.g. ``"packed-trie (sdpa, full attention)"``) and ``prompt_format`` (``"chat"`` or ``"completion"``), read from the engine's attributes
+        of those names (``backend`` from ``backend_name``); None for an engine that does not
+        declare them."""
         entries = []
         for j in self.grader.judges:
             engine = self.grader.engine_for(j)
             entries.append({
                 "judge_id": j.judge_id, "model": j.llm_config.model, "model_id": model_ids[j.judge_id],
-                "weight": j.weight, "attention_path": getattr(engine, "attention_path", None),
+                "weight": j.weight, "backend": getattr(engine, "backend_name", None),
+                "attention_path": getattr(engine, "attention_path", None),
                 "prompt_format": getattr(engine, "prompt_format", None),
             })
         return entries

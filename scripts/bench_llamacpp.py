@@ -1,0 +1,185 @@
+"""The llama.cpp backend against the transformers backend: verdicts, probabilities, memory, raw speed.
+
+Per GGUF judge (SmolLM2-135M-Instruct Q4_1, Gemma 3 270M Q4_K_M), on the workload of the
+equivalence tests (the bundled example's 64 judgments plus 16 on two long answers, 80 in all):
+
+- ``same_verdict``: share of judgments whose argmax label is the same on both backends;
+  ``prob_diff_mean`` / ``prob_diff_max``: |p_llamacpp - p_transformers| over every label
+  probability; ``flips``: the judgments whose verdict differs, with the transformers backend's
+  top-two probability margin (how close to a tie the float32 reading was).
+  Both backends read the same GGUF: transformers de-quantises it to float32 and computes in
+  float32; llama.cpp keeps the quantised weights and multiplies them with 8-bit-quantised
+  activations (ggml's ``vec_dot_type`` for Q4_1 / Q4_K is Q8_1 / Q8_K), so they differ by more
+  than float noise.
+- ``peak_rss_mib``: peak resident memory of a fresh process that loads the judge on llama.cpp
+  and scores the workload (``ru_maxrss``), against the GGUF's size and the KV cache llama.cpp
+  allocates (``n_ctx`` cells).
+- ``prefill_tok_s`` / ``decode_tok_s``: raw model throughput, same machine and threads, best of
+  3: a 512-token prefill (logits of the last position) and 64 one-token decode steps, for
+  llama.cpp (``LlamaContext``) and transformers (float32, ``logits_to_keep=1``).
+
+Run: ``python scripts/bench_llamacpp.py [--judges smollm2 gemma]``; the last line printed is
+one JSON object with every figure. Needs ``scripts/setup_llamacpp.sh``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+PRESETS = {"smollm2": "smollm2-135m-instruct", "gemma": "gemma3-270m"}
+
+
+def requests_for(engine: object) -> list:
+    from example_workload import example_items
+
+    from autorubric_local.engine import ScoreRequest
+    from autorubric_local.graders.planning import plan_tasks
+
+    tasks = plan_tasks(example_items(), [("bench", engine.format_chat)], seed=0)
+    return [ScoreRequest(t.prefix, t.suffix, t.labels()) for t in tasks]
+
+
+def argmax(values: object) -> int:
+    return max(range(len(values)), key=lambda i: values[i])
+
+
+def equivalence(name: str, threads: int) -> dict[str, object]:
+    import torch
+
+    from autorubric_local.judges.config import LLMConfig
+    from autorubric_local.judges.engines import load_engine
+
+    torch.set_num_threads(threads)
+    reference_engine = load_engine(LLMConfig(model=PRESETS[name], backend="transformers"))
+    ours_engine = load_engine(LLMConfig(model=PRESETS[name], backend="llamacpp"))
+    requests = requests_for(reference_engine)
+    reference = reference_engine.score(requests)
+    ours = ours_engine.score(requests)
+    diffs = [abs(p - q) for a, b in zip(ours, reference) for p, q in zip(a.probabilities, b.probabilities)]
+    flips = []
+    for index, (a, b) in enumerate(zip(ours, reference)):
+        if argmax(a.logprobs) != argmax(b.logprobs):
+            top = sorted(b.probabilities, reverse=True)
+            flips.append({"judgment": index, "transformers_margin": round(top[0] - top[1], 4),
+                          "transformers": [round(p, 4) for p in b.probabilities],
+                          "llamacpp": [round(p, 4) for p in a.probabilities]})
+    margins = sorted(sorted(b.probabilities, reverse=True)[0] - sorted(b.probabilities, reverse=True)[1]
+                     for b in reference)
+    return {
+        "judgments": len(requests),
+        "same_verdict": round(1 - len(flips) / len(requests), 4),
+        "prob_diff_mean": round(sum(diffs) / len(diffs), 4),
+        "prob_diff_max": round(max(diffs), 4),
+        "off_label_diff_max": round(max(abs(a.off_label_mass - b.off_label_mass) for a, b in zip(ours, reference)), 4),
+        "median_transformers_margin": round(margins[len(margins) // 2], 4),
+        "flips": flips,
+    }
+
+
+def rss_child(name: str) -> None:
+    """In a fresh process: load on llama.cpp, score the workload, print peak RSS and sizes."""
+    from autorubric_local.judges.config import LLMConfig
+    from autorubric_local.judges.engines import gguf_tokenizer, load_engine
+    from autorubric_local.judges.presets import resolve_model
+
+    path = resolve_model(PRESETS[name]).path
+    gguf_tokenizer(path)  # cached beforehand by the parent's run; keeps transformers' GGUF parse out
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    engine = load_engine(LLMConfig(model=PRESETS[name], backend="llamacpp"))
+    engine.score(requests_for(engine))
+    print(json.dumps({"peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "rss_before_load_mib": before / 1024,
+                      "gguf_mib": path.stat().st_size / 2**20, "n_ctx": engine.context_length}))
+
+
+def memory(name: str) -> dict[str, object]:
+    done = subprocess.run([sys.executable, __file__, "--rss-child", name], capture_output=True, text=True,
+                          check=False, cwd=ROOT)
+    if done.returncode != 0:
+        raise SystemExit(f"rss child failed:\n{done.stderr[-2000:]}")
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return {k: round(v, 1) if isinstance(v, float) else v for k, v in figures.items()}
+
+
+def throughput(name: str, threads: int) -> dict[str, object]:
+    import torch
+
+    from autorubric_local.engine.llamacpp_context import LlamaContext
+    from autorubric_local.judges.config import LLMConfig
+    from autorubric_local.judges.engines import load_engine
+    from autorubric_local.judges.presets import resolve_model
+
+    torch.set_num_threads(threads)
+    tokens = [100 + (i * 7919) % 30000 for i in range(512)]
+    ctx = LlamaContext(str(resolve_model(PRESETS[name]).path), n_ctx=4096, n_seq=1, n_batch=512, n_threads=threads)
+    best_prefill = best_decode = float("inf")
+    for _ in range(3):
+        ctx.truncate(0, 0)
+        start = time.perf_counter()
+        ctx.extend(0, tokens, [511])
+        best_prefill = min(best_prefill, time.perf_counter() - start)
+        start = time.perf_counter()
+        for _ in range(64):
+            ctx.step([0], [tokens[7]])
+        best_decode = min(best_decode, time.perf_counter() - start)
+    ctx.close()
+    model = load_engine(LLMConfig(model=PRESETS[name], backend="transformers")).model
+    ids = torch.tensor([tokens])
+    tf_prefill = tf_decode = float("inf")
+    with torch.inference_mode():
+        for _ in range(3):
+            start = time.perf_counter()
+            out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+            tf_prefill = min(tf_prefill, time.perf_counter() - start)
+            cache = out.past_key_values
+            step = torch.tensor([[tokens[7]]])
+            start = time.perf_counter()
+            for _ in range(64):
+                cache = model(input_ids=step, past_key_values=cache, use_cache=True, logits_to_keep=1).past_key_values
+            tf_decode = min(tf_decode, time.perf_counter() - start)
+    return {"llamacpp_prefill_tok_s": round(512 / best_prefill), "llamacpp_decode_tok_s": round(64 / best_decode, 1),
+            "transformers_prefill_tok_s": round(512 / tf_prefill), "transformers_decode_tok_s": round(64 / tf_decode, 1)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--judges", nargs="+", default=list(PRESETS), choices=list(PRESETS))
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--no-throughput", action="store_true",
+                        help="skip the speed figures (when the machine is not quiet)")
+    parser.add_argument("--rss-child", choices=list(PRESETS), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.rss_child:
+        rss_child(args.rss_child)
+        return 0
+    import llama_cpp
+
+    report: dict[str, object] = {"threads": args.threads, "llama_cpp_python": llama_cpp.__version__,
+                                 "system_info": llama_cpp.llama_print_system_info().decode().strip()}
+    for name in args.judges:
+        figures = {"equivalence": equivalence(name, args.threads), "memory": memory(name),
+                   "throughput": None if args.no_throughput else throughput(name, args.threads)}
+        report[name] = figures
+        eq = figures["equivalence"]
+        print(f"{name}: same verdict {eq['same_verdict']:.4f} of {eq['judgments']}, |p diff| mean "
+              f"{eq['prob_diff_mean']} max {eq['prob_diff_max']}, flips' transformers margins "
+              f"{[f['transformers_margin'] for f in eq['flips']]} (median margin of all "
+              f"{eq['median_transformers_margin']})")
+        print(f"{name}: memory {figures['memory']}")
+        print(f"{name}: throughput {figures['throughput']}", flush=True)
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
