@@ -177,6 +177,18 @@ class HFTextMixin:
             f"prompt, and the label's own tokens {alone} decode to {after[len(before):]!r} after it"
         )
 
+    def score_tokens(self, prefix: str, suffix: str, labels: Sequence[str]) -> tuple[list[int], list[list[int]], str | None]:
+        """A score request's prompt ids, each label's continuation ids, and an error or None.
+
+        The error is ``"infrastructure: ..."`` when a label cannot be tokenized exactly
+        (:class:`SeamError`); the label list is then empty.
+        """
+        prompt = self.prompt_tokens(prefix, suffix)
+        try:
+            return prompt, [self.label_tokens(prefix + suffix, prompt, label) for label in labels], None
+        except SeamError as exc:
+            return prompt, [], f"infrastructure: {exc}"
+
     def _decode(self, ids: Sequence[int]) -> str:
         return str(self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False))
 

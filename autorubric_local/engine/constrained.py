@@ -109,6 +109,18 @@ class RegexGrammar:
         return token
 
 
+def seeded_sampler(temperature: float, seed: int | None) -> Any:
+    """``None`` for greedy decoding (``temperature <= 0``), else a CPU torch generator seeded
+    with ``seed`` (0 when None), for :meth:`RegexGrammar.choose`."""
+    if temperature <= 0:
+        return None
+    import torch
+
+    generator = torch.Generator(device="cpu")
+    generator.manual_seed(seed if seed is not None else 0)
+    return generator
+
+
 def split_string_body(raw: str) -> tuple[str, bool]:
     """Decode a generated JSON string body (closing quote included if it was reached).
 

@@ -74,7 +74,7 @@ from autorubric_local.engine.base import (
     ScoreRequest,
     mass_outside,
 )
-from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat, SeamError
+from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
 from autorubric_local.engine.constrained import split_string_body
 from autorubric_local.engine.llamacpp_context import DecodeError, LlamaContext
 
@@ -177,13 +177,7 @@ class LlamaCppEngine(HFTextMixin):
         labels: list[list[list[int]]] = []
         errors: list[str | None] = []
         for request in requests:
-            prompt = self.prompt_tokens(request.prefix, request.suffix)
-            try:
-                label_ids = [self.label_tokens(request.prefix + request.suffix, prompt, label)
-                             for label in request.labels]
-                error = None
-            except SeamError as exc:
-                label_ids, error = [], f"infrastructure: {exc}"
+            prompt, label_ids, error = self.score_tokens(request.prefix, request.suffix, request.labels)
             longest = len(prompt) + max((len(ids) for ids in label_ids), default=0)
             prompts.append(prompt)
             labels.append(label_ids)
@@ -378,14 +372,9 @@ class LlamaCppEngine(HFTextMixin):
             self.context.truncate(seq, 0)
 
     def _sampler(self) -> Any:
-        """``None`` for greedy decoding, else a seeded torch generator for sampling."""
-        if self.temperature <= 0:
-            return None
-        import torch
+        from autorubric_local.engine.constrained import seeded_sampler
 
-        generator = torch.Generator(device="cpu")
-        generator.manual_seed(self.seed if self.seed is not None else 0)
-        return generator
+        return seeded_sampler(self.temperature, self.seed)
 
     def _grammar_of(self, regex: str) -> Any:
         """The Outlines-compiled grammar of ``regex`` over the tokenizer (built once per engine)."""

@@ -447,14 +447,9 @@ class TransformersEngine(HFTextMixin):
         return [(ids, guide.is_finished()) for ids, guide in zip(generated, guides)]
 
     def _sampler(self) -> Any:
-        """``None`` for greedy decoding, else a seeded torch generator for sampling."""
-        if self.temperature <= 0:
-            return None
-        import torch
+        from autorubric_local.engine.constrained import seeded_sampler
 
-        generator = torch.Generator(device="cpu")
-        generator.manual_seed(self.seed if self.seed is not None else 0)
-        return generator
+        return seeded_sampler(self.temperature, self.seed)
 
     def _grammar_of(self, regex: str) -> Any:
         """The Outlines-compiled grammar of ``regex`` (a JSON string body; built once per engine)."""

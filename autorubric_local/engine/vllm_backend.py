@@ -88,7 +88,7 @@ from autorubric_local.engine.base import (
     ScoreRequest,
     mass_outside,
 )
-from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat, SeamError
+from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
 from autorubric_local.engine.constrained import split_string_body
 
 ScoreMethod = Literal["auto", "logprob_token_ids", "prompt_logprobs"]
@@ -195,13 +195,9 @@ class VLLMEngine(HFTextMixin):
         labels: list[list[list[int]]] = []
         errors: list[str | None] = []
         for request in requests:
-            prompt = self.prompt_tokens(request.prefix, request.suffix)
-            try:
-                label_ids = [self.label_tokens(request.prefix + request.suffix, prompt, label)
-                             for label in request.labels]
-                seam = None
-            except SeamError as exc:
-                label_ids, seam = [[] for _ in request.labels], f"infrastructure: {exc}"
+            prompt, label_ids, seam = self.score_tokens(request.prefix, request.suffix, request.labels)
+            if seam is not None:
+                label_ids = [[] for _ in request.labels]
             longest = len(prompt) + max((len(ids) for ids in label_ids), default=0)
             if self.score_method == "prompt_logprobs":
                 longest += 1  # the label is all prompt; vLLM still decodes one token after it
