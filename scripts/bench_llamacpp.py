@@ -11,9 +11,10 @@ equivalence tests (the bundled example's 64 judgments plus 16 on two long answer
   float32; llama.cpp keeps the quantised weights and multiplies them with 8-bit-quantised
   activations (ggml's ``vec_dot_type`` for Q4_1 / Q4_K is Q8_1 / Q8_K), so they differ by more
   than float noise.
-- ``peak_rss_mib``: peak resident memory of a fresh process that loads the judge on llama.cpp
-  and scores the workload (``ru_maxrss``), against the GGUF's size and the KV cache llama.cpp
-  allocates (``n_ctx`` cells).
+- ``llamacpp_added_rss_mib``: resident memory (``VmRSS``) a fresh process gains by loading the
+  judge on llama.cpp and scoring the workload, measured after its tokenizer (and so
+  transformers and torch) is loaded; against the GGUF's size and the KV cache llama.cpp
+  allocates (``n_ctx`` cells). ``peak_rss_mib`` is the process's whole peak, torch included.
 - ``prefill_tok_s`` / ``decode_tok_s``: raw model throughput, same machine and threads, best of
   3: a 512-token prefill (logits of the last position) and 64 one-token decode steps, for
   llama.cpp (``LlamaContext``) and transformers (float32, ``logits_to_keep=1``).
@@ -86,19 +87,33 @@ def equivalence(name: str, threads: int) -> dict[str, object]:
     }
 
 
+def _rss_mib() -> float:
+    """Resident memory of this process now (``VmRSS``), MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
 def rss_child(name: str) -> None:
-    """In a fresh process: load on llama.cpp, score the workload, print peak RSS and sizes."""
+    """In a fresh process: resident memory added by loading the judge on llama.cpp and scoring.
+
+    The tokenizer (and with it transformers and torch) is loaded first, so the figure is what
+    llama.cpp adds: the mapped GGUF pages it touched, the KV cache and its compute buffers.
+    """
     from autorubric_local.judges.config import LLMConfig
     from autorubric_local.judges.engines import gguf_tokenizer, load_engine
     from autorubric_local.judges.presets import resolve_model
 
     path = resolve_model(PRESETS[name]).path
-    gguf_tokenizer(path)  # cached beforehand by the parent's run; keeps transformers' GGUF parse out
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tokenizer = gguf_tokenizer(path)
+    before = _rss_mib()
     engine = load_engine(LLMConfig(model=PRESETS[name], backend="llamacpp"))
     engine.score(requests_for(engine))
-    print(json.dumps({"peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                      "rss_before_load_mib": before / 1024,
+    after = _rss_mib()
+    del tokenizer
+    print(json.dumps({"llamacpp_added_rss_mib": after - before, "rss_before_load_mib": before,
+                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                       "gguf_mib": path.stat().st_size / 2**20, "n_ctx": engine.context_length}))
 
 
