@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up of the llama.cpp backend in .venv (run scripts/setup.sh first).
 #
-# llama-cpp-python 0.3.36 is published as source only: pip compiles llama.cpp (about 3 minutes
+# llama-cpp-python 0.3.36 is published as source only: pip compiles llama.cpp (a few minutes
 # on 2 cores with the flags below; pip's wheel cache makes a second install on the same machine
 # take seconds). The build is portable x86-64-v3 (AVX2, FMA, F16C) rather than tuned to this
 # CPU (GGML_NATIVE=OFF), so a cached wheel never meets a CPU that lacks an instruction it uses;

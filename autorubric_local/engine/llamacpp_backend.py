@@ -55,7 +55,6 @@ error; a batch llama.cpp refuses fails only the requests of that batch.
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import time
@@ -76,9 +75,11 @@ from autorubric_local.engine.base import (
 )
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
 from autorubric_local.engine.constrained import split_string_body
-from autorubric_local.engine.llamacpp_context import DecodeError, LlamaContext
-
-logger = logging.getLogger(__name__)
+from autorubric_local.engine.llamacpp_context import (
+    DecodeError,
+    LlamaContext,
+    common_prefix,
+)
 
 DEFAULT_N_SEQ = 8
 """KV sequences of a context: requests decoded together in explain mode."""
@@ -184,15 +185,16 @@ class LlamaCppEngine(HFTextMixin):
             errors.append(error or self._fit_error(len(prompt), longest, f"prompt of {len(prompt)} tokens plus its longest label"))
 
         # Every context (prompt + label[:j]) whose next-token log-probabilities are needed,
-        # with the tokens read there.
+        # with the tokens read there; per request, each label's contexts in order.
         targets: dict[Context, set[int]] = defaultdict(set)
         sequences: set[Context] = set()
+        paths: list[list[list[Context]]] = []
         for prompt, label_ids, error in zip(prompts, labels, errors):
-            if error is not None:
-                continue
-            for ids in label_ids:
-                for j, token in enumerate(ids):
-                    targets[tuple(prompt + ids[:j])].add(token)
+            paths.append([] if error is not None else
+                         [[tuple(prompt + ids[:j]) for j in range(len(ids))] for ids in label_ids])
+            for ids, contexts in zip(label_ids, paths[-1]):
+                for context, token in zip(contexts, ids):
+                    targets[context].add(token)
                 sequences.add(tuple(prompt + ids[:-1]))
         edges, computed, failed = self._run_contexts(sorted(sequences), targets)
         elapsed = time.perf_counter() - start
@@ -200,19 +202,15 @@ class LlamaCppEngine(HFTextMixin):
         # Per request: how many of its tokens it computed (for the time share) and reused.
         results: list[LabelScores] = []
         shares: list[float] = []
-        for prompt, label_ids, error in zip(prompts, labels, errors):
+        for prompt, label_ids, error, label_paths in zip(prompts, labels, errors, paths):
             if error is None:
-                missing = [tuple(prompt + ids[:j]) for ids in label_ids for j in range(len(ids))
-                           if tuple(prompt + ids[:j]) in failed]
-                if missing:
-                    error = failed[missing[0]]
+                error = next((failed[c] for contexts in label_paths for c in contexts if c in failed), None)
             if error is not None:
                 results.append(LabelScores((), error=error))
                 shares.append(0.0)
                 continue
-            logprobs = tuple(
-                math.fsum(edges[(tuple(prompt + ids[:j]), ids[j])] for j in range(len(ids))) for ids in label_ids
-            )
+            logprobs = tuple(math.fsum(edges[(c, t)] for c, t in zip(contexts, ids))
+                             for contexts, ids in zip(label_paths, label_ids))
             root = tuple(prompt)
             off_mass = mass_outside([edges[(root, t)] for t in {ids[0] for ids in label_ids}])
             own = computed.get(root, 0)
@@ -234,22 +232,23 @@ class LlamaCppEngine(HFTextMixin):
         """Decode ``sequences`` (sorted) through KV sequence 0; log-probabilities at every target context.
 
         Returns ``(edges, computed, failed)``: ``edges[(context, token)]`` the log-probability
-        of ``token`` after ``context``; ``computed[prompt]`` how many of a scored prefix's
-        tokens were decoded while it was the sequence run (keyed by every context reached,
-        used for a prompt's own count); ``failed[context]`` an error for a context whose
-        batch llama.cpp refused.
+        of ``token`` after ``context``; ``computed[context]`` how many tokens were decoded to
+        reach ``context`` when it was first read (for a prompt: its tokens not reused from an
+        earlier sequence); ``failed[context]`` an error for a context whose batch llama.cpp
+        refused.
         """
         edges: dict[tuple[Context, int], float] = {}
         computed: dict[Context, int] = {}
         failed: dict[Context, str] = {}
         done: set[Context] = set()
+        lengths = sorted({len(context) for context in targets})  # only these positions can be wanted
         ctx = self.context
         ctx.clear_others(0)
         for sequence in sequences:
             keep = ctx.reuse(0, sequence)
             # Contexts before ``keep`` were read when an earlier sequence (sorted order) ran them.
-            wanted = [p for p in range(keep, len(sequence))
-                      if sequence[: p + 1] in targets and sequence[: p + 1] not in done]
+            wanted = [n - 1 for n in lengths
+                      if keep < n <= len(sequence) and sequence[:n] in targets and sequence[:n] not in done]
             try:
                 rows = ctx.extend(0, sequence[keep:], wanted)
             except DecodeError as exc:
@@ -325,7 +324,7 @@ class LlamaCppEngine(HFTextMixin):
             # Start from whichever sequence already holds the longest prefix of this prompt.
             best, source = ctx.reuse(seq, prompt), seq
             for other in range(seq):
-                shared = min(_shared(ctx.sequences[other].tokens, prompt), len(prompt) - 1)
+                shared = min(common_prefix(ctx.sequences[other].tokens, prompt), len(prompt) - 1)
                 if shared > best:
                     best, source = shared, other
             if source != seq:
@@ -383,12 +382,6 @@ class LlamaCppEngine(HFTextMixin):
 
             self._grammars[regex] = RegexGrammar.from_tokenizer(self.tokenizer, regex, temperature=self.temperature)
         return self._grammars[regex]
-
-
-def _shared(a: Sequence[int], b: Sequence[int]) -> int:
-    from autorubric_local.engine.llamacpp_context import common_prefix
-
-    return common_prefix(a, b)
 
 
 def _logsumexp(row: np.ndarray) -> float:

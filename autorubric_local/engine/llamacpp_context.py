@@ -53,14 +53,11 @@ class LlamaContext:
     n_batch : most tokens per ``llama_decode`` call.
     n_threads : CPU threads for prefill and decode.
     n_gpu_layers : layers offloaded to a GPU (needs a GPU build; -1: all).
-    kv_type : "f16" | "f32"
-        Type of the cached keys and values.
-    flash_attention : bool or None
-        False (default): ordinary attention, whose results do not depend on what else the
-        cache holds. Measured on SmolLM2: with llama.cpp's CPU flash attention ("auto"
-        enables it) a label log-probability scored in a busy cache differed by up to 0.31
-        from the same request scored alone; with it off, by 0.0. None: llama.cpp decides.
-    unified : one cache for all sequences (needed to share prefixes between them).
+
+    Flash attention is off: with llama.cpp's CPU flash attention (its "auto" enables it) a
+    SmolLM2 label log-probability scored in a busy cache differed by up to 0.31 from the same
+    request scored alone; with it off, by 0.0. The cache is unified (one for all sequences),
+    which copying a prefix between sequences needs.
 
     Raises
     ------
@@ -69,8 +66,7 @@ class LlamaContext:
     """
 
     def __init__(self, gguf: str, *, n_ctx: int, n_seq: int, n_batch: int, n_threads: int,
-                 n_gpu_layers: int = 0, kv_type: str = "f16", flash_attention: bool | None = False,
-                 unified: bool = True) -> None:
+                 n_gpu_layers: int = 0) -> None:
         import llama_cpp
         from llama_cpp import _logger
 
@@ -92,12 +88,9 @@ class LlamaContext:
         params.n_seq_max = n_seq
         params.n_threads = params.n_threads_batch = n_threads
         params.swa_full = True  # windowed layers keep every position, so any prefix can be kept
-        params.kv_unified = unified
+        params.kv_unified = True
         params.no_perf = True
-        params.type_k = params.type_v = {"f16": llama_cpp.GGML_TYPE_F16, "f32": llama_cpp.GGML_TYPE_F32}[kv_type]
-        params.flash_attn_type = {None: llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
-                                  True: llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
-                                  False: llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED}[flash_attention]
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
         self.ctx = llama_cpp.llama_init_from_model(self._model, params)
         if not self.ctx:
             raise RuntimeError(f"llama_init_from_model failed (n_ctx={n_ctx}, n_seq={n_seq})")

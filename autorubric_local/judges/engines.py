@@ -117,20 +117,29 @@ def ensure_converted(gguf: Path) -> Path:
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
+    _write_folder_once(target, "config.json", lambda staging: (model.save_pretrained(staging),
+                                                               tokenizer.save_pretrained(staging)))
+    return target
+
+
+def _write_folder_once(target: Path, marker: str, write: Any) -> None:
+    """Write a cache folder by ``write(staging)`` under a temporary name, then rename it to ``target``.
+
+    An interrupted write never leaves a half-written folder; if another process finished
+    first (``target/marker`` exists), its folder is kept.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     try:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        if (target / "config.json").is_file():  # another process finished first
-            return target
+        write(staging)
+        if (target / marker).is_file():
+            return
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    return target
 
 
 def _pick_device_dtype(config: LLMConfig) -> tuple[str, Any]:
@@ -314,17 +323,7 @@ def gguf_tokenizer(gguf: Path) -> Any:
     if (target / "tokenizer_config.json").is_file():
         return AutoTokenizer.from_pretrained(target, trust_remote_code=False)
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, trust_remote_code=False)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
-    try:
-        tokenizer.save_pretrained(staging)
-        if not (target / "tokenizer_config.json").is_file():
-            if target.exists():
-                shutil.rmtree(target)
-            staging.rename(target)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
+    _write_folder_once(target, "tokenizer_config.json", tokenizer.save_pretrained)
     return tokenizer
 
 
