@@ -176,8 +176,9 @@ def test_a_migration_6_database_is_upgraded_and_keeps_every_row(tmp_path: Path, 
     judgments = list(db["judgments"].rows_where(order_by="criterion_index"))
     assert len(judgments) == 2
     assert judgments[0] == {**OLD_JUDGMENT, "label_logprobs_json": None, "off_label_mass": None,
-                            # migration 8
-                            "uncalibrated_label_probabilities_json": None, "contextual_prior_id": None}
+                            # migrations 8 and 11
+                            "uncalibrated_label_probabilities_json": None, "contextual_prior_id": None,
+                            "prompt_prefix_id": None, "prompt_suffix_id": None}
     assert judgments[1]["error"] == "unknown: boom" and judgments[1]["off_label_mass"] is None
     (sweep_row,) = list(db["sweep_judgments"].rows)
     assert sweep_row == {**OLD_SWEEP_JUDGMENT, "label_probabilities_json": None, "label_logprobs_json": None,

@@ -90,6 +90,29 @@ EXPECTED_COLUMNS: dict[str, dict[str, str]] = {
         "off_label_mass": "REAL",
         "uncalibrated_label_probabilities_json": "TEXT",
         "contextual_prior_id": "TEXT",
+        "prompt_prefix_id": "TEXT",
+        "prompt_suffix_id": "TEXT",
+    },
+    "prompt_texts": {"id": "TEXT", "text": "TEXT"},
+    "item_criteria": {
+        "run_id": "TEXT",
+        "item_id": "TEXT",
+        "criterion_index": "INTEGER",
+        "criterion_name": "TEXT",
+        "requirement": "TEXT",
+        "weight": "REAL",
+        "scale_type": "TEXT",
+        "verdict": "TEXT",
+        "selected_index": "INTEGER",
+        "selected_label": "TEXT",
+        "score_value": "REAL",
+        "is_na": "INTEGER",
+        "passed": "INTEGER",
+        "contribution": "REAL",
+        "agreement": "REAL",
+        "final_reason": "TEXT",
+        "label_probabilities_json": "TEXT",
+        "error": "TEXT",
     },
     "contextual_priors": {
         "run_id": "TEXT",
@@ -153,6 +176,8 @@ EXPECTED_PKS: dict[str, list[str]] = {
     "items": ["run_id", "item_id"],
     "judgments": ["run_id", "item_id", "criterion_index", "judge_id", "permutation_index"],
     "sweep_judgments": ["sweep_id", "item_id", "criterion_index", "judge_id", "variant", "rotation"],
+    "prompt_texts": ["id"],
+    "item_criteria": ["run_id", "item_id", "criterion_index"],
 }
 
 POSITIVE = Criterion(name="density", weight=10.0, requirement="States the energy density")

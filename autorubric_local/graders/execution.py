@@ -15,6 +15,7 @@ its tasks, so it can batch and share prefixes across the whole job.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,6 +72,11 @@ class JudgmentResult:
     off_label_mass : float in [0, 1] or None
         ``LabelScores.off_label_mass``: first-step probability outside the labels; None when
         the backend does not report it, and on error.
+    prompt_suffix : str or None
+        The text after ``task.prefix`` of the last request the judge answered for this
+        judgment: the suffix its labels were scored after (reasoning first: the suffix with
+        the explanation), or the generation's suffix when that generation failed. None means
+        ``task.suffix`` (verdict first). :attr:`prompt` is the whole text.
     """
 
     task: JudgmentTask
@@ -84,6 +90,17 @@ class JudgmentResult:
     explanation_error: str | None = None
     logprobs: tuple[float, ...] = ()
     off_label_mass: float | None = None
+    prompt_suffix: str | None = None
+
+    @property
+    def scored_suffix(self) -> str:
+        """The suffix of the judgment's prompt (``prompt_suffix``, else ``task.suffix``)."""
+        return self.task.suffix if self.prompt_suffix is None else self.prompt_suffix
+
+    @property
+    def prompt(self) -> str:
+        """The exact prompt text the judge answered: ``task.prefix`` + :attr:`scored_suffix`."""
+        return self.task.prefix + self.scored_suffix
 
 
 def _argmax(values: Sequence[float]) -> int:
@@ -192,16 +209,18 @@ def _run_reasoning_first(
     for i, generation in enumerate(generations):
         if generation.error is not None:
             results[i] = JudgmentResult(
-                tasks[i], (), None, None, False, generation.usage, generation.seconds, generation.error
+                tasks[i], (), None, None, False, generation.usage, generation.seconds, generation.error,
+                prompt_suffix=tasks[i].reasoning_suffix(None, style),
             )
     requests = [
         ScoreRequest(tasks[i].prefix, tasks[i].reasoning_suffix(start + generations[i].text), tasks[i].labels(True))
         for i in ok
     ]
     scores = _score(engine, requests)
-    for i, score in zip(ok, scores):
+    for i, request, score in zip(ok, requests, scores):
         g = generations[i]
-        results[i] = _from_scores(tasks[i], score, start + g.text, g.truncated, _add(g, score))
+        scored = _from_scores(tasks[i], score, start + g.text, g.truncated, _add(g, score))
+        results[i] = dataclasses.replace(scored, prompt_suffix=request.suffix)
     return [r for r in results if r is not None]
 
 

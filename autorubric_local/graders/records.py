@@ -25,6 +25,7 @@ from autorubric_local.graders.contextual import log_normalise
 from autorubric_local.graders.criterion_grader import GradedItem
 from autorubric_local.graders.execution import JudgmentResult
 from autorubric_local.graders.prompts import BINARY_LABELS
+from autorubric_local.graders.result_records import prompt_ids
 
 __all__ = ["contextual_prior_records", "graded_item_records"]
 
@@ -132,6 +133,7 @@ def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id:
         "duration_ms": round(result.seconds * 1000.0, 3),
         "error": result.error,
         "explanation_error": result.explanation_error,
+        **prompt_ids(result),
     }
     if result.error is not None or result.chosen is None:
         if prior is not None and isinstance(result, CalibratedResult) and result.uncalibrated:

@@ -47,7 +47,14 @@ from autorubric_local.core.reports import EnsembleEvaluationReport
 from autorubric_local.data.dataset import RubricDataset, rubric_to_json
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.graders.records import contextual_prior_records, graded_item_records
+from autorubric_local.graders.records import (
+    contextual_prior_records,
+    graded_item_records,
+)
+from autorubric_local.graders.result_records import (
+    criterion_result_records,
+    prompt_text_records,
+)
 from autorubric_local.runner.checkpoint import (
     PlannedItem,
     adopt_stored_seed,
@@ -341,7 +348,9 @@ class EvalRunner:
         items, judgments = graded_item_records(
             graded, model_ids, first_index=0, judge_ids=[j.judge_id for j in self.grader.judges], item_extras=extras
         )
-        store.record_items(run_id, items, judgments, lease=owner, priors=contextual_prior_records(graded))
+        criteria = criterion_result_records(graded, [row["item_id"] for row in items], self.grader.cannot_assess_config)
+        store.record_items(run_id, items, judgments, lease=owner, priors=contextual_prior_records(graded),
+                           prompts=prompt_text_records(graded), criteria=criteria)
 
 
 class LeaseHeartbeat:

@@ -226,6 +226,8 @@ class RunTables:
         *,
         lease: LeaseOwner | None = None,
         priors: Sequence[dict[str, Any]] = (),
+        prompts: Sequence[dict[str, Any]] = (),
+        criteria: Sequence[dict[str, Any]] = (),
     ) -> None:
         """Write item rows and their judgment rows in one transaction.
 
@@ -234,7 +236,10 @@ class RunTables:
         re-graded item never keeps stale judgments. With ``lease``, the same transaction renews
         that writer's heartbeat, and writes nothing if the writer no longer holds the lease.
         ``priors`` are ``contextual_priors`` rows (without ``run_id``) the judgments refer to,
-        inserted or replaced by ``prior_id`` in the same transaction.
+        inserted or replaced by ``prior_id`` in the same transaction. ``prompts`` are
+        ``prompt_texts`` rows (``id``, ``text``; content-addressed, so a known id is left as
+        it is) and ``criteria`` the items' ``item_criteria`` rows (without ``run_id``),
+        replacing the items' old ones.
 
         Raises
         ------
@@ -247,12 +252,17 @@ class RunTables:
                 raise RunLockedError(self._lost_message(run_id, lease))
             for begin in range(0, len(item_ids), 500):
                 part = item_ids[begin : begin + 500]
-                self.db.execute(
-                    f"delete from judgments where run_id = ? and item_id in ({', '.join('?' * len(part))})",
-                    [run_id, *part],
-                )
+                for table in ("judgments", "item_criteria"):
+                    self.db.execute(
+                        f"delete from {table} where run_id = ? and item_id in ({', '.join('?' * len(part))})",
+                        [run_id, *part],
+                    )
+            if prompts:
+                self.db["prompt_texts"].insert_all(prompts, pk="id", ignore=True)
             self.db["items"].upsert_all([{"run_id": run_id, **row} for row in items], pk=("run_id", "item_id"))
             self.db["judgments"].insert_all([{"run_id": run_id, **row} for row in judgments], replace=True)
+            if criteria:
+                self.db["item_criteria"].insert_all([{"run_id": run_id, **row} for row in criteria], replace=True)
             if priors:
                 self.db["contextual_priors"].upsert_all([{"run_id": run_id, **row} for row in priors],
                                                         pk=("run_id", "prior_id"))
@@ -283,6 +293,28 @@ class RunTables:
                 order_by="item_id, criterion_index, judge_id, permutation_index",
             )
         )
+
+    def judgment_prompt(
+        self, run_id: str, item_id: str, criterion_index: int, judge_id: str, permutation_index: int = 0
+    ) -> str | None:
+        """The exact prompt text one judgment was answered on, as the model read it (prefix +
+        suffix from ``prompt_texts``, the untrusted-span markers removed), or None when the
+        judgment does not exist or was recorded before prompts were stored (migration 11)."""
+        row = self.db.execute(
+            "select prompt from judgment_prompts where run_id = ? and item_id = ? and criterion_index = ?"
+            " and judge_id = ? and permutation_index = ?",
+            [run_id, item_id, criterion_index, judge_id, permutation_index],
+        ).fetchone()
+        return None if row is None else row[0]
+
+    def criterion_results(self, run_id: str) -> list[dict[str, Any]]:
+        """Rows of the ``criterion_results`` view for one run, by item index and criterion."""
+        return list(self.db["criterion_results"].rows_where("run_id = ?", [run_id],
+                                                            order_by="item_index, criterion_index"))
+
+    def run_summaries(self) -> list[dict[str, Any]]:
+        """Rows of the ``run_summaries`` view, newest run first."""
+        return list(self.db["run_summaries"].rows_where(order_by="started_utc desc, run_id desc"))
 
     def contextual_priors(self, run_id: str) -> list[dict[str, Any]]:
         """The run's ``contextual_priors`` rows (contextual calibration), by judge and prior id."""

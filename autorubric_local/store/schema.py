@@ -64,6 +64,24 @@ Tables (units in column names):
   ``kappa``, ``kl``, ``jsd``, ``beta_hat``, ``positive_rate``, ``set_size``, ``mse``,
   ``consistency``, ``bias``, ``regret_consistency[<metric>]``, ``regret_bias[<metric>]``) and
   ``value`` (NULL when undefined).
+- Migration 11, runs you can audit in SQL: ``prompt_texts`` (``id``, ``sha256:<hex>`` of the
+  text, and ``text``: each distinct prompt part once, shared by every run) and
+  ``judgments.prompt_prefix_id`` / ``prompt_suffix_id`` (a judgment's exact prompt is prefix +
+  suffix, with the data's untrusted spans still marked so that a replay encodes them as the run
+  did; NULL on rows written before migration 11); ``item_criteria``, one row per run, item
+  and criterion: ``criterion_name``, ``requirement``, ``weight``, ``scale_type`` (``binary``
+  for criteria without options), the final ``verdict`` or ``selected_index``/``selected_label``,
+  ``score_value`` in [0, 1], ``is_na``, ``passed`` (1 when the criterion earned its best
+  possible contribution, 0 when not, NULL when N/A or failed), ``contribution`` to the raw
+  score (NULL when skipped), ``agreement``, ``final_reason``, ``label_probabilities_json`` and
+  ``error``; and the views of :data:`VIEWS`.
+- Migration 12, resumable sweeps: ``sweeps`` gains ``content_hash`` (``sha256:v1:<hex>`` of
+  the sweep's settings, judges, rubric and items), ``plan_json`` (what the hash covers:
+  ``{"description": {...}, "items": [[item id, item hash], ...]}``, so a refused resume can say
+  what changed), ``total_items`` and ``wall_seconds`` (summed over the sessions of a resumed
+  sweep); ``sweep_leases`` holds the lease of a sweep being written, with the columns and rules
+  of ``run_leases`` (``sweep_id`` instead of ``run_id``). Sweeps written before it have NULL in
+  the new columns and cannot be resumed.
 - ``run_leases`` (migration 5): the lease of a run being written, at most one per run:
   ``run_id`` (primary key), ``owner`` (``<host>:<pid>:<random hex>``, one per writer), ``pid``
   and ``host`` of the writing process, ``acquired_utc`` and ``heartbeat_utc`` (renewed with
@@ -265,6 +283,83 @@ def _migration_10(db: sqlite_utils.Database) -> None:
     db["indeterminacy_values"].create_index(["analysis_id", "name"])
 
 
+def _migration_11(db: sqlite_utils.Database) -> None:
+    db["prompt_texts"].create({"id": str, "text": str}, pk="id", not_null={"text"})
+    judgments = db.table("judgments")
+    judgments.add_column("prompt_prefix_id", str)
+    judgments.add_column("prompt_suffix_id", str)
+    db["item_criteria"].create(
+        {
+            "run_id": str, "item_id": str, "criterion_index": int, "criterion_name": str, "requirement": str,
+            "weight": float, "scale_type": str, "verdict": str, "selected_index": int, "selected_label": str,
+            "score_value": float, "is_na": int, "passed": int, "contribution": float, "agreement": float,
+            "final_reason": str, "label_probabilities_json": str, "error": str,
+        },
+        pk=("run_id", "item_id", "criterion_index"),
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    for name, sql in VIEWS.items():
+        db.create_view(name, sql)
+
+
+VIEWS: dict[str, str] = {
+    "criterion_results": """
+        select r.name as run_name, c.run_id, i.item_index, c.item_id, c.criterion_index, c.criterion_name,
+               c.requirement, c.weight, c.scale_type, coalesce(c.verdict, c.selected_label) as verdict,
+               c.score_value, c.passed, c.contribution, c.agreement, c.final_reason as explanation, c.error,
+               i.score as item_score
+        from item_criteria c
+        join runs r on r.id = c.run_id
+        join items i on i.run_id = c.run_id and i.item_id = c.item_id""",
+    "judge_votes": """
+        select r.name as run_name, j.run_id, i.item_index, j.item_id, j.criterion_index, j.criterion_name,
+               c.requirement, j.judge_id, j.model_id, j.permutation_index,
+               coalesce(j.verdict, j.selected_label) as vote, j.label_probabilities_json, j.off_label_mass,
+               j.explanation, j.error, j.duration_ms
+        from judgments j
+        join runs r on r.id = j.run_id
+        left join items i on i.run_id = j.run_id and i.item_id = j.item_id
+        left join item_criteria c
+            on c.run_id = j.run_id and c.item_id = j.item_id and c.criterion_index = j.criterion_index""",
+    "judgment_prompts": """
+        select j.run_id, j.item_id, j.criterion_index, j.judge_id, j.permutation_index,
+               replace(replace(p.text || s.text, char(64976), ''), char(64977), '') as prompt,
+               p.text || s.text as marked_prompt
+        from judgments j
+        join prompt_texts p on p.id = j.prompt_prefix_id
+        join prompt_texts s on s.id = j.prompt_suffix_id""",
+    "run_summaries": """
+        select r.id as run_id, r.name as run_name, r.status, r.started_utc, r.finished_utc, r.total_items,
+               (select count(*) from items i where i.run_id = r.id and i.report_json is not null) as items_done,
+               (select count(*) from items i where i.run_id = r.id and i.error is not null) as items_failed,
+               (select avg(i.score) from items i where i.run_id = r.id and i.score is not null) as mean_score,
+               (select count(*) from judgments j where j.run_id = r.id) as judgments,
+               (select count(*) from judgments j where j.run_id = r.id and j.error is not null) as judgment_errors,
+               r.wall_seconds, r.judges_json
+        from runs r""",
+}
+"""The SQL views of migration 11 (name -> select), for users querying the file directly:
+``criterion_results`` (one row per item and criterion: final verdict or selected label,
+``passed``, ``contribution`` to the raw score, requirement text), ``judge_votes`` (one row per
+judgment: each judge's vote in each option order), ``judgment_prompts`` (each judgment's
+exact prompt as the model read it, ``prompt``, and as the engine received it, ``marked_prompt``,
+with the data's spans between U+FDD0 and U+FDD1: :mod:`autorubric_local.engine.user_text`) and ``run_summaries`` (one row per run: items done and failed, mean score,
+judgments and failed judgments)."""
+
+
+
+def _migration_12(db: sqlite_utils.Database) -> None:
+    sweeps = db.table("sweeps")
+    for column, kind in (("content_hash", str), ("plan_json", str), ("total_items", int), ("wall_seconds", float)):
+        sweeps.add_column(column, kind)
+    sweeps.create_index(["name"])
+    db["sweep_leases"].create(
+        {"sweep_id": str, "owner": str, "pid": int, "host": str, "acquired_utc": str, "heartbeat_utc": str},
+        pk="sweep_id",
+        not_null={"owner", "pid", "host", "acquired_utc", "heartbeat_utc"},
+        foreign_keys=[("sweep_id", "sweeps", "id")],
+    )
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
     (2, "runner checkpoints (item reports, content hash)", _migration_2),
@@ -276,6 +371,8 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...]
     (8, "contextual calibration: label priors and each judgment's uncalibrated distribution", _migration_8),
     (9, "threshold calibrations fitted on a run's training split", _migration_9),
     (10, "rating-indeterminacy analyses and their figures", _migration_10),
+    (11, "stored prompts, final per-criterion results, SQL views", _migration_11),
+    (12, "resumable sweeps: content hash, plan and the sweep's lease", _migration_12),
 )
 """Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
 
