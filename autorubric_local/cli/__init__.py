@@ -7,7 +7,17 @@ import click
 
 # Modules are imported as modules (not their commands) so that ``autorubric_local.cli.grade``
 # stays the module.
-from autorubric_local.cli import calibrate, grade, indeterminacy, metrics, models
+from autorubric_local.cli import (
+    calibrate,
+    export,
+    grade,
+    indeterminacy,
+    metrics,
+    models,
+    report,
+    runs,
+    show,
+)
 from autorubric_local.cli import sweep as sweep_cli
 
 
@@ -29,3 +39,7 @@ main.add_command(sweep_cli.sweep_select)
 main.add_command(metrics.metrics)
 main.add_command(calibrate.calibrate)
 main.add_command(indeterminacy.indeterminacy)
+main.add_command(runs.runs)
+main.add_command(show.show)
+main.add_command(export.export)
+main.add_command(report.report)

@@ -1,0 +1,281 @@
+"""What a run's report shows, read from the store into one plain dict (no HTML here).
+
+:func:`report_context` gathers, for one stored run: its settings, the item score
+distribution, each criterion's verdict rates, agreement with the ground truth (when any item has
+it; :func:`autorubric_local.metrics.compute_metrics`), the position-bias sweeps stored in the same
+database, and one entry per item with its submission and every judgment (verdict, probability,
+explanation, and the exact prompt where the store keeps it). Figures are PNG data URIs
+(:mod:`.figures`). :mod:`.html` renders the dict.
+
+Verdict rates are counted over judgment rows: every judge's vote in every option order is one
+judgment. A criterion's rate of a label is ``count(label) / answered``, where ``answered`` is
+its judgments without an error; failed judgments are counted apart (``errors``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from autorubric_local.core.errors import AutorubricError, InputError
+from autorubric_local.report.figures import metrics_figures, score_histogram
+from autorubric_local.report.sweeps import sweep_sections
+from autorubric_local.store import Store
+
+__all__ = ["BINARY_LABELS", "criterion_rates", "report_context"]
+
+BINARY_LABELS: tuple[str, ...] = ("MET", "UNMET", "CANNOT_ASSESS")
+"""Verdict labels of a binary criterion, in the order the report lists them."""
+
+GRADER_HIDDEN: frozenset[str] = frozenset({"judges"})
+"""Keys of the stored grader description not listed among the settings (judges have a table)."""
+
+
+def report_context(store: Store, run: str, db_path: str | Path) -> dict[str, Any]:
+    """Everything the report of ``run`` shows, as a plain dict.
+
+    Parameters
+    ----------
+    store : Store
+        The open results database.
+    run : str
+        A run name (the latest run of that name) or id.
+    db_path : str or Path
+        The database file, named in the report and in errors.
+
+    Returns
+    -------
+    dict
+        Keys ``run`` (settings), ``scores`` (distribution), ``criteria`` (verdict rates, see
+        :func:`criterion_rates`), ``agreement`` (None without ground truth), ``sweeps``,
+        ``items`` (one entry per planned item, in item order), ``prompts_stored`` (whether this
+        store can give prompts at all) and ``db_path``.
+
+    Raises
+    ------
+    InputError
+        No run named ``run`` in the database (the message names the database, the run and
+        the runs it holds), or stored rows that no longer validate.
+    """
+    row = store.find_run(run)
+    if row is None:
+        names = ", ".join(repr(name) for name in store.run_names()) or "none"
+        raise InputError(f"{db_path}: no run named {run!r} (runs: {names})")
+    items = store.item_rows(row["id"])
+    judgments = store.judgments(row["id"])
+    scores = [float(item["score"]) for item in items if item.get("score") is not None]
+    return {
+        "db_path": str(db_path),
+        "run": run_settings(row, items, judgments),
+        "scores": {
+            "n": len(scores),
+            "mean": sum(scores) / len(scores) if scores else None,
+            "min": min(scores) if scores else None,
+            "max": max(scores) if scores else None,
+            "figure": score_histogram(scores) if scores else None,
+        },
+        "criteria": criterion_rates(judgments, _rubric(row)),
+        "agreement": agreement_section(store, row, str(db_path)),
+        "sweeps": sweep_sections(store),
+        "prompts_stored": hasattr(store, "judgment_prompt"),
+        "items": item_entries(store, items, judgments),
+    }
+
+
+def run_settings(row: Mapping[str, Any], items: Sequence[Mapping[str, Any]],
+                 judgments: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The run's identity, times, status, judges, grader settings and counts."""
+    grader = _json(row.get("grader_json")) or {}
+    settings = {key: _show(value) for key, value in grader.items() if key not in GRADER_HIDDEN}
+    done = [item for item in items if item.get("report_json") is not None]
+    return {
+        "name": row["name"],
+        "id": row["id"],
+        "started_utc": row["started_utc"],
+        "finished_utc": row.get("finished_utc"),
+        "status": row["status"],
+        "data_path": row.get("data_path"),
+        "package_version": row.get("package_version"),
+        "content_hash": row.get("content_hash"),
+        "wall_seconds": row.get("wall_seconds"),
+        "total_items": row.get("total_items") or len(items),
+        "graded_items": len(done),
+        "failed_items": sum(1 for item in done if item.get("error")),
+        "judgments": len(judgments),
+        "failed_judgments": sum(1 for j in judgments if j.get("error")),
+        "judges": [
+            {key: judge.get(key) for key in ("judge_id", "model", "model_id", "weight", "backend")}
+            for judge in _json(row.get("judges_json")) or []
+        ],
+        "grader": settings,
+    }
+
+
+def criterion_rates(judgments: Sequence[Mapping[str, Any]],
+                    rubric: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+    """Per criterion, how often each label was given (module docstring).
+
+    Parameters
+    ----------
+    judgments : sequence of dict
+        ``judgments`` rows (``criterion_index``, ``criterion_name``, ``verdict`` or
+        ``selected_label``, ``error``).
+    rubric : sequence of dict
+        The run's rubric (criterion dicts); gives multi-choice criteria their option order.
+
+    Returns
+    -------
+    list of dict
+        In criterion order: ``name``, ``scale`` (``binary`` or ``multi``), ``n`` (judgments),
+        ``answered``, ``errors`` and ``labels``, a list of ``{"label", "count", "rate"}``
+        (``rate`` None when nothing was answered). Binary criteria list MET, UNMET,
+        CANNOT_ASSESS; multi-choice ones their options in rubric order, then any other label
+        given.
+    """
+    options = {c.get("name"): [o.get("label") for o in c.get("options") or []] for c in rubric}
+    groups: dict[tuple[int, str], list[Mapping[str, Any]]] = {}
+    for j in judgments:
+        groups.setdefault((int(j["criterion_index"]), j["criterion_name"]), []).append(j)
+    out = []
+    for (_, name), rows in sorted(groups.items()):
+        answered = [r for r in rows if not r.get("error")]
+        given = [_label(r) for r in answered]
+        binary = any(r.get("verdict") is not None for r in answered) or not options.get(name)
+        labels = list(BINARY_LABELS) if binary else list(options[name])
+        labels += [label for label in dict.fromkeys(given) if label not in labels and label is not None]
+        out.append({
+            "name": name,
+            "scale": "binary" if binary else "multi",
+            "n": len(rows),
+            "answered": len(answered),
+            "errors": len(rows) - len(answered),
+            "labels": [
+                {"label": label, "count": given.count(label),
+                 "rate": given.count(label) / len(answered) if answered else None}
+                for label in labels
+            ],
+        })
+    return out
+
+
+def agreement_section(store: Store, row: Mapping[str, Any], db_path: str) -> dict[str, Any] | None:
+    """Agreement with the ground truth and its figures; None when no item has ground truth.
+
+    A run whose metrics cannot be computed (e.g. an interrupted run) gets ``{"error": ...}``.
+    """
+    from autorubric_local.metrics import compute_metrics
+    from autorubric_local.runner.results import result_from_store
+
+    result, dataset = result_from_store(store, row, db_path)
+    if all(item.ground_truth is None for item in dataset):
+        return None
+    try:
+        metrics = compute_metrics(result, dataset)
+    except AutorubricError as exc:
+        return {"error": str(exc)}
+    return {
+        "error": None,
+        "n_items": metrics.n_items,
+        "headline": [
+            ("criterion accuracy", metrics.criterion_accuracy),
+            ("precision (MET)", metrics.criterion_precision),
+            ("recall (MET)", metrics.criterion_recall),
+            ("F1 (MET)", metrics.criterion_f1),
+            ("mean Cohen's kappa", metrics.mean_kappa),
+            ("score RMSE", metrics.score_rmse),
+            ("score MAE", metrics.score_mae),
+            ("score Spearman", None if metrics.score_spearman is None else metrics.score_spearman.coefficient),
+            ("ECE of P(MET)", None if metrics.calibration is None else metrics.calibration.ece),
+            ("Brier score of P(MET)", None if metrics.calibration is None else metrics.calibration.brier_score),
+        ],
+        "per_criterion": [
+            {"name": c.name, "scale": c.scale, "support": c.support, "accuracy": c.accuracy, "kappa": c.kappa}
+            for c in metrics.per_criterion
+        ],
+        "warnings": list(metrics.warnings),
+        "figures": metrics_figures(metrics, result, dataset),
+    }
+
+
+def item_entries(store: Store, items: Sequence[Mapping[str, Any]],
+                 judgments: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per item (item order): its texts, score, error and judgments by criterion."""
+    by_item: dict[str, list[Mapping[str, Any]]] = {}
+    for j in judgments:
+        by_item.setdefault(j["item_id"], []).append(j)
+    entries = []
+    for item in items:
+        report = _json(item.get("report_json")) or {}
+        finals = [_final(c) for c in report.get("report") or []]
+        criteria: dict[tuple[int, str], dict[str, Any]] = {}
+        for j in by_item.get(item["item_id"], []):
+            index = int(j["criterion_index"])
+            entry = criteria.setdefault((index, j["criterion_name"]), {
+                "name": j["criterion_name"],
+                "final": finals[index] if index < len(finals) else None,
+                "judgments": [],
+            })
+            entry["judgments"].append(_judgment(store, j))
+        entries.append({
+            "item_id": item["item_id"],
+            "index": item.get("item_index"),
+            "submission": item.get("submission") or "",
+            "query": item.get("query"),
+            "reference": item.get("reference_submission"),
+            "score": item.get("score"),
+            "pending": item.get("report_json") is None,
+            "error": item.get("error") or report.get("error"),
+            "criteria": [criteria[key] for key in sorted(criteria)],
+        })
+    return entries
+
+
+def _judgment(store: Store, j: Mapping[str, Any]) -> dict[str, Any]:
+    label = _label(j)
+    probabilities = _json(j.get("label_probabilities_json")) or {}
+    return {
+        "judge_id": j["judge_id"],
+        "permutation_index": j.get("permutation_index"),
+        "label": label,
+        "probability": probabilities.get(label) if label is not None else None,
+        "explanation": j.get("explanation"),
+        "error": j.get("error") or None,
+        "prompt": _prompt(store, j),
+    }
+
+
+def _prompt(store: Store, j: Mapping[str, Any]) -> str | None:
+    """The judgment's exact prompt when the store keeps prompts (``Store.judgment_prompt``)."""
+    read = getattr(store, "judgment_prompt", None)
+    if read is None:
+        return None
+    text = read(j["run_id"], j["item_id"], int(j["criterion_index"]), j["judge_id"], int(j["permutation_index"]))
+    return text if isinstance(text, str) else None
+
+
+def _label(j: Mapping[str, Any]) -> str | None:
+    return j.get("verdict") if j.get("verdict") is not None else j.get("selected_label")
+
+
+def _final(criterion: Mapping[str, Any]) -> str | None:
+    """The ensemble's final verdict or selected label of one criterion report dict."""
+    if criterion.get("final_verdict") is not None:
+        return str(criterion["final_verdict"])
+    choice = criterion.get("final_multi_choice_verdict") or {}
+    return choice.get("selected_label")
+
+
+def _rubric(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    rubric = _json(row.get("rubric_json"))
+    return [c for c in rubric if isinstance(c, dict)] if isinstance(rubric, list) else []
+
+
+def _json(text: str | None) -> Any:
+    return json.loads(text) if text else None
+
+
+def _show(value: Any) -> str:
+    """A setting as short text: strings as they are, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)

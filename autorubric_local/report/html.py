@@ -1,0 +1,93 @@
+"""Rendering a run's report as one self-contained static HTML file (Jinja2, autoescaping on).
+
+Everything the page shows comes from :func:`.context.report_context`; the template is package
+data (``report/templates/report.html.j2``). Submissions, explanations and prompts are data
+written by the people and models being graded: the environment escapes every value (an
+``<script>`` in a submission is shown as text), and the page carries a Content-Security-Policy
+that allows no script at all and images only as ``data:`` URIs, so nothing is fetched either.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from autorubric_local.report.context import report_context
+from autorubric_local.runner.results import resolve_db_path
+from autorubric_local.store import Store
+
+__all__ = ["REPORT_FILE", "default_out_dir", "render_report", "write_report"]
+
+TEMPLATE = "report.html.j2"
+REPORT_FILE = "index.html"
+"""Name of the page written into the output folder."""
+
+
+def _environment() -> Any:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    env = Environment(
+        loader=FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = _num
+    env.filters["pct"] = _pct
+    return env
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def render_report(context: dict[str, Any]) -> str:
+    """The report page of ``context`` (from :func:`.context.report_context`) as HTML text."""
+    return _environment().get_template(TEMPLATE).render(**context)
+
+
+def default_out_dir(run_name: str) -> Path:
+    """``report-<run name>``: the folder a report goes to when none is given (characters other
+    than letters, digits, ``.``, ``_`` and ``-`` replaced by ``_``)."""
+    return Path("report-" + re.sub(r"[^A-Za-z0-9._-]", "_", run_name))
+
+
+def write_report(db_path: str | Path, run: str, out_dir: str | Path | None = None) -> Path:
+    """Write the report of ``run`` in the database ``db_path`` to ``out_dir/index.html``.
+
+    Parameters
+    ----------
+    db_path : str or Path
+        A results database file (or an experiment folder holding ``results.sqlite``).
+    run : str
+        Run name (its latest run) or id.
+    out_dir : str or Path, optional
+        Created if needed; default :func:`default_out_dir` of the run's name.
+
+    Returns
+    -------
+    Path
+        The page written.
+
+    Raises
+    ------
+    InputError
+        No database at ``db_path``, or no such run in it (the message lists the runs).
+    """
+    path = resolve_db_path(db_path)
+    store = Store.open(path)
+    try:
+        context = report_context(store, run, path)
+    finally:
+        store.close()
+    folder = Path(out_dir) if out_dir is not None else default_out_dir(context["run"]["name"])
+    folder.mkdir(parents=True, exist_ok=True)
+    page = folder / REPORT_FILE
+    page.write_text(render_report(context), encoding="utf-8")
+    return page

@@ -1,0 +1,384 @@
+"""``autorubric-local report``: the static HTML report of a stored run.
+
+Runs are real ``grade`` runs of the bundled example through the CLI, with a ScriptedEngine
+swapped in for the model loader (answers are a hash of the prompt; one criterion of the hostile
+item fails), plus a labelled run and a position-bias sweep in the same database. The tests check
+the page against the stored rows: one item row per item, verdict rates equal to counts taken
+from the ``judgments`` table, escaping of a hostile submission, the agreement section only where
+there is ground truth, clean errors for a missing run or database.
+
+The browser test opens the page in headless Chromium (Debian's ``chromium`` and
+``chromium-driver``, driven by selenium; ``scripts/setup_browser.sh``). Without them it is
+skipped, except under CI (``CI`` set) or once that script's stamp ``.venv/.browser-ready``
+exists, where it fails.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import re
+import shutil
+from dataclasses import replace
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+from click.testing import CliRunner, Result
+
+from autorubric_local.bias import sweep as bias_sweep
+from autorubric_local.cli import main
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.data.dataset import RubricDataset
+from autorubric_local.data.submissions import load_grading_data
+from autorubric_local.engine import LabelScores, ScoreRequest, ScriptedEngine
+from autorubric_local.graders import criterion_grader
+from autorubric_local.report import criterion_rates, render_report, report_context
+from autorubric_local.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+RUBRIC_FILE = EXAMPLES / "battery_rubric.yaml"
+DATA_FILE = EXAMPLES / "battery_submissions.jsonl"
+BROWSER_STAMP = ROOT / ".venv" / ".browser-ready"
+HOSTILE = "<script>alert(1)</script> NMC & LFP <img src=x onerror=alert(2)>"
+FAILING_REQUIREMENT = "Says LFP is cheaper than NMC"
+N_EXAMPLE_ITEMS = 8
+
+
+def policy(request: ScoreRequest) -> list[float] | LabelScores:
+    """Label log-probabilities from a hash of the prompt; the cost criterion fails on the hostile item."""
+    text = request.prefix + request.suffix
+    if FAILING_REQUIREMENT in text and "alert(1)" in text:
+        return LabelScores((), error="scripted failure")
+    digest = hashlib.sha256(text.encode()).digest()
+    weights = [1.0 + digest[k] % 5 for k in range(len(request.labels))]
+    return [math.log(w / sum(weights)) for w in weights]
+
+
+def invoke(*args: str | Path) -> Result:
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One database: run ``plain`` (the example plus a hostile item, explain mode), run
+    ``labelled`` (three items with ground truth) and sweep ``bias`` (two items)."""
+    folder = tmp_path_factory.mktemp("report")
+    data = folder / "subs.jsonl"
+    data.write_text(DATA_FILE.read_text(encoding="utf-8")
+                    + json.dumps({"id": "hostile", "submission": HOSTILE}) + "\n", encoding="utf-8")
+    rubric = Rubric.from_file(str(RUBRIC_FILE))
+    labels = [
+        ["MET", "MET", "UNMET", "UNMET", "MET", "UNMET", "3 - Solid, several correct figures", "Matches the trade-offs"],
+        ["UNMET", "MET", "MET", "UNMET", "UNMET", "UNMET", "2 - Basic, one or two facts", "NA - No advice given"],
+        ["MET", "UNMET", "MET", "MET", "UNMET", "MET", "1 - Vague, no figures", "Contradicts the trade-offs"],
+    ]
+    items = [replace(item, ground_truth=truth) for item, truth in zip(load_grading_data(DATA_FILE, rubric).items, labels)]
+    labelled = folder / "labelled.json"
+    RubricDataset(prompt="Compare NMC and LFP.", rubric=rubric, items=items).to_file(labelled)
+    path = folder / "r.sqlite"
+    engine = ScriptedEngine(policy=policy)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(criterion_grader, "load_engine", lambda config: engine)
+        patch.setattr(bias_sweep, "load_engine", lambda config: engine)
+        done = invoke("grade", RUBRIC_FILE, data, "--db", path, "--run", "plain", "--mode", "explain",
+                      "--seed", "3", "--no-progress", "--allow-failures")
+        assert done.exit_code == 0, done.output
+        done = invoke("grade", labelled, "--db", path, "--run", "labelled", "--seed", "3", "--no-progress")
+        assert done.exit_code == 0, done.output
+        done = invoke("sweep", RUBRIC_FILE, DATA_FILE, "--db", path, "--name", "bias", "--limit", "2",
+                      "--bootstrap", "20")
+        assert done.exit_code == 0, done.output
+    return path
+
+
+@pytest.fixture(scope="module")
+def pages(db: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """``index.html`` of each run, written by the CLI."""
+    out = tmp_path_factory.mktemp("pages")
+    written = {}
+    for run in ("plain", "labelled"):
+        result = invoke("report", run, "--db", db, "--out", out / run)
+        assert result.exit_code == 0, result.output
+        written[run] = Path(result.stdout.strip())
+        assert written[run] == out / run / "index.html"
+    return written
+
+
+class Page(HTMLParser):
+    """The parts of a report page the tests read: rows, rate cells, images, scripts, text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.item_ids: list[str] = []
+        self.rates: dict[tuple[str, str], list[str]] = {}
+        self.images: list[str] = []
+        self.scripts = 0
+        self.ids: set[str] = set()
+        self._rate: tuple[str, str] | None = None
+        self._cells: list[str] = []
+        self._in_cell = False
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"] or "")
+        if tag == "script":
+            self.scripts += 1
+        if tag == "img":
+            self.images.append(a.get("src") or "")
+        if tag == "tr" and a.get("class") == "item":
+            self.item_ids.append(a.get("data-item-id") or "")
+        if tag == "tr" and a.get("class") == "rate":
+            self._rate, self._cells = (a["data-criterion"] or "", a["data-label"] or ""), []
+        if tag == "td" and self._rate is not None:
+            self._in_cell = True
+            self._cells.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td":
+            self._in_cell = False
+        if tag == "tr" and self._rate is not None:
+            self.rates[self._rate] = [c.strip() for c in self._cells]
+            self._rate = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in_cell:
+            self._cells[-1] += data
+
+
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------- the page
+
+
+def test_one_item_row_per_item_in_item_order(db: Path, pages: dict[str, Path]) -> None:
+    store = Store.open(db)
+    for run, page in pages.items():
+        stored = [row["item_id"] for row in store.item_rows(store.find_run(run)["id"])]
+        assert Page(read(page)).item_ids == stored
+    assert len(Page(read(pages["plain"])).item_ids) == N_EXAMPLE_ITEMS + 1
+    assert len(Page(read(pages["labelled"])).item_ids) == 3
+    assert f'<span id="item-count">{N_EXAMPLE_ITEMS + 1}</span>' in read(pages["plain"])
+
+
+def test_verdict_rates_equal_counts_of_the_stored_judgments(db: Path, pages: dict[str, Path]) -> None:
+    database = sqlite_utils.Database(db)
+    (run_id,) = [r["id"] for r in database["runs"].rows_where("name = 'plain'")]
+    counts = {
+        (name, label): count
+        for name, label, count in database.execute(
+            "select criterion_name, coalesce(verdict, selected_label), count(*) from judgments "
+            "where run_id = ? and error is null group by 1, 2", [run_id]).fetchall()
+    }
+    answered = dict(database.execute(
+        "select criterion_name, count(*) from judgments where run_id = ? and error is null group by 1",
+        [run_id]).fetchall())
+    failed = dict(database.execute(
+        "select criterion_name, count(*) from judgments where run_id = ? and error is not null group by 1",
+        [run_id]).fetchall())
+    assert failed == {"cost_and_cobalt": 1}  # the hostile item's scripted failure
+    assert answered["cost_and_cobalt"] == N_EXAMPLE_ITEMS and answered["nmc_energy_density"] == N_EXAMPLE_ITEMS + 1
+
+    rates = Page(read(pages["plain"])).rates
+    assert {key for key, cells in rates.items() if int(cells[-3])} == set(counts)
+    for (name, label), cells in rates.items():
+        count = counts.get((name, label), 0)
+        assert int(cells[-3]) == count
+        assert cells[-2] == f"{count / answered[name]:.1%}"
+    context = report_context(Store.open(db), "plain", db)
+    for c in context["criteria"]:
+        assert (c["answered"], c["errors"]) == (answered[c["name"]], failed.get(c["name"], 0))
+        for entry in c["labels"]:
+            assert entry["rate"] == counts.get((c["name"], entry["label"]), 0) / answered[c["name"]]
+    ordinal = next(c for c in context["criteria"] if c["name"] == "technical_depth")
+    assert [e["label"] for e in ordinal["labels"]] == [
+        "1 - Vague, no figures", "2 - Basic, one or two facts", "3 - Solid, several correct figures",
+        "4 - Expert, figures and trade-offs explained"]
+
+
+def test_criterion_rates_by_hand() -> None:
+    rows = [
+        {"criterion_index": 0, "criterion_name": "a", "verdict": "MET", "selected_label": None, "error": None},
+        {"criterion_index": 0, "criterion_name": "a", "verdict": "MET", "selected_label": None, "error": None},
+        {"criterion_index": 0, "criterion_name": "a", "verdict": "UNMET", "selected_label": None, "error": None},
+        {"criterion_index": 0, "criterion_name": "a", "verdict": None, "selected_label": None, "error": "boom"},
+        {"criterion_index": 1, "criterion_name": "b", "verdict": None, "selected_label": "Y", "error": None},
+        {"criterion_index": 1, "criterion_name": "b", "verdict": None, "selected_label": "NA", "error": None},
+    ]
+    a, b = criterion_rates(rows, [{"name": "b", "options": [{"label": "X"}, {"label": "Y"}]}])
+    assert (a["name"], a["scale"], a["n"], a["answered"], a["errors"]) == ("a", "binary", 4, 3, 1)
+    assert a["labels"] == [{"label": "MET", "count": 2, "rate": 2 / 3}, {"label": "UNMET", "count": 1, "rate": 1 / 3},
+                           {"label": "CANNOT_ASSESS", "count": 0, "rate": 0.0}]
+    assert (b["scale"], b["answered"], b["errors"]) == ("multi", 2, 0)
+    assert b["labels"] == [{"label": "X", "count": 0, "rate": 0.0}, {"label": "Y", "count": 1, "rate": 0.5},
+                           {"label": "NA", "count": 1, "rate": 0.5}]
+
+
+def test_a_hostile_submission_is_shown_as_text(pages: dict[str, Path]) -> None:
+    text = read(pages["plain"])
+    assert "<script>alert(1)</script>" not in text
+    assert "<img src=x" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; NMC &amp; LFP &lt;img src=x onerror=alert(2)&gt;" in text
+    page = Page(text)
+    assert page.scripts == 0
+    assert all(src.startswith("data:image/png;base64,") for src in page.images)
+
+
+def test_the_page_is_self_contained(pages: dict[str, Path]) -> None:
+    for page in pages.values():
+        text = read(page)
+        assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text)
+        assert "default-src 'none'; img-src data:" in text
+        images = Page(text).images
+        assert images and all(src.startswith("data:image/png;base64,") for src in images)
+        assert [p.name for p in page.parent.iterdir()] == ["index.html"]
+
+
+def test_agreement_only_where_there_is_ground_truth(pages: dict[str, Path]) -> None:
+    labelled, plain = Page(read(pages["labelled"])), Page(read(pages["plain"]))
+    assert "agreement" in labelled.ids and "agreement" not in plain.ids
+    text = read(pages["labelled"])
+    assert "3 items with ground truth" in text
+    assert 'alt="confusion_nmc_energy_density"' in text and 'alt="reliability"' in text and 'alt="scores"' in text
+    assert "Agreement with the ground truth" not in read(pages["plain"])
+
+
+def test_sweeps_of_the_database_are_shown_with_heat_maps(pages: dict[str, Path]) -> None:
+    text = read(pages["plain"])
+    assert "Sweep bias" in text
+    assert 'alt="grade-scores"' in text and 'alt="heatmap-smollm2-135m-instruct"' in text
+
+
+def test_run_settings(db: Path, pages: dict[str, Path]) -> None:
+    row = Store.open(db).find_run("plain")
+    text = read(pages["plain"])
+    for value in (row["id"], row["started_utc"], row["finished_utc"], "finished", row["package_version"],
+                  "smollm2-135m-instruct", "scripted", "explain"):
+        assert value in text
+    assert str(Path(row["data_path"])).replace("&", "&amp;") in text
+
+
+def test_explanations_and_failed_judgments_in_the_item_table(pages: dict[str, Path]) -> None:
+    text = read(pages["plain"])
+    assert "scripted explanation" in text
+    assert "scripted failure" in text
+
+
+# ------------------------------------------------------------------------------- prompts
+
+
+class PromptStore(Store):
+    """A store that keeps prompts (the interface of ``Store.judgment_prompt``)."""
+
+    def judgment_prompt(self, run_id: str, item_id: str, criterion_index: int, judge_id: str,
+                        permutation_index: int) -> str | None:
+        return None if item_id == "excellent" else f"<prompt {item_id} {criterion_index} {judge_id}>"
+
+
+def test_prompts_are_shown_collapsed_or_not_stored(db: Path) -> None:
+    store = PromptStore(Store.open(db).db)
+    text = render_report(report_context(store, "plain", db))
+    assert "<details><summary>prompt</summary><pre class=\"prompt\">&lt;prompt vague 0 smollm2-135m-instruct&gt;" in text
+    assert text.count("<summary>prompt</summary>") == N_EXAMPLE_ITEMS * 8  # all but the 8 of "excellent"
+    assert text.count(">not stored<") == 8
+
+
+def test_prompts_of_the_store_when_it_keeps_them(db: Path, pages: dict[str, Path]) -> None:
+    text = read(pages["plain"])
+    store = Store.open(db)
+    if not hasattr(store, "judgment_prompt"):
+        assert text.count(">not stored<") == (N_EXAMPLE_ITEMS + 1) * 8
+        return
+    j = store.judgments(store.find_run("plain")["id"])[0]
+    prompt = store.judgment_prompt(j["run_id"], j["item_id"], j["criterion_index"], j["judge_id"],
+                                   j["permutation_index"])
+    assert prompt
+    from markupsafe import escape
+
+    assert str(escape(prompt)) in text
+
+
+# ------------------------------------------------------------------------------- the CLI
+
+
+def test_missing_run_is_a_clean_error(db: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["report", "nope", "--db", str(db), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1
+    assert result.output == f"Error: {db}: no run named 'nope' (runs: 'plain', 'labelled')\n"
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_database_is_a_clean_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["report", "x", "--db", str(tmp_path / "none.sqlite")])
+    assert result.exit_code == 1
+    assert result.output == f"Error: {tmp_path / 'none.sqlite'}: no results database here\n"
+    assert not (tmp_path / "none.sqlite").exists()
+
+
+def test_default_out_dir_is_named_after_the_run(db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copy(db, tmp_path / "results.sqlite")
+    monkeypatch.chdir(tmp_path)
+    result = invoke("report", "labelled")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == str(Path("report-labelled") / "index.html") + "\n"
+    assert (tmp_path / "report-labelled" / "index.html").is_file()
+
+
+# ------------------------------------------------------------------------------- a real browser
+
+
+def require_browser() -> tuple[str, str]:
+    """Paths of chromium and chromedriver; skip without them (fail under CI or after set-up)."""
+    browser, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if browser and driver and importlib.util.find_spec("selenium") is not None:
+        return browser, driver
+    message = "headless Chromium is missing (chromium, chromium-driver, selenium): run scripts/setup_browser.sh"
+    if os.environ.get("CI") or BROWSER_STAMP.exists():
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def test_the_page_renders_in_a_headless_browser(pages: dict[str, Path]) -> None:
+    browser, driver_path = require_browser()
+    from selenium import webdriver
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1280,2000"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    try:
+        for run, expected in (("plain", N_EXAMPLE_ITEMS + 1), ("labelled", 3)):
+            driver.get(pages[run].resolve().as_uri())
+            assert driver.execute_script("return document.readyState") == "complete"
+            assert driver.title == f"Run {run}: autorubric-local report"
+            rows = driver.execute_script("return document.querySelectorAll('#items > tbody > tr.item').length")
+            assert rows == expected
+            assert driver.find_element("id", "item-count").text == str(expected)
+            assert driver.execute_script("return document.scripts.length") == 0
+            broken = driver.execute_script(
+                "return Array.from(document.images).filter(i => !i.complete || i.naturalWidth === 0).length")
+            assert broken == 0
+            errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+            assert errors == []
+            with pytest.raises(NoAlertPresentException):
+                driver.switch_to.alert.text  # noqa: B018
+            if run == "plain":
+                hostile = driver.execute_script(
+                    "return document.querySelector('tr.item[data-item-id=\"hostile\"] pre.submission').textContent")
+                assert hostile == HOSTILE
+    finally:
+        driver.quit()
