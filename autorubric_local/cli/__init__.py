@@ -14,7 +14,6 @@ from autorubric_local.cli import (
     indeterminacy,
     metrics,
     models,
-    report,
     runs,
     show,
 )
@@ -42,4 +41,3 @@ main.add_command(indeterminacy.indeterminacy)
 main.add_command(runs.runs)
 main.add_command(show.show)
 main.add_command(export.export)
-main.add_command(report.report)
