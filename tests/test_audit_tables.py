@@ -18,6 +18,7 @@ from autorubric_local.graders import CriterionGrader
 from autorubric_local.graders.result_records import best_contribution, prompt_text_id
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.runner import EvalConfig, EvalRunner
+from autorubric_local.runner.inspection import criterion_rows
 from autorubric_local.store import Store
 
 POSITIVE = Criterion(name="density", weight=10.0, requirement="States the energy density")
@@ -151,3 +152,16 @@ def test_reasoning_first_prompt_contains_the_explanation_it_was_scored_after(tmp
     prompt = store.judgment_prompt(run_id, judgment["item_id"], 0, judgment["judge_id"])
     assert prompt in {r.prefix + r.suffix for r in scored}
     assert "Because NMC stores more energy per kilogram." in prompt
+
+
+def test_runs_recorded_before_migration_11_are_rebuilt_from_their_reports(tmp_path: Path) -> None:
+    store, run_id = run(tmp_path, ScriptedEngine(policy=policy), cannot_assess_config=CannotAssessConfig(
+        strategy="partial", partial_credit=0.5))
+    run_row = store.find_run(run_id)
+    assert run_row is not None
+    recorded = criterion_rows(store, run_row)
+    store.db.execute("delete from item_criteria")  # what a run graded before migration 11 has
+    store.db.conn.commit()
+    assert store.criterion_results(run_id) == []
+    assert criterion_rows(store, run_row) == recorded
+    assert [row["item_id"] for row in criterion_rows(store, run_row, ["item-1"])] == ["item-1"] * 3

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlite_utils
@@ -19,23 +18,6 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RUBRIC_FILE = EXAMPLES / "battery_rubric.yaml"
 DATA_FILE = EXAMPLES / "battery_submissions.jsonl"
 BINARY_LABELS = {"MET", "UNMET", "CANNOT_ASSESS"}
-
-
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_model: Any) -> Path:
-    """The tiny random judge and its tokenizer saved as a local Hugging Face model folder.
-
-    The saved config allows 4096 positions (RoPE: no weights depend on it) because the bundled
-    example's prompts are ~1200 tokens with the tiny tokenizer, beyond the in-memory model's 512.
-    """
-    folder = tmp_path_factory.mktemp("tiny-judge")
-    tiny_model.model.save_pretrained(folder)
-    tiny_model.tokenizer.save_pretrained(folder)
-    config_file = folder / "config.json"
-    config = json.loads(config_file.read_text(encoding="utf-8"))
-    config["max_position_embeddings"] = 4096
-    config_file.write_text(json.dumps(config), encoding="utf-8")
-    return folder
 
 
 @pytest.fixture

@@ -346,3 +346,30 @@ def test_changed_scoring_settings_are_refused(tmp_path: Path, setting: str) -> N
     changed = CriterionGrader(LLMConfig(model="scripted", engine=engine), seed=11, **{name: values[setting]})
     with pytest.raises(InputError, match=f"grader settings changed: {name} "):
         run(dataset, changed, config(tmp_path))
+
+
+def test_a_finished_run_is_read_back_without_loading_a_judge(tmp_path: Path) -> None:
+    dataset = crash_worker.build_dataset(3)
+    first = run(dataset, grader(), config(tmp_path))
+    fresh = grader()
+    runner = EvalRunner(dataset, fresh, config(tmp_path))
+    again = runner.finished_result()
+    assert again is not None and again.resumed_items == 3
+    assert [r.report for r in again.item_results] == [r.report for r in first.item_results]
+    assert fresh._engines == {}  # noqa: SLF001 - no engine was built
+    assert EvalRunner(dataset, grader(), config(tmp_path, resume=False)).finished_result() is None
+    assert EvalRunner(dataset, grader(), config(tmp_path, experiment_name="other")).finished_result() is None
+    relabelled = crash_worker.build_dataset(3)
+    relabelled.items[0] = replace(relabelled.items[0], ground_truth=["UNMET", "UNMET", "Expert"])
+    assert EvalRunner(relabelled, grader(), config(tmp_path)).finished_result() is None  # resume refreshes it
+
+
+def test_a_finished_run_with_a_failed_item_is_not_read_back(tmp_path: Path) -> None:
+    def flaky(request: ScoreRequest) -> list[float]:
+        if "submission 1" in request.prefix.lower():
+            raise RuntimeError("judge crashed")
+        return crash_worker.make_policy(0.0)(request)
+
+    dataset = crash_worker.build_dataset(3)
+    run(dataset, grader(policy=flaky), config(tmp_path))
+    assert EvalRunner(dataset, grader(), config(tmp_path)).finished_result() is None

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
+from rich.console import Console
 
 from autorubric_local.core.errors import AutorubricError, InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.core.rubric import Rubric
+    from autorubric_local.store import Store
 
 MAX_NAME_LENGTH = 128
 """Longest ``--run`` / ``--name`` accepted."""
@@ -135,3 +138,51 @@ def database_option(ctx: click.Context, param: click.Parameter, value: Path) -> 
     except InputError as exc:
         raise click.BadParameter(str(exc), ctx, param) from None
     return value
+
+
+def open_store(db_path: Path) -> Store:
+    """The existing results database at ``db_path``, opened (and migrated) for reading.
+
+    Raises
+    ------
+    click.ClickException
+        The file is missing or not a results database; the message names the file.
+    """
+    from autorubric_local.store import Store
+
+    if not db_path.is_file():
+        raise click.ClickException(f"{db_path}: no such results database (grade writes one; see --db)")
+    try:
+        check_database_path(db_path)
+        return Store.open(db_path)
+    except (InputError, sqlite3.Error) as exc:
+        raise click.ClickException(f"{db_path}: {exc}") from None
+
+
+def open_run(db_path: Path, run: str) -> tuple[Store, dict[str, Any]]:
+    """The store at ``db_path`` (see :func:`open_store`) and its run ``run`` (a name, meaning
+    the latest run of that name, or a run id), for the commands that read a run.
+
+    Raises
+    ------
+    click.ClickException
+        As :func:`open_store`, or the database has no such run; the message names the file
+        and lists the runs it has.
+    """
+    store = open_store(db_path)
+    row = store.find_run(run)
+    if row is None:
+        names = store.run_names()
+        store.close()
+        known = ", ".join(repr(n) for n in dict.fromkeys(names)) if names else "none"
+        raise click.ClickException(f"{db_path}: no run named or with id {run!r} (runs: {known})")
+    return store, row
+
+
+def plain_console(stderr: bool = False) -> Console:
+    """A console that is as wide as the terminal on a terminal, and unlimited (no wrapping,
+    no folding) when stdout is piped or redirected, so that names and text stay whole."""
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return Console(stderr=stderr)
+    return Console(stderr=stderr, width=100_000, soft_wrap=True)

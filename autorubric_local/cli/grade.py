@@ -7,6 +7,7 @@ each committed to the SQLite file, so an interrupted run resumes with ``--run NA
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ from autorubric_local.cli.common import (
     database_option,
     fail,
     load_rubric,
+    plain_console,
     run_name_option,
 )
 from autorubric_local.core.errors import AutorubricError, InputError
@@ -74,6 +76,9 @@ DEFAULT_OFF_LABEL_THRESHOLD = 0.5
               show_default=True, help="Most judgments per engine chunk; each chunk is committed at once.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON instead of a table.")
+@click.option("--jsonl", "as_jsonl", is_flag=True,
+              help="Stream results as JSON Lines, one item per line as each chunk is committed (items "
+                   "resumed from the database follow at the end).")
 @click.option("--allow-failures", is_flag=True,
               help=f"Exit 0 even when items or judgments failed (default: exit {EXIT_FAILURES}).")
 @click.option("--off-label-threshold", type=click.FloatRange(0.0, 1.0), default=DEFAULT_OFF_LABEL_THRESHOLD,
@@ -100,6 +105,7 @@ def grade(
     chunk_judgments: int,
     no_progress: bool,
     as_json: bool,
+    as_jsonl: bool,
     allow_failures: bool,
     off_label_threshold: float,
     contextual_calibration: bool,
@@ -146,6 +152,8 @@ def grade(
     console = Console(stderr=True)
     if len(paths) > 2:
         raise click.UsageError(f"expected [RUBRIC] DATA, got {len(paths)} paths")
+    if as_json and as_jsonl:
+        raise click.UsageError("give --json or --jsonl, not both")
     rubric_path, data_path = (None, paths[0]) if len(paths) == 1 else paths
     rubric = None if rubric_path is None else load_rubric(rubric_path)
     try:
@@ -156,13 +164,22 @@ def grade(
                               contextual_calibration)
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume,
                             chunk_judgments=chunk_judgments, show_progress=not no_progress)
-        started = time.perf_counter()
-        names = ", ".join(sorted({j.llm_config.model for j in grader.judges}))
-        with console.status(f"loading judge {escape(names)} ..."):
-            for judge in grader.judges:
-                grader.engine_for(judge)
-        load_seconds = time.perf_counter() - started
-        result = EvalRunner(dataset, grader, config, data_path=str(data_path)).run_sync()
+        streamed: set[str] = set()
+        on_chunk = (lambda chunk: _stream(chunk.graded, streamed)) if as_jsonl else None
+        runner = EvalRunner(dataset, grader, config, data_path=str(data_path), on_chunk=on_chunk)
+        load_seconds = 0.0
+        result = runner.finished_result()
+        if result is not None:
+            console.print(f"run {result.experiment_name} is finished in {db_path}: results read from the database "
+                          "(no judge loaded; --no-resume grades again as a new run)", markup=False)
+        else:
+            started = time.perf_counter()
+            names = ", ".join(sorted({j.llm_config.model for j in grader.judges}))
+            with console.status(f"loading judge {escape(names)} ..."):
+                for judge in grader.judges:
+                    grader.engine_for(judge)
+            load_seconds = time.perf_counter() - started
+            result = runner.run_sync()
     except KeyboardInterrupt:
         console.print(f"interrupted: committed chunks are kept in {db_path}; run again with the same --run to resume",
                       markup=False)
@@ -172,8 +189,10 @@ def grade(
     graded = [(r.item_id, r.report) for r in result.item_results]
     if as_json:
         click.echo(json.dumps([_item_json(item_id, report) for item_id, report in graded], indent=2))
+    elif as_jsonl:
+        _stream(graded, streamed)
     else:
-        Console().print(_results_table(graded, off_label_threshold))
+        plain_console().print(_results_table(graded, off_label_threshold))
     console.print(_summary(result, load_seconds, db_path), markup=False)
     if contextual_calibration:
         inputs = ", ".join(repr(text) for text in grader.content_free_inputs)
@@ -189,6 +208,15 @@ def grade(
                       f"{failed_judgments} judgments failed; {outcome}")
         if not allow_failures:
             raise SystemExit(EXIT_FAILURES)
+
+
+def _stream(graded: Sequence[tuple[str, EnsembleEvaluationReport]], streamed: set[str]) -> None:
+    """Print each item of ``graded`` not printed yet as one JSON line (``_item_json``), flushed."""
+    for item_id, report in graded:
+        if item_id not in streamed:
+            streamed.add(item_id)
+            click.echo(json.dumps(_item_json(item_id, report)))
+    sys.stdout.flush()
 
 
 def _failures(result: EvalResult) -> tuple[int, int]:
@@ -303,6 +331,7 @@ def _results_table(
     the criterion's judgments, ``!`` above ``off_label_threshold``) is added when any judgment
     reports one."""
     show_mass = any(vote.off_label_mass is not None for _, report in graded for vote in _votes(report))
+    show_reasons = any(criterion.final_reason for _, report in graded for criterion in report.report or [])
     caption = None
     if show_mass:
         caption = (f"off-label: the largest first-step probability a judge put outside the allowed labels; "
@@ -313,8 +342,10 @@ def _results_table(
                ("verdict", "left"), ("P", "right"), ("agree", "right")]
     if show_mass:
         columns.append(("off-label", "right"))
+    if show_reasons:
+        columns.append(("explanation", "left"))
     for column, justify in columns:
-        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for item_id, report in graded:
         score = "[red]failed[/red]" if report.score is None else f"{report.score:.3f}"
         for index, criterion in enumerate(report.report or []):
@@ -330,6 +361,8 @@ def _results_table(
                      verdict, probability, f"{criterion.agreement:.2f}"]
             if show_mass:
                 cells.append(_off_label_cell(criterion, off_label_threshold))
+            if show_reasons:
+                cells.append(escape(criterion.final_reason))
             table.add_row(*cells)
         table.add_section()
     return table

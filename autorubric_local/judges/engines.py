@@ -20,10 +20,12 @@ Loaded engines are shared within a process (one copy of the weights for many gra
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -109,10 +111,11 @@ def ensure_converted(gguf: Path) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     logger.info("converting %s to %s (once)", gguf, target)
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, trust_remote_code=False)
-    model = AutoModelForCausalLM.from_pretrained(
-        gguf.parent, gguf_file=gguf.name, dtype=torch.float32, trust_remote_code=False
-    )
+    with no_progress_bars():
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf.parent, gguf_file=gguf.name, dtype=torch.float32, trust_remote_code=False
+        )
     # The de-quantised weights are plain float32; drop the GGUF quantizer so they can be saved.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
@@ -120,6 +123,21 @@ def ensure_converted(gguf: Path) -> Path:
     _write_folder_once(target, "config.json", lambda staging: (model.save_pretrained(staging),
                                                                tokenizer.save_pretrained(staging)))
     return target
+
+
+@contextlib.contextmanager
+def no_progress_bars() -> Iterator[None]:
+    """Switch transformers' and huggingface_hub's tqdm bars off inside the block (they would
+    print "Loading weights" bars to stderr under our own progress display), then restore them."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def _write_folder_once(target: Path, marker: str, write: Any) -> None:
@@ -384,8 +402,9 @@ def _load_transformers(resolved: ResolvedModel, config: LLMConfig, device: str, 
 
     folder = ensure_converted(resolved.path) if resolved.kind == "gguf" else resolved.path
     refuse_custom_code(folder)
-    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, trust_remote_code=False).to(device)
+    with no_progress_bars():
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, trust_remote_code=False).to(device)
     context = config.context_length or (resolved.preset.context_length if resolved.preset else None)
     return from_transformers(
         model,

@@ -36,7 +36,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -94,6 +94,8 @@ class ChunkReport:
     failed_items: int
     completed_items: int
     total_items: int
+    graded: tuple[tuple[str, EnsembleEvaluationReport], ...] = ()
+    """The chunk's items as ``(item id, report)``, in the chunk's order (already committed)."""
 
 
 class EvalRunner:
@@ -156,6 +158,9 @@ class EvalRunner:
             Another live process is grading this run (nothing was graded), or took the run's
             lease over from this one (the chunk in flight was not committed).
         """
+        finished = self.finished_result()
+        if finished is not None:
+            return finished
         planned = plan_dataset(self.dataset)
         model_ids = {judge.judge_id: self.grader.engine_for(judge).model_id for judge in self.grader.judges}
         name = self.config.experiment_name or auto_name(self.dataset.name)
@@ -177,6 +182,44 @@ class EvalRunner:
         finally:
             store.close()
         return replace(result, resumed_items=resumed)
+
+    def finished_result(self) -> EvalResult | None:
+        """The stored result, read without loading a judge, when the run this runner would
+        resume is already finished with this content (same content hash, every item graded
+        without an error); None otherwise (including a run whose content differs, which
+        :meth:`run_sync` then refuses, naming what changed).
+
+        Nothing is written and no lease is taken; a database that does not exist is not
+        created.
+
+        Raises
+        ------
+        InputError
+            Malformed dataset.
+        """
+        name = self.config.experiment_name
+        if name is None or not self.config.resume:
+            return None
+        path = self.config.database_path(name)
+        if str(path) == MEMORY_DB or not Path(path).is_file():
+            return None
+        planned = plan_dataset(self.dataset)
+        store = Store.open(path)
+        try:
+            existing = store.find_run(name)
+            if existing is None or existing["status"] != "finished":
+                return None
+            adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
+            if existing.get("content_hash") != content_hash(planned, self.grader.describe()):
+                return None
+            if store.done_item_ids(existing["id"]) != {entry.key for entry in planned}:
+                return None
+            if not _stored_as_planned(existing, store.item_rows(existing["id"]), planned, self.dataset):
+                return None  # ground truth or metadata changed: a resume refreshes them (under the lease)
+            result, _ = result_from_store(store, existing, str(path))
+        finally:
+            store.close()
+        return replace(result, resumed_items=len(planned))
 
     # ------------------------------------------------------------------------------ run rows
 
@@ -289,7 +332,8 @@ class EvalRunner:
                     failures = [(e, g) for e, g in zip(chunk, graded) if g.report.error is not None]
                     if self.on_chunk is not None:
                         self.on_chunk(ChunkReport(run_id, name, index, len(chunk), sum(len(g.results) for g in graded),
-                                                  len(failures), completed, len(planned)))
+                                                  len(failures), completed, len(planned),
+                                                  tuple((e.key, g.report) for e, g in zip(chunk, graded))))
                     if failures and self.config.fail_fast:
                         entry, failed = failures[0]
                         raise EvalAbortedError(
@@ -399,6 +443,18 @@ class LeaseHeartbeat:
                 self.beats += 1
         finally:
             store.close()
+
+
+def _stored_as_planned(
+    run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], planned: Sequence[PlannedItem], dataset: RubricDataset
+) -> bool:
+    """Whether the stored run already holds what resuming it would write again: the dataset
+    header and every item's index, JSON and ground truth (none of which the content hash covers)."""
+    if run.get("dataset_json") != json.dumps(_header(dataset)):
+        return False
+    fields = ("item_index", "item_json", "ground_truth_json")
+    stored = {row["item_id"]: tuple(row.get(f) for f in fields) for row in rows}
+    return all(stored.get(entry.key) == tuple(entry.row()[f] for f in fields) for entry in planned)
 
 
 def failed_item(item: GradeItem, exc: BaseException) -> GradedItem:

@@ -306,8 +306,8 @@ VIEWS: dict[str, str] = {
     "criterion_results": """
         select r.name as run_name, c.run_id, i.item_index, c.item_id, c.criterion_index, c.criterion_name,
                c.requirement, c.weight, c.scale_type, coalesce(c.verdict, c.selected_label) as verdict,
-               c.score_value, c.passed, c.contribution, c.agreement, c.final_reason as explanation, c.error,
-               i.score as item_score
+               c.selected_index, c.score_value, c.is_na, c.passed, c.contribution, c.agreement,
+               c.label_probabilities_json, c.final_reason as explanation, c.error, i.score as item_score
         from item_criteria c
         join runs r on r.id = c.run_id
         join items i on i.run_id = c.run_id and i.item_id = c.item_id""",
