@@ -14,6 +14,7 @@ from autorubric_local.cli import (
     indeterminacy,
     metrics,
     models,
+    report,
     runs,
     show,
 )
@@ -41,3 +42,4 @@ main.add_command(indeterminacy.indeterminacy)
 main.add_command(runs.runs)
 main.add_command(show.show)
 main.add_command(export.export)
+main.add_command(report.report)
