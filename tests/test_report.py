@@ -298,13 +298,14 @@ def test_prompts_of_the_store_when_it_keeps_them(db: Path, pages: dict[str, Path
     if not hasattr(store, "judgment_prompt"):
         assert text.count(">not stored<") == (N_EXAMPLE_ITEMS + 1) * 8
         return
-    j = store.judgments(store.find_run("plain")["id"])[0]
-    prompt = store.judgment_prompt(j["run_id"], j["item_id"], j["criterion_index"], j["judge_id"],
-                                   j["permutation_index"])
-    assert prompt
     from markupsafe import escape
 
-    assert str(escape(prompt)) in text
+    judgments = store.judgments(store.find_run("plain")["id"])
+    prompts = [store.judgment_prompt(j["run_id"], j["item_id"], j["criterion_index"], j["judge_id"],
+                                     j["permutation_index"]) for j in judgments]
+    assert len(prompts) == (N_EXAMPLE_ITEMS + 1) * 8 and all(prompts)  # failed judgments keep theirs too
+    assert text.count("<summary>prompt</summary>") == len(prompts) and ">not stored<" not in text
+    assert all(f'<pre class="prompt">{escape(prompt)}</pre>' in text for prompt in prompts)
 
 
 # ------------------------------------------------------------------------------- the CLI

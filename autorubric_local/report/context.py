@@ -51,7 +51,8 @@ def report_context(store: Store, run: str, db_path: str | Path) -> dict[str, Any
         Keys ``run`` (settings), ``scores`` (distribution), ``criteria`` (verdict rates, see
         :func:`criterion_rates`), ``agreement`` (None without ground truth), ``sweeps``,
         ``items`` (one entry per planned item, in item order), ``prompts_stored`` (whether this
-        store can give prompts at all) and ``db_path``.
+        store can give prompts at all), ``show_judges`` (several judges or option orders voted),
+        ``show_explanations`` (some judgment has an explanation) and ``db_path``.
 
     Raises
     ------
@@ -80,6 +81,8 @@ def report_context(store: Store, run: str, db_path: str | Path) -> dict[str, Any
         "agreement": agreement_section(store, row, str(db_path)),
         "sweeps": sweep_sections(store),
         "prompts_stored": hasattr(store, "judgment_prompt"),
+        "show_judges": len({(j["judge_id"], j.get("permutation_index")) for j in judgments}) > 1,
+        "show_explanations": any(j.get("explanation") for j in judgments),
         "items": item_entries(store, items, judgments),
     }
 

@@ -48,6 +48,7 @@ def score_histogram(scores: Sequence[float]) -> str:
     ax.hist(list(scores), bins=HISTOGRAM_BINS, range=(low, high), color="#4c72b0", edgecolor="white")
     ax.set_xlabel("item score")
     ax.set_ylabel("items")
+    ax.yaxis.get_major_locator().set_params(integer=True)  # counts: no 0.5-item ticks
     ax.set_title(f"Score distribution (n={len(scores)})")
     fig.tight_layout()
     with tempfile.TemporaryDirectory() as folder:
