@@ -273,6 +273,32 @@ def test_explanations_and_failed_judgments_in_the_item_table(pages: dict[str, Pa
     assert "scripted failure" in text
 
 
+def test_item_table_judgments_equal_the_stored_rows(db: Path) -> None:
+    store = Store.open(db)
+    context = report_context(store, "plain", db)
+    shown = [(item["item_id"], c["name"], j["judge_id"], j["label"], j["probability"], j["explanation"], j["error"])
+             for item in context["items"] for c in item["criteria"] for j in c["judgments"]]
+    stored = []
+    for row in store.item_rows(store.find_run("plain")["id"]):
+        for j in sorted((j for j in store.judgments(row["run_id"]) if j["item_id"] == row["item_id"]),
+                        key=lambda j: j["criterion_index"]):
+            label = j["verdict"] or j["selected_label"]
+            probability = json.loads(j["label_probabilities_json"])[label] if label else None
+            stored.append((row["item_id"], j["criterion_name"], j["judge_id"], label, probability,
+                           j["explanation"], j["error"]))
+    assert shown == stored
+    assert [i["score"] for i in context["items"]] == [r["score"] for r in store.item_rows(row["run_id"])]
+
+
+def test_sweep_aggregates_rebuild_from_their_stored_summaries(db: Path) -> None:
+    from autorubric_local.report.sweeps import aggregate_from_dict
+
+    summaries = [json.loads(r["summary_json"]) for r in sqlite_utils.Database(db)["sweep_aggregates"].rows]
+    assert len(summaries) == 2  # technical_depth and use_case_advice, base variant
+    for summary in summaries:
+        assert aggregate_from_dict(summary).to_dict() == summary
+
+
 # ------------------------------------------------------------------------------- prompts
 
 
@@ -332,6 +358,27 @@ def test_default_out_dir_is_named_after_the_run(db: Path, tmp_path: Path, monkey
     assert result.exit_code == 0, result.output
     assert result.stdout == str(Path("report-labelled") / "index.html") + "\n"
     assert (tmp_path / "report-labelled" / "index.html").is_file()
+
+
+def test_setup_browser_never_fails_the_set_up(tmp_path: Path) -> None:
+    """Without chromium on PATH and not root, the script explains and exits 0, writing no stamp."""
+    import subprocess
+
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "setup_browser.sh", tmp_path / "scripts")
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / ".browser-ready").touch()  # a stale stamp: removed
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("dirname", "rm", "touch"):
+        (bin_dir / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
+    (bin_dir / "id").write_text("#!/bin/sh\necho 1000\n", encoding="utf-8")
+    (bin_dir / "id").chmod(0o755)
+    done = subprocess.run([shutil.which("bash") or "/bin/bash", str(tmp_path / "scripts" / "setup_browser.sh")],
+                          env={"PATH": str(bin_dir)}, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "chromium or chromedriver is missing and this is not root" in done.stdout
+    assert not (tmp_path / ".venv" / ".browser-ready").exists()
 
 
 # ------------------------------------------------------------------------------- a real browser
