@@ -1,7 +1,9 @@
 """Position-bias sweeps and the Grade Score (spec ``004_e603245b92b405ca.txt``).
 
 - :mod:`.grade_score`: LLM, Choice and Grade Scores of one rotation sweep (pure).
-- :mod:`.sweep`: plan every cyclic rotation, run it as one engine workload per judge, score.
+- :mod:`.sweep`: plan every cyclic rotation, run it in chunks of whole items per judge, score.
+- :mod:`.stored`: the same sweep committed chunk by chunk to the store, resumable, one writer.
+- :mod:`.checkpoint`: a sweep's plan and content hash, and whether a stored sweep may resume.
 - :mod:`.aggregate`: per judge and criterion: means, bootstrap intervals, histograms.
 - :mod:`.selection`: selection tasks (a prompt and candidate responses).
 - :mod:`.unrelated`: seeded unrelated options ("rand option").
@@ -28,6 +30,7 @@ from autorubric_local.bias.selection import (
     load_selection_tasks,
     plan_selection_tasks,
 )
+from autorubric_local.bias.stored import StoredSweep, SweepChunkReport, run_stored_sweep
 from autorubric_local.bias.sweep import SweepResult, plan_sweep, run_sweep
 from autorubric_local.bias.unrelated import (
     UnrelatedOption,
@@ -40,8 +43,10 @@ __all__ = [
     "GradeScores",
     "RotationOutcome",
     "SelectionTask",
+    "StoredSweep",
     "SweepAggregate",
     "SweepCell",
+    "SweepChunkReport",
     "SweepKind",
     "SweepResult",
     "SweepSettings",
@@ -55,6 +60,7 @@ __all__ = [
     "normalized_entropy",
     "plan_selection_tasks",
     "plan_sweep",
+    "run_stored_sweep",
     "run_sweep",
     "sample_unrelated_options",
     "with_unrelated_option",

@@ -1,5 +1,7 @@
 """PNG plots of a sweep (matplotlib, Agg backend; imported only when plotting).
 
+Every title names the sweep (its run name, when given) and the judge(s).
+
 - ``heatmap-<judge>.png``: per criterion (and variant), the shown position of the item's modal
   option (rows) against the position the judge chose (columns): a content-following judge
   fills the diagonal, a position-biased one a column (:attr:`SweepAggregate.shown_vs_chosen`).
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from autorubric_local.bias.aggregate import SweepAggregate
 
-__all__ = ["plot_grade_scores", "plot_heatmaps", "write_plots"]
+__all__ = ["grade_scores_title", "heatmap_title", "plot_grade_scores", "plot_heatmaps", "write_plots"]
 
 
 def _pyplot():  # type: ignore[no-untyped-def]
@@ -36,8 +38,20 @@ def _title(a: SweepAggregate) -> str:
     return f"{a.criterion_name}{suffix}"
 
 
-def plot_heatmaps(aggregates: Sequence[SweepAggregate], judge_id: str, path: Path) -> Path:
-    """Shown-position x chosen-position heat maps of one judge, one panel per criterion."""
+def heatmap_title(judge_id: str, run: str | None = None) -> str:
+    """``Position bias of judge <judge>`` and, with ``run``, `` - sweep <run>``."""
+    return f"Position bias of judge {judge_id}" + (f" - sweep {run}" if run else "")
+
+
+def grade_scores_title(judges: Sequence[str], run: str | None = None) -> str:
+    """``Grade Score per judge (bootstrap intervals)``, the sweep's name and the judges."""
+    where = f"sweep {run}, " if run else ""
+    return f"Grade Score per judge (bootstrap intervals)\n{where}judge{'s' if len(judges) != 1 else ''} {', '.join(judges)}"
+
+
+def plot_heatmaps(aggregates: Sequence[SweepAggregate], judge_id: str, path: Path, run: str | None = None) -> Path:
+    """Shown-position x chosen-position heat maps of one judge, one panel per criterion, titled
+    with the judge and the sweep's name ``run`` (:func:`heatmap_title`)."""
     plt = _pyplot()
     own = [a for a in aggregates if a.judge_id == judge_id]
     columns = min(3, len(own)) or 1
@@ -60,15 +74,16 @@ def plot_heatmaps(aggregates: Sequence[SweepAggregate], judge_id: str, path: Pat
             for j in range(n):
                 ax.text(j, i, str(matrix[i][j]), ha="center", va="center", color="w", fontsize=8)
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    fig.suptitle(f"Position bias of judge {judge_id}")
+    fig.suptitle(heatmap_title(judge_id, run))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def plot_grade_scores(aggregates: Sequence[SweepAggregate], path: Path) -> Path:
-    """Grade Score (mean, bootstrap interval) per judge, grouped by criterion and variant."""
+def plot_grade_scores(aggregates: Sequence[SweepAggregate], path: Path, run: str | None = None) -> Path:
+    """Grade Score (mean, bootstrap interval) per judge, grouped by criterion and variant, titled
+    with the sweep's name ``run`` and the judges (:func:`grade_scores_title`)."""
     plt = _pyplot()
     judges = list(dict.fromkeys(a.judge_id for a in aggregates))
     groups = list(dict.fromkeys((a.criterion_index, a.variant.value) for a in aggregates))
@@ -92,7 +107,7 @@ def plot_grade_scores(aggregates: Sequence[SweepAggregate], path: Path) -> Path:
     ax.set_xticks(range(len(groups)), [titles[k] for k in groups], rotation=20, ha="right", fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("Grade Score")
-    ax.set_title("Grade Score per judge (bootstrap intervals)")
+    ax.set_title(grade_scores_title(judges, run), fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -100,11 +115,12 @@ def plot_grade_scores(aggregates: Sequence[SweepAggregate], path: Path) -> Path:
     return path
 
 
-def write_plots(aggregates: Sequence[SweepAggregate], folder: str | Path) -> list[Path]:
-    """Write ``grade-scores.png`` and one ``heatmap-<judge>.png`` per judge into ``folder``."""
+def write_plots(aggregates: Sequence[SweepAggregate], folder: str | Path, run: str | None = None) -> list[Path]:
+    """Write ``grade-scores.png`` and one ``heatmap-<judge>.png`` per judge into ``folder``,
+    titled with the sweep's name ``run`` (when given) and the judge(s)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    paths = [plot_grade_scores(aggregates, folder / "grade-scores.png")]
+    paths = [plot_grade_scores(aggregates, folder / "grade-scores.png", run)]
     for judge in dict.fromkeys(a.judge_id for a in aggregates):
-        paths.append(plot_heatmaps(aggregates, judge, folder / f"heatmap-{_safe(judge)}.png"))
+        paths.append(plot_heatmaps(aggregates, judge, folder / f"heatmap-{_safe(judge)}.png", run))
     return paths

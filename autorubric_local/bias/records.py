@@ -1,25 +1,45 @@
 """A sweep's results as the store's records (tables ``sweep_judgments``, ``sweep_scores``,
-``sweep_aggregates`` of :mod:`autorubric_local.store.schema`)."""
+``sweep_aggregates`` of :mod:`autorubric_local.store.schema`), and rotation results read back
+from stored rows (:func:`results_from_rows`), so a resumed sweep is scored from the same values
+as an uninterrupted one."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from autorubric_local.bias.aggregate import SweepAggregate
 from autorubric_local.bias.cells import SweepCell
-from autorubric_local.bias.sweep import SweepResult
+from autorubric_local.bias.sweep import PlannedRotation, SweepResult
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.reports import TokenUsage
 from autorubric_local.graders.assembly import choice_vote
+from autorubric_local.graders.execution import JudgmentResult
 
-__all__ = ["sweep_records"]
+__all__ = ["aggregate_rows", "judgment_rows", "results_from_rows", "rotation_key", "score_rows", "sweep_records"]
 
 
 def sweep_records(
     result: SweepResult,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """``(rotation rows, cell-score rows, aggregate rows)`` of ``result``, for ``Store.record_sweep``."""
-    judgments = [row for cell in result.cells for row in _judgment_rows(cell)]
-    scores = [_score_row(cell) for cell in result.cells]
-    aggregates = [
+    return judgment_rows(result.cells), score_rows(result.cells), aggregate_rows(result.aggregates)
+
+
+def judgment_rows(cells: Sequence[SweepCell]) -> list[dict[str, Any]]:
+    """``sweep_judgments`` rows (without ``sweep_id``) of ``cells``: one per rotation."""
+    return [row for cell in cells for row in _judgment_rows(cell)]
+
+
+def score_rows(cells: Sequence[SweepCell]) -> list[dict[str, Any]]:
+    """``sweep_scores`` rows (without ``sweep_id``) of ``cells``: one per cell."""
+    return [_score_row(cell) for cell in cells]
+
+
+def aggregate_rows(aggregates: Sequence[SweepAggregate]) -> list[dict[str, Any]]:
+    """``sweep_aggregates`` rows (without ``sweep_id``): one per (judge, criterion, variant)."""
+    return [
         {
             "judge_id": a.judge_id, "criterion_index": a.criterion_index,
             "criterion_name": a.criterion_name, "variant": a.variant.value, "n_items": a.n_items,
@@ -27,9 +47,59 @@ def sweep_records(
             "grade_score": a.grade_score.mean, "expected_grade_score": a.expected_grade_score.mean,
             "summary_json": json.dumps(a.to_dict()),
         }
-        for a in result.aggregates
+        for a in aggregates
     ]
-    return judgments, scores, aggregates
+
+
+def rotation_key(item_id: str, criterion_index: int, variant: str, rotation: int) -> tuple[str, int, str, int]:
+    """What identifies a rotation of one judge in ``sweep_judgments``."""
+    return (item_id, criterion_index, variant, rotation)
+
+
+def results_from_rows(
+    items_ids: Sequence[str], planned: Sequence[PlannedRotation], rows: Sequence[Mapping[str, Any]]
+) -> list[JudgmentResult]:
+    """The :class:`JudgmentResult` of each planned rotation, read back from its stored row.
+
+    Choice, probabilities (``probabilities_json``, shown-position order), raw log-probabilities
+    (``label_logprobs_json`` put back in shown order), off-label mass, token counts, time and
+    error are the row's; JSON keeps every float exactly, so cells scored from these results
+    equal cells scored from the live ones.
+
+    Parameters
+    ----------
+    items_ids : sequence of str
+        Row key of each item, by item index.
+    planned : sequence of (JudgmentTask, Variant)
+        One judge's rotations (:func:`.sweep.plan_sweep`).
+    rows : sequence of mapping
+        That judge's ``sweep_judgments`` rows.
+
+    Raises
+    ------
+    InputError
+        A planned rotation has no stored row.
+    """
+    by_key = {rotation_key(r["item_id"], r["criterion_index"], r["variant"], r["rotation"]): r for r in rows}
+    results = []
+    for task, variant in planned:
+        key = rotation_key(items_ids[task.item_index], task.criterion_index, variant.value, task.permutation_index)
+        row = by_key.get(key)
+        if row is None:
+            raise InputError(f"sweep: no stored rotation for item {key[0]!r}, criterion {key[1]}, variant {key[2]}, "
+                             f"rotation {key[3]}")
+        probabilities = tuple(json.loads(row["probabilities_json"])) if row["probabilities_json"] else ()
+        logprobs: tuple[float, ...] = ()
+        if row.get("label_logprobs_json") and task.option_order is not None:
+            by_label = json.loads(row["label_logprobs_json"])
+            labels = [o.label for o in task.criterion.options or []]
+            logprobs = tuple(by_label[labels[index]] for index in task.option_order)
+        usage = TokenUsage(prompt_tokens=row["prompt_tokens"] or 0, cache_read_input_tokens=row["cached_tokens"] or 0)
+        results.append(JudgmentResult(
+            task, probabilities, row["chosen_position"], None, False, usage, (row["duration_ms"] or 0.0) / 1000.0,
+            row["error"], logprobs=logprobs, off_label_mass=row.get("off_label_mass"),
+        ))
+    return results
 
 
 def _judgment_rows(cell: SweepCell) -> list[dict[str, Any]]:

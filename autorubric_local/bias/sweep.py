@@ -3,9 +3,14 @@
 ``run_sweep`` plans, per judge, the N rotations of each multi-choice criterion (binary criteria
 are skipped) of every item - and, with ``unrelated_option``, the N + 1 rotations of the same
 criterion with an unrelated option added (:mod:`.unrelated`) - and sends them to the judge's
-engine as **one** ``score`` workload, so the engine shares each item's prefix across all of its
-rotations. Each (item, criterion, judge, variant) becomes a :class:`SweepCell` with its
-:class:`~.grade_score.GradeScores`; :mod:`.aggregate` summarises cells per judge and criterion.
+engine in chunks of whole items (:func:`sweep_chunks`, at most ``chunk_judgments`` rotations
+each unless one item has more), so the engine shares each item's prefix across all of its
+rotations. An engine failure fails only its chunk: each of that chunk's rotations is recorded
+with a category-prefixed error (``infrastructure: ...``) and counted as dropped in its cell,
+and the other chunks go on. Each (item, criterion, judge, variant) becomes a
+:class:`SweepCell` with its :class:`~.grade_score.GradeScores`; :mod:`.aggregate` summarises
+cells per judge and criterion. :mod:`.stored` runs the same chunks with a commit per chunk and
+resume.
 
 Rotations come from :func:`~autorubric_local.graders.planning.plan_tasks` with
 ``permutations=CYCLIC`` (rubric sweeps) or :func:`.selection.plan_selection_tasks` (selection
@@ -31,6 +36,8 @@ from autorubric_local.bias.unrelated import (
     with_unrelated_option,
 )
 from autorubric_local.core.errors import InputError
+from autorubric_local.core.reports import TokenUsage
+from autorubric_local.engine.base import Engine
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.execution import JudgeMode, JudgmentResult, run_tasks
 from autorubric_local.graders.planning import (
@@ -40,8 +47,16 @@ from autorubric_local.graders.planning import (
     plan_tasks,
 )
 from autorubric_local.judges.engines import load_engine
+from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
+from autorubric_local.runner.runner import RUN_TIME_ERRORS, make_chunks
 
-__all__ = ["SweepCell", "SweepKind", "SweepResult", "SweepSettings", "Variant", "plan_sweep", "run_sweep"]
+__all__ = [
+    "LoadedJudge", "PlannedRotation", "SweepCell", "SweepKind", "SweepResult", "SweepSettings", "Variant",
+    "build_cells", "check_sweep_input", "judge_chunk", "load_judge", "plan_sweep", "run_sweep", "sweep_chunks",
+]
+
+PlannedRotation = tuple[JudgmentTask, Variant]
+"""One planned rotation: its task and the variant it belongs to."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +91,7 @@ def plan_sweep(
     settings: SweepSettings,
     unrelated: Mapping[tuple[int, int], UnrelatedOption] | None = None,
     system_prompt: str | None = None,
-) -> list[tuple[JudgmentTask, Variant]]:
+) -> list[PlannedRotation]:
     """Every rotation task of one judge, item-major (both variants of an item together).
 
     ``system_prompt`` (the judge's own) overrides ``settings.system_prompt``.
@@ -85,7 +100,7 @@ def plan_sweep(
     variants: list[tuple[Variant, Sequence[GradeItem]]] = [(Variant.BASE, items)]
     if unrelated is not None:
         variants.append((Variant.UNRELATED, _variant_items(items, unrelated)))
-    planned: list[tuple[JudgmentTask, Variant]] = []
+    planned: list[PlannedRotation] = []
     for variant, variant_items in variants:
         if settings.kind is SweepKind.SELECTION:
             tasks = plan_selection_tasks(
@@ -103,16 +118,93 @@ def plan_sweep(
     return planned
 
 
-def _cells(
+@dataclass(frozen=True)
+class LoadedJudge:
+    """A judge ready to sweep: its spec, its loaded engine and its planned rotations."""
+
+    spec: JudgeSpec
+    engine: Engine
+    planned: list[PlannedRotation]
+
+
+def load_judge(
+    items: Sequence[GradeItem],
+    judge: JudgeSpec,
+    settings: SweepSettings,
+    unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
+) -> LoadedJudge:
+    """Load ``judge``'s engine (:func:`~autorubric_local.judges.engines.load_engine`, the one
+    place a sweep loads a judge) and plan its rotations (:func:`plan_sweep`)."""
+    engine = load_engine(judge.llm_config)
+    planned = plan_sweep(items, judge.judge_id, engine.format_chat, settings, unrelated, judge.system_prompt)
+    return LoadedJudge(judge, engine, planned)
+
+
+@dataclass(frozen=True)
+class _ItemRotations:
+    """One item's planned rotations (of one judge), keyed for :func:`~autorubric_local.runner.runner.make_chunks`."""
+
+    key: str
+    rotations: tuple[PlannedRotation, ...]
+
+
+def sweep_chunks(planned: Sequence[PlannedRotation], chunk_judgments: int) -> list[list[PlannedRotation]]:
+    """Cut one judge's item-major rotations into chunks of whole items.
+
+    Each chunk holds at most ``chunk_judgments`` rotations, except an item with more, which
+    forms its own chunk (the grading runner's rule, :func:`~autorubric_local.runner.runner.make_chunks`),
+    so every item's rotations, both variants, go to the engine in one call.
+
+    Parameters
+    ----------
+    planned : sequence of (JudgmentTask, Variant)
+        From :func:`plan_sweep` (or a subset of it), in item order.
+    chunk_judgments : int, >= 1
+
+    Returns
+    -------
+    list of list of (JudgmentTask, Variant)
+        The rotations in their given order.
+    """
+    by_item: dict[int, list[PlannedRotation]] = {}
+    for pair in planned:
+        by_item.setdefault(pair[0].item_index, []).append(pair)
+    entries = [_ItemRotations(str(index), tuple(rotations)) for index, rotations in by_item.items()]
+    estimates = {entry.key: len(entry.rotations) for entry in entries}
+    chunks = make_chunks(entries, estimates, chunk_judgments, None)  # type: ignore[arg-type]
+    return [[pair for entry in chunk for pair in entry.rotations] for chunk in chunks]  # type: ignore[attr-defined]
+
+
+def judge_chunk(engine: Engine, chunk: Sequence[PlannedRotation], thinking_budget: int = 0) -> list[JudgmentResult]:
+    """Judge one chunk's rotations in one engine workload; results in chunk order.
+
+    An engine failure (``RuntimeError``, ``EngineError``, out of memory, ...) is already turned
+    by :func:`~autorubric_local.graders.execution.run_tasks` into an ``infrastructure: ...``
+    error on every rotation of the call; any other run-time error of the chunk
+    (:data:`~autorubric_local.runner.runner.RUN_TIME_ERRORS`) becomes an ``unknown: ...`` error
+    on each of its rotations. Either way the rotations stay, with no choice, and count as dropped.
+    """
+    tasks = [task for task, _ in chunk]
+    try:
+        return run_tasks(engine, tasks, mode=JudgeMode.SCORE, reasoning_first=thinking_budget > 0,
+                         explanation_tokens=thinking_budget)
+    except RUN_TIME_ERRORS as exc:
+        error = f"unknown: sweep chunk failed: {type(exc).__name__}: {exc}"
+        return [JudgmentResult(task, (), None, None, False, TokenUsage(), 0.0, error) for task in tasks]
+
+
+def build_cells(
     items: Sequence[GradeItem],
     judge_id: str,
-    planned: Sequence[tuple[JudgmentTask, Variant]],
+    planned: Sequence[PlannedRotation],
     results: Sequence[JudgmentResult],
     unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
     preferred: Sequence[int | None] | None,
 ) -> list[SweepCell]:
+    """One :class:`SweepCell` per (item, criterion, variant) of ``planned`` (``results`` in the
+    same order), by item, criterion, then ``base`` before ``unrelated``; rotations in order."""
     groups: dict[tuple[int, int, Variant], list[JudgmentResult]] = defaultdict(list)
-    for (task, variant), result in zip(planned, results):
+    for (task, variant), result in zip(planned, results, strict=True):
         groups[(task.item_index, task.criterion_index, variant)].append(result)
     cells = []
     for (i, c, variant), group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] != Variant.BASE)):
@@ -135,6 +227,41 @@ def _cells(
     return cells
 
 
+def check_sweep_input(
+    items: Sequence[GradeItem],
+    judges: Sequence[JudgeSpec],
+    preferred: Sequence[int | None] | None,
+    chunk_judgments: int,
+) -> None:
+    """Refuse a sweep that cannot run, before any engine is loaded.
+
+    Raises
+    ------
+    InputError
+        No items, no judges, duplicate judge ids, two items with the same id (given, or the
+        generated ``item-<index>``), no multi-choice criterion at all, a ``preferred`` list of
+        the wrong length, or ``chunk_judgments`` not an integer >= 1.
+    """
+    if not items:
+        raise InputError("sweep: no items")
+    if not judges:
+        raise InputError("sweep: no judges")
+    if len({j.judge_id for j in judges}) != len(judges):
+        raise InputError("sweep: judge_id values must be unique")
+    if not any(c.options is not None for item in items for c in item.rubric):
+        raise InputError("sweep: no multi-choice criterion to sweep (binary criteria have no option order)")
+    if preferred is not None and len(preferred) != len(items):
+        raise InputError(f"sweep: preferred has {len(preferred)} entries for {len(items)} items")
+    if isinstance(chunk_judgments, bool) or not isinstance(chunk_judgments, int) or chunk_judgments < 1:
+        raise InputError(f"sweep: chunk_judgments must be an integer >= 1, got {chunk_judgments!r}")
+    first_use: dict[str, int] = {}
+    for i, item in enumerate(items):  # cells and stored rows are keyed by item id
+        key = item.item_id or f"item-{i}"
+        if key in first_use:
+            raise InputError(f"sweep: item {i}: id {key!r} is already used by item {first_use[key]}")
+        first_use[key] = i
+
+
 def run_sweep(
     items: Sequence[GradeItem],
     judges: Sequence[JudgeSpec],
@@ -142,8 +269,10 @@ def run_sweep(
     *,
     preferred: Sequence[int | None] | None = None,
     progress: Callable[[str, int], None] | None = None,
+    chunk_judgments: int = DEFAULT_CHUNK_JUDGMENTS,
 ) -> SweepResult:
-    """Sweep every judge over every rotation of every multi-choice criterion of ``items``.
+    """Sweep every judge over every rotation of every multi-choice criterion of ``items``, in
+    memory (:func:`.stored.run_stored_sweep` commits each chunk to a database and resumes).
 
     Parameters
     ----------
@@ -159,6 +288,8 @@ def run_sweep(
         Per item, the human-preferred original option of criterion 0 (selection tasks).
     progress : callable, optional
         ``progress(judge_id, n_tasks)`` after each judge's workload.
+    chunk_judgments : int, default 512
+        Most rotations per engine call (whole items; see :func:`sweep_chunks`).
 
     Returns
     -------
@@ -167,41 +298,24 @@ def run_sweep(
     Raises
     ------
     InputError
-        No items, no judges, duplicate judge ids, two items with the same id (given, or the
-        generated ``item-<index>``), no multi-choice criterion at all, a ``preferred`` list of
-        the wrong length, or no unrelated option to borrow.
+        As :func:`check_sweep_input`, or no unrelated option to borrow.
     """
     settings = settings or SweepSettings()
-    if not items:
-        raise InputError("sweep: no items")
-    if not judges:
-        raise InputError("sweep: no judges")
-    if len({j.judge_id for j in judges}) != len(judges):
-        raise InputError("sweep: judge_id values must be unique")
-    if not any(c.options is not None for item in items for c in item.rubric):
-        raise InputError("sweep: no multi-choice criterion to sweep (binary criteria have no option order)")
-    if preferred is not None and len(preferred) != len(items):
-        raise InputError(f"sweep: preferred has {len(preferred)} entries for {len(items)} items")
-    first_use: dict[str, int] = {}
-    for i, item in enumerate(items):  # cells and stored rows are keyed by item id
-        key = item.item_id or f"item-{i}"
-        if key in first_use:
-            raise InputError(f"sweep: item {i}: id {key!r} is already used by item {first_use[key]}")
-        first_use[key] = i
+    check_sweep_input(items, judges, preferred, chunk_judgments)
     unrelated = sample_unrelated_options(items, settings.seed) if settings.unrelated_option else None
     cells: list[SweepCell] = []
     seconds: dict[str, float] = {}
     for judge in judges:
-        engine = load_engine(judge.llm_config)
-        planned = plan_sweep(items, judge.judge_id, engine.format_chat, settings, unrelated, judge.system_prompt)
+        loaded = load_judge(items, judge, settings, unrelated)
+        planned = loaded.planned
         started = time.perf_counter()
-        budget = judge.llm_config.thinking_budget
-        results = run_tasks(
-            engine, [t for t, _ in planned], mode=JudgeMode.SCORE, reasoning_first=budget > 0,
-            explanation_tokens=budget,
-        )
+        results = [
+            result
+            for chunk in sweep_chunks(planned, chunk_judgments)
+            for result in judge_chunk(loaded.engine, chunk, judge.llm_config.thinking_budget)
+        ]
         seconds[judge.judge_id] = time.perf_counter() - started
-        cells.extend(_cells(items, judge.judge_id, planned, results, unrelated, preferred))
+        cells.extend(build_cells(items, judge.judge_id, planned, results, unrelated, preferred))
         if progress is not None:
             progress(judge.judge_id, len(planned))
     judge_ids = tuple(j.judge_id for j in judges)

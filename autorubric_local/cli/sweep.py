@@ -1,4 +1,8 @@
-"""``autorubric-local sweep`` / ``sweep-select``: position-bias sweeps and the Grade Score."""
+"""``autorubric-local sweep`` / ``sweep-select``: position-bias sweeps and the Grade Score.
+
+The work goes through :func:`~autorubric_local.bias.stored.run_stored_sweep`: chunks of whole
+items, each committed to the SQLite file, so an interrupted sweep resumes with ``--run NAME``.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +17,18 @@ from rich.table import Table
 
 from autorubric_local.bias.aggregate import Estimate, SweepAggregate
 from autorubric_local.bias.sweep import SweepKind, SweepResult, SweepSettings
-from autorubric_local.cli.common import database_option, fail, load_rubric, name_option
+from autorubric_local.cli.common import (
+    database_option,
+    fail,
+    load_rubric,
+    name_option,
+    run_name_option,
+)
 from autorubric_local.core.errors import AutorubricError
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.judges.config import DEFAULT_MODEL, LLMConfig
+from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
 
 def _sweep_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -40,8 +51,16 @@ def _sweep_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--bootstrap", "n_bootstrap", type=click.IntRange(min=0), default=1000,
                      show_default=True, help="Bootstrap resamples for the intervals."),
         click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N items."),
-        click.option("--name", default=None, callback=name_option,
-                     help="Name of this sweep in the database (printable; at most 128 characters)."),
+        click.option("--run", "run_name", default=None, callback=run_name_option,
+                     help="Name of this sweep in the database (letters, digits, '.', '_', '-'; at most 128); "
+                          "sweeping again with the same name resumes it."),
+        click.option("--name", default=None, callback=name_option, hidden=True,
+                     help="Deprecated alias of --run (any printable name)."),
+        click.option("--resume/--no-resume", default=True, show_default=True,
+                     help="Continue the sweep named by --run (only missing items are judged), or start a new one."),
+        click.option("--chunk-judgments", type=click.IntRange(min=1), default=DEFAULT_CHUNK_JUDGMENTS,
+                     show_default=True,
+                     help="Most rotations per engine chunk (whole items); each chunk is committed at once."),
         click.option("--json", "as_json", is_flag=True, help="Print results as JSON instead of a table."),
     ]
     for option in reversed(options):
@@ -63,7 +82,10 @@ def sweep(rubric_path: Path, data_path: Path, **options: Any) -> None:
 
     Example:
 
-        autorubric-local sweep examples/battery_rubric.yaml examples/battery_submissions.jsonl --json
+        autorubric-local sweep examples/battery_rubric.yaml examples/battery_submissions.jsonl --run battery-bias --json
+
+    Results go to the SQLite file --db after every chunk; after a crash or Ctrl-C, run the same
+    command with the same --run NAME to judge only what is missing.
     """
     from autorubric_local.data.submissions import load_grading_data
 
@@ -98,7 +120,7 @@ def sweep_select(data_path: Path, **options: Any) -> None:
 
     Example:
 
-        autorubric-local sweep-select tasks.jsonl --unrelated-option --plot plots/
+        autorubric-local sweep-select tasks.jsonl --run picks --unrelated-option --plot plots/
     """
     from autorubric_local.bias.selection import load_selection_tasks
 
@@ -122,47 +144,54 @@ def _run(
     kind: SweepKind, items: Sequence[GradeItem], preferred: Sequence[int | None] | None, rubric: Any,
     data_path: Path, *, model: str, judges_path: Path | None, unrelated_option: bool, db_path: Path,
     plot_dir: Path | None, seed: int, no_shuffle: bool, n_bootstrap: int, limit: int | None,
-    name: str | None, as_json: bool,
+    run_name: str | None, name: str | None, resume: bool, chunk_judgments: int, as_json: bool,
 ) -> None:
-    from autorubric_local.bias.records import sweep_records
     from autorubric_local.bias.report import sweep_to_dict
-    from autorubric_local.bias.sweep import run_sweep
-    from autorubric_local.store import Store
+    from autorubric_local.bias.stored import SweepChunkReport, run_stored_sweep
+    from autorubric_local.runner.config import EvalConfig
 
     console = Console(stderr=True)
+    if name is not None:
+        if run_name is not None and run_name != name:
+            raise click.UsageError(f"--name is a deprecated alias of --run; got --run {run_name!r} and --name {name!r}")
+        click.echo("note: --name is deprecated; use --run NAME", err=True)
+
+    def report(chunk: SweepChunkReport) -> None:
+        failed = f", {chunk.failed_rotations} failed" if chunk.failed_rotations else ""
+        console.print(f"judge {chunk.judge_id}: chunk {chunk.chunk_index + 1}: {chunk.rotations} rotations committed"
+                      f"{failed} ({chunk.completed_items}/{chunk.total_items} items)", markup=False)
+
     try:
         judges = _judges(model, judges_path)
         settings = SweepSettings(kind=kind, seed=seed, shuffle_options=not no_shuffle,
                                  unrelated_option=unrelated_option, n_bootstrap=n_bootstrap)
-        store = Store.open(db_path)
-        sweep_id = store.start_sweep(
-            name=name, kind=kind.value, config=settings.to_dict(), rubric=rubric, data_path=str(data_path),
-            judges=[{"judge_id": j.judge_id, "model": j.llm_config.model, "weight": j.weight,
-                     "system_prompt": j.system_prompt} for j in judges],
-        )
-        try:
-            with console.status(f"sweeping {len(items)} items with {len(judges)} judge(s) ..."):
-                result = run_sweep(items, judges, settings, preferred=preferred,
-                                   progress=lambda judge, n: console.print(f"judge {judge}: {n} rotations judged"))
-        except BaseException:
-            store.finish_sweep(sweep_id, "failed")
-            raise
-        store.record_sweep(sweep_id, *sweep_records(result))
-        store.finish_sweep(sweep_id)
+        config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume,
+                            chunk_judgments=chunk_judgments, show_progress=False)
+        with console.status(f"sweeping {len(items)} items with {len(judges)} judge(s) ..."):
+            stored = run_stored_sweep(items, judges, settings, config, name=name, preferred=preferred,
+                                      rubric=rubric, data_path=str(data_path), on_chunk=report)
+    except KeyboardInterrupt:
+        console.print(f"interrupted: committed chunks are kept in {db_path}; run again with the same --run to resume",
+                      markup=False)
+        raise SystemExit(130) from None
     except AutorubricError as exc:
         raise fail(exc) from exc
+    result = stored.result
     if as_json:
-        click.echo(json.dumps(sweep_to_dict(result, sweep_id), indent=2))
+        click.echo(json.dumps(sweep_to_dict(result, stored.sweep_id), indent=2))
     else:
         Console().print(_table(result))
     if plot_dir is not None:
         from autorubric_local.bias.plots import write_plots
 
-        for path in write_plots(result.aggregates, plot_dir):
+        for path in write_plots(result.aggregates, plot_dir, run=stored.name):
             console.print(f"plot: {path}")
     total = sum(len(c.results) for c in result.cells)
-    console.print(f"sweep {sweep_id}: {len(items)} items, {total} rotations in "
-                  f"{sum(result.seconds.values()):.1f} s; results in {db_path}")
+    dropped = sum(c.scores.n_dropped for c in result.cells)
+    resumed = f"; {stored.resumed_rotations} rotations from the checkpoint" if stored.resumed_rotations else ""
+    failures = f"; {dropped} rotations failed (dropped)" if dropped else ""
+    console.print(f"sweep {stored.name} ({stored.sweep_id}): {len(items)} items, {total} rotations in "
+                  f"{sum(result.seconds.values()):.1f} s{resumed}{failures}; results in {db_path}", markup=False)
 
 
 def _cell(estimate: Estimate | None) -> str:

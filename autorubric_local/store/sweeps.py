@@ -1,10 +1,12 @@
-"""Position-bias sweeps: writes of a sweep's rotations, cell scores and aggregates.
+"""Position-bias sweeps: writes of a sweep's rotations, cell scores and aggregates, and its lease.
 
 Tables (created by migration 3, :mod:`.schema`):
 
 - ``sweeps``: ``id`` (``sweep-<utc>-<hex>``), ``name``, ``kind`` (rubric / selection),
-  ``started_utc``, ``finished_utc``, ``status``, ``config_json``, ``judges_json``,
-  ``rubric_json``, ``data_path``, ``package_version``.
+  ``started_utc``, ``finished_utc``, ``status`` (``running``, ``finished``, ``failed``,
+  ``interrupted``), ``config_json``, ``judges_json``, ``rubric_json``, ``data_path``,
+  ``package_version``; from migration 12 ``content_hash``, ``plan_json``, ``total_items`` and
+  ``wall_seconds`` (a resumable sweep, :mod:`autorubric_local.bias.stored`).
 - ``sweep_judgments``: one row per rotation: ``sweep_id``, ``item_id``, ``item_index``,
   ``criterion_index``, ``criterion_name``, ``judge_id``, ``variant``, ``rotation``,
   ``option_order_json`` (shown position -> original index), ``chosen_position``,
@@ -13,13 +15,18 @@ Tables (created by migration 3, :mod:`.schema`):
   distribution as a JSON object keyed by original option label, in original option order, as
   ``judgments.label_probabilities_json``), ``label_logprobs_json`` (raw label log-probabilities,
   keyed the same way) and ``off_label_mass`` (NULL when unknown). A failed rotation has
-  ``error`` set and no choice; rows written before migration 7 have NULL in its columns.
+  ``error`` set (category-prefixed, e.g. ``infrastructure: ...``) and no choice; rows written
+  before migration 7 have NULL in its columns.
 - ``sweep_scores``: one row per (item, criterion, judge, variant) with the Grade Score fields,
   histograms and profiles as JSON, the unrelated option and the human preference.
 - ``sweep_aggregates``: one row per (judge, criterion, variant): headline means and
   ``summary_json``.
+- ``sweep_leases`` (migration 12): the writer of a sweep, with the rules of ``run_leases``
+  (:mod:`.leases`): one writer per sweep; a stale lease (old heartbeat, or a holder on this
+  host whose process has ended) may be taken over.
 
 Rows come finished from :mod:`autorubric_local.bias.records`; this module knows no sweep logic.
+Every write is one ``BEGIN IMMEDIATE`` transaction (:func:`~.transaction.write_transaction`).
 """
 
 from __future__ import annotations
@@ -30,14 +37,26 @@ from typing import Any
 
 import sqlite_utils
 
+from autorubric_local.core.errors import InputError, RunLockedError
+from autorubric_local.store.leases import (
+    DEFAULT_LEASE_TIMEOUT_SECONDS,
+    LeaseHolder,
+    LeaseOwner,
+    Takeover,
+)
 from autorubric_local.store.provenance import package_version, timestamped_id, utc_now
 from autorubric_local.store.transaction import write_transaction
 
+SWEEP_STATUSES: tuple[str, ...] = ("running", "finished", "failed", "interrupted")
+"""Values of ``sweeps.status``."""
+
 
 class SweepTables:
-    """Sweep rows (part of :class:`autorubric_local.store.Store`)."""
+    """Sweep rows and sweep leases (part of :class:`autorubric_local.store.Store`)."""
 
     db: sqlite_utils.Database
+
+    # ---------------------------------------------------------------------------- sweeps
 
     def start_sweep(
         self,
@@ -48,19 +67,52 @@ class SweepTables:
         judges: Sequence[dict[str, Any]],
         rubric: Any,
         data_path: str | None,
+        content_hash: str | None = None,
+        plan: dict[str, Any] | None = None,
+        total_items: int | None = None,
+        lease: LeaseOwner | None = None,
+        unique_name: bool = False,
     ) -> str:
-        """Insert a sweep row (status ``running``) and return its id (``sweep-<utc>-<hex>``)."""
+        """Insert a sweep row (status ``running``) and return its id (``sweep-<utc>-<hex>``).
+
+        ``lease`` takes the new sweep's lease in the same transaction.
+
+        Raises
+        ------
+        RunLockedError
+            ``unique_name`` and a sweep named ``name`` exists (another writer started it since
+            the caller looked).
+        """
         sweep_id = timestamped_id("sweep")
         with write_transaction(self.db):
+            if unique_name and name is not None and self.find_sweep(name) is not None:
+                raise RunLockedError(f"sweep {name!r} was started by another process while this one was opening it; "
+                                     "run again to resume it")
             self.db["sweeps"].insert(
                 {
                     "id": sweep_id, "name": name or sweep_id, "kind": kind, "started_utc": utc_now(),
                     "finished_utc": None, "status": "running", "config_json": json.dumps(config),
                     "judges_json": json.dumps(list(judges)), "rubric_json": json.dumps(rubric),
                     "data_path": data_path, "package_version": package_version(),
+                    "content_hash": content_hash, "plan_json": None if plan is None else json.dumps(plan),
+                    "total_items": total_items, "wall_seconds": 0.0,
                 }
             )
+            if lease is not None:
+                self._write_sweep_lease(sweep_id, lease)
         return sweep_id
+
+    def find_sweep(self, sweep: str) -> dict[str, Any] | None:
+        """The sweep whose id or name is ``sweep`` (the latest of that name), or None."""
+        rows = self.db["sweeps"].rows_where("id = ? or name = ?", [sweep, sweep],
+                                            order_by="started_utc desc, rowid desc", limit=1)
+        return next(iter(rows), None)
+
+    def reopen_sweep(self, sweep_id: str, judges: Sequence[dict[str, Any]]) -> None:
+        """Mark a resumed sweep ``running`` again (its end time cleared, its judges refreshed)."""
+        with write_transaction(self.db):
+            self.db["sweeps"].update(sweep_id, {"status": "running", "finished_utc": None,
+                                                "judges_json": json.dumps(list(judges))})
 
     def record_sweep(
         self,
@@ -75,7 +127,156 @@ class SweepTables:
                                 ("sweep_aggregates", aggregates)):
                 self.db[table].insert_all([{"sweep_id": sweep_id, **row} for row in rows], replace=True)
 
-    def finish_sweep(self, sweep_id: str, status: str = "finished") -> None:
-        """Mark a sweep finished (or ``failed``) with its end time."""
+    def record_sweep_chunk(
+        self,
+        sweep_id: str,
+        judgments: Sequence[dict[str, Any]],
+        scores: Sequence[dict[str, Any]],
+        *,
+        lease: LeaseOwner | None = None,
+    ) -> None:
+        """Write one chunk's rotation and cell-score rows in one transaction.
+
+        Every (item, judge) of the chunk loses the rows it had first, so a re-swept item never
+        keeps stale rotations. With ``lease``, the same transaction renews that writer's
+        heartbeat, and writes nothing if the writer no longer holds the sweep's lease.
+
+        Raises
+        ------
+        RunLockedError
+            ``lease`` was given and another writer has taken the sweep's lease over.
+        """
+        pairs = sorted({(row["item_id"], row["judge_id"]) for row in judgments})
         with write_transaction(self.db):
-            self.db["sweeps"].update(sweep_id, {"finished_utc": utc_now(), "status": status})
+            if lease is not None and not self._touch_sweep_lease(sweep_id, lease):
+                raise RunLockedError(_lost_message(sweep_id, lease))
+            for table in ("sweep_judgments", "sweep_scores"):
+                for item_id, judge_id in pairs:
+                    self.db.execute(f"delete from {table} where sweep_id = ? and item_id = ? and judge_id = ?",
+                                    [sweep_id, item_id, judge_id])
+            self.db["sweep_judgments"].insert_all([{"sweep_id": sweep_id, **row} for row in judgments])
+            self.db["sweep_scores"].insert_all([{"sweep_id": sweep_id, **row} for row in scores])
+
+    def replace_sweep_results(
+        self,
+        sweep_id: str,
+        scores: Sequence[dict[str, Any]],
+        aggregates: Sequence[dict[str, Any]],
+        *,
+        lease: LeaseOwner | None = None,
+    ) -> None:
+        """Replace every cell-score and aggregate row of a sweep (one transaction; with ``lease``,
+        as :meth:`record_sweep_chunk`).
+
+        Raises
+        ------
+        RunLockedError
+            ``lease`` was given and another writer has taken the sweep's lease over.
+        """
+        with write_transaction(self.db):
+            if lease is not None and not self._touch_sweep_lease(sweep_id, lease):
+                raise RunLockedError(_lost_message(sweep_id, lease))
+            for table, rows in (("sweep_scores", scores), ("sweep_aggregates", aggregates)):
+                self.db.execute(f"delete from {table} where sweep_id = ?", [sweep_id])
+                self.db[table].insert_all([{"sweep_id": sweep_id, **row} for row in rows])
+
+    def sweep_judgments(self, sweep_id: str, judge_id: str | None = None) -> list[dict[str, Any]]:
+        """Rotation rows of a sweep (of one judge), by item index, criterion, variant and rotation."""
+        where, args = ("sweep_id = ?", [sweep_id]) if judge_id is None else (
+            "sweep_id = ? and judge_id = ?", [sweep_id, judge_id])
+        return list(self.db["sweep_judgments"].rows_where(
+            where, args, order_by="judge_id, item_index, criterion_index, variant, rotation"))
+
+    def finish_sweep(
+        self, sweep_id: str, status: str = "finished", *, wall_seconds: float = 0.0, lease: LeaseOwner | None = None
+    ) -> bool:
+        """Mark a sweep ``finished`` (or ``failed`` / ``interrupted``) with its end time.
+
+        ``wall_seconds`` (this session's) is added to the sweep's total. With ``lease``, the
+        writer's lease is released in the same transaction; a writer whose lease was taken over
+        leaves the sweep to its new holder (nothing is written). Returns whether it was marked.
+
+        Raises
+        ------
+        InputError
+            If ``status`` is not one of :data:`SWEEP_STATUSES`.
+        """
+        if status not in SWEEP_STATUSES:
+            raise InputError(f"status: expected one of {', '.join(SWEEP_STATUSES)}, got {status!r}")
+        with write_transaction(self.db):
+            if lease is not None and not self._delete_sweep_lease(sweep_id, lease):
+                return False
+            self.db.execute(
+                "update sweeps set finished_utc = ?, status = ?, wall_seconds = coalesce(wall_seconds, 0) + ? "
+                "where id = ?",
+                [utc_now(), status, wall_seconds, sweep_id],
+            )
+        return True
+
+    # ---------------------------------------------------------------------------- leases
+
+    def acquire_sweep_lease(
+        self, sweep_id: str, owner: LeaseOwner, *, timeout_seconds: float = DEFAULT_LEASE_TIMEOUT_SECONDS
+    ) -> Takeover | None:
+        """Take the lease of ``sweep_id`` for ``owner`` (compare-and-set under the write lock),
+        as :meth:`~.runs.RunTables.acquire_run_lease` does for a run.
+
+        Raises
+        ------
+        RunLockedError
+            Another writer holds a live lease; names the sweep, its pid, host and last heartbeat.
+        """
+        with write_transaction(self.db):
+            holder = self.sweep_lease_holder(sweep_id)
+            takeover = None
+            if holder is not None and holder.owner != owner.owner:
+                reason = holder.stale_reason(timeout_seconds)
+                if reason is None:
+                    sweep = self.find_sweep(sweep_id) or {"name": sweep_id}
+                    raise RunLockedError(
+                        f"sweep {sweep['name']!r} ({sweep_id}) is being written by another process: "
+                        f"{holder.describe()}. Wait for it to finish, or sweep under another name (--run); its "
+                        f"lease is taken over once its heartbeat is older than {timeout_seconds:g} s or its "
+                        "process has ended"
+                    )
+                takeover = Takeover(holder, reason)
+            self._write_sweep_lease(sweep_id, owner)
+        return takeover
+
+    def renew_sweep_lease(self, sweep_id: str, owner: LeaseOwner) -> bool:
+        """Set the heartbeat of ``owner``'s lease to now; ``False`` if ``owner`` no longer holds it."""
+        with write_transaction(self.db):
+            return self._touch_sweep_lease(sweep_id, owner)
+
+    def release_sweep_lease(self, sweep_id: str, owner: LeaseOwner) -> bool:
+        """Give back ``owner``'s lease of ``sweep_id``; ``False`` if it did not hold it."""
+        with write_transaction(self.db):
+            return self._delete_sweep_lease(sweep_id, owner)
+
+    def sweep_lease_holder(self, sweep_id: str) -> LeaseHolder | None:
+        """The current lease of ``sweep_id`` (live or stale), or ``None``."""
+        rows = list(self.db["sweep_leases"].rows_where("sweep_id = ?", [sweep_id]))
+        return LeaseHolder.from_row({**rows[0], "run_id": sweep_id}) if rows else None
+
+    def _write_sweep_lease(self, sweep_id: str, owner: LeaseOwner) -> None:
+        now = utc_now()
+        self.db["sweep_leases"].upsert(
+            {"sweep_id": sweep_id, "owner": owner.owner, "pid": owner.pid, "host": owner.host,
+             "acquired_utc": now, "heartbeat_utc": now},
+            pk="sweep_id",
+        )
+
+    def _touch_sweep_lease(self, sweep_id: str, owner: LeaseOwner) -> bool:
+        cursor = self.db.execute("update sweep_leases set heartbeat_utc = ? where sweep_id = ? and owner = ?",
+                                 [utc_now(), sweep_id, owner.owner])
+        return cursor.rowcount == 1
+
+    def _delete_sweep_lease(self, sweep_id: str, owner: LeaseOwner) -> bool:
+        cursor = self.db.execute("delete from sweep_leases where sweep_id = ? and owner = ?",
+                                 [sweep_id, owner.owner])
+        return cursor.rowcount == 1
+
+
+def _lost_message(sweep_id: str, lease: LeaseOwner) -> str:
+    return (f"sweep {sweep_id}: this writer (pid {lease.pid} on host {lease.host}) lost the sweep's lease to another "
+            "process, most likely after missing heartbeats for longer than the lease timeout; nothing was committed")

@@ -1,0 +1,283 @@
+"""Sweeps on the grading runner's path: chunks committed one by one, resume, one writer.
+
+How :func:`run_stored_sweep` goes (as :class:`~autorubric_local.runner.EvalRunner` does for a run):
+
+1. The input is checked (:func:`.sweep.check_sweep_input`), the unrelated options drawn and
+   every judge's engine loaded, all before the database is touched.
+2. The sweep is opened: resumed when the database has a sweep of that name (and ``resume``),
+   after checking its content hash (:func:`.checkpoint.check_sweep_resumable`: a changed
+   rubric, setting, judge or item is refused with what changed); otherwise started. Opening
+   takes the sweep's lease (``sweep_leases``; the rules of :mod:`autorubric_local.store.leases`):
+   a second live writer is refused with :class:`RunLockedError`, a stale lease (its holder
+   killed) is taken over with a warning. A heartbeat thread renews it while the sweep runs.
+3. Per judge, the items whose rotations are not all stored without error are cut into chunks
+   of whole items (:func:`.sweep.sweep_chunks`, ``chunk_judgments`` rotations) and each chunk
+   is judged as one engine workload (:func:`.sweep.judge_chunk`: an engine failure becomes an
+   error on each of the chunk's rotations, and the other chunks go on); its rotation and cell
+   rows are committed in one transaction that renews the lease. A kill loses at most the chunk
+   in flight.
+4. Cell scores and aggregates are computed from the stored rotation rows
+   (:func:`.records.results_from_rows`) and replace the sweep's ``sweep_scores`` and
+   ``sweep_aggregates``, the same way for a resumed sweep and an uninterrupted one, so both
+   give the same rows.
+
+A resumed sweep judges failed rotations' items again (as a resumed run grades failed items
+again). Ctrl-C marks the sweep ``interrupted``; run it again with the same name to resume.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autorubric_local.bias.aggregate import aggregate_cells
+from autorubric_local.bias.cells import SweepCell, SweepSettings
+from autorubric_local.bias.checkpoint import (
+    check_sweep_resumable,
+    sweep_content_hash,
+    sweep_plan,
+)
+from autorubric_local.bias.records import (
+    aggregate_rows,
+    judgment_rows,
+    results_from_rows,
+    score_rows,
+)
+from autorubric_local.bias.sweep import (
+    LoadedJudge,
+    PlannedRotation,
+    SweepResult,
+    build_cells,
+    check_sweep_input,
+    judge_chunk,
+    load_judge,
+    sweep_chunks,
+)
+from autorubric_local.bias.unrelated import UnrelatedOption, sample_unrelated_options
+from autorubric_local.graders.criterion_grader import JudgeSpec
+from autorubric_local.graders.planning import GradeItem
+from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
+from autorubric_local.runner.runner import LeaseHeartbeat
+from autorubric_local.store import Store
+from autorubric_local.store.leases import LeaseOwner
+
+__all__ = ["StoredSweep", "SweepChunkReport", "run_stored_sweep"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SweepChunkReport:
+    """Sent to ``on_chunk`` after each committed chunk.
+
+    ``completed_items`` and ``total_items`` count this judge's items; ``failed_rotations`` are
+    the chunk's rotations stored with an error.
+    """
+
+    sweep_id: str
+    name: str
+    judge_id: str
+    chunk_index: int
+    items: int
+    rotations: int
+    failed_rotations: int
+    completed_items: int
+    total_items: int
+
+
+@dataclass(frozen=True)
+class StoredSweep:
+    """A finished stored sweep: its id and name, the result (scored from the stored rows), and
+    how many rotation rows were already stored when this session began (0 for a new sweep)."""
+
+    sweep_id: str
+    name: str
+    result: SweepResult
+    resumed_rotations: int
+
+
+class SweepLeaseHeartbeat(LeaseHeartbeat):
+    """The runner's :class:`~autorubric_local.runner.runner.LeaseHeartbeat`, renewing a sweep's
+    lease (``sweep_leases``) instead of a run's."""
+
+    def _run(self) -> None:
+        try:
+            store = Store.open(self.path)
+        except sqlite3.Error as exc:
+            logger.warning("sweep %s: lease heartbeat could not open %s: %s", self.run_id, self.path, exc)
+            return
+        try:
+            while not self._stop.wait(self.interval_seconds):
+                try:
+                    held = store.renew_sweep_lease(self.run_id, self.owner)
+                except sqlite3.OperationalError as exc:  # locked past the busy timeout: try again next beat
+                    logger.warning("sweep %s: lease heartbeat failed: %s", self.run_id, exc)
+                    continue
+                if not held:
+                    logger.warning("sweep %s: this process no longer holds the sweep's lease", self.run_id)
+                    return
+                self.beats += 1
+        finally:
+            store.close()
+
+
+def run_stored_sweep(
+    items: Sequence[GradeItem],
+    judges: Sequence[JudgeSpec],
+    settings: SweepSettings | None = None,
+    config: EvalConfig | None = None,
+    *,
+    name: str | None = None,
+    preferred: Sequence[int | None] | None = None,
+    rubric: Any = None,
+    data_path: str | None = None,
+    on_chunk: Callable[[SweepChunkReport], None] | None = None,
+) -> StoredSweep:
+    """Sweep ``items`` as :func:`.sweep.run_sweep` does, committing each chunk to the database
+    and resuming a stored sweep of the same name (module docstring).
+
+    Parameters
+    ----------
+    items, judges, settings, preferred
+        As :func:`.sweep.run_sweep`.
+    config : EvalConfig, optional
+        The grading runner's settings, read for ``db_path`` (or ``experiments_dir``),
+        ``experiment_name`` (the sweep's name; generated as ``sweep-<utc>-<hex>`` when None),
+        ``resume``, ``chunk_judgments`` (most rotations per chunk) and the lease timings.
+    name : str, optional
+        Overrides ``config.experiment_name`` with any name (the CLI's deprecated ``--name``).
+    rubric : JSON-able, optional
+        Stored as ``sweeps.rubric_json``.
+    data_path : str, optional
+        Where the items came from (stored).
+    on_chunk : callable, optional
+        Called with a :class:`SweepChunkReport` after each committed chunk.
+
+    Returns
+    -------
+    StoredSweep
+
+    Raises
+    ------
+    InputError
+        Bad input (:func:`.sweep.check_sweep_input`), or a stored sweep of this name whose
+        content differs (the message says what changed).
+    RunLockedError
+        Another live process is writing this sweep, or took its lease over from this one.
+    """
+    settings = settings or SweepSettings()
+    config = config or EvalConfig(show_progress=False)
+    check_sweep_input(items, judges, preferred, config.chunk_judgments)
+    unrelated = sample_unrelated_options(items, settings.seed) if settings.unrelated_option else None
+    loaded = [load_judge(items, judge, settings, unrelated) for judge in judges]
+    name = name or config.experiment_name or auto_name("sweep")
+    path = config.database_path(name)
+    if str(path) != MEMORY_DB:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    plan = sweep_plan(items, judges, settings, preferred)
+    judges_json = [{"judge_id": j.judge_id, "model": j.llm_config.model, "system_prompt": j.system_prompt,
+                    "model_id": getattr(loaded[k].engine, "model_id", None),
+                    "backend": getattr(loaded[k].engine, "backend_name", None)} for k, j in enumerate(judges)]
+    owner = LeaseOwner.for_this_process()
+    store = Store.open(path)
+    try:
+        row = {"kind": settings.kind.value, "config": settings.to_dict(), "judges": judges_json, "rubric": rubric,
+               "data_path": data_path, "total_items": len(items)}
+        sweep_id, resumed = _open_sweep(store, name, str(path), config, plan, owner, row)
+        try:
+            with SweepLeaseHeartbeat(path, sweep_id, owner, config.lease_heartbeat_seconds):
+                result = _sweep(store, sweep_id, name, items, loaded, settings, config, unrelated, preferred,
+                                owner, on_chunk)
+        finally:
+            store.release_sweep_lease(sweep_id, owner)  # already released when the sweep was marked
+    finally:
+        store.close()
+    return StoredSweep(sweep_id, name, result, resumed)
+
+
+def _open_sweep(
+    store: Store, name: str, where: str, config: EvalConfig, plan: Mapping[str, Any], owner: LeaseOwner,
+    row: dict[str, Any],
+) -> tuple[str, int]:
+    """Resume the stored sweep of this name or start one, holding its lease; returns (sweep id,
+    rotation rows already stored). The lease is given back if the sweep cannot be opened."""
+    existing = store.find_sweep(name) if config.resume else None
+    if existing is None:
+        sweep_id = store.start_sweep(name=name, content_hash=sweep_content_hash(plan), plan=dict(plan), lease=owner,
+                                     unique_name=config.resume, **row)
+        return sweep_id, 0
+    sweep_id = existing["id"]
+    takeover = store.acquire_sweep_lease(sweep_id, owner, timeout_seconds=config.lease_timeout_seconds)
+    if takeover is not None:
+        logger.warning("sweep %r (%s): taking over a stale lease from pid %d on host %s: %s", name, sweep_id,
+                       takeover.previous.pid, takeover.previous.host, takeover.reason)
+    try:
+        check_sweep_resumable(store.find_sweep(sweep_id) or existing, plan, where)
+        store.reopen_sweep(sweep_id, row["judges"])
+    except BaseException:
+        store.release_sweep_lease(sweep_id, owner)
+        raise
+    return sweep_id, len(store.sweep_judgments(sweep_id))
+
+
+def _pending(planned: Sequence[PlannedRotation], stored: Sequence[Mapping[str, Any]],
+             item_ids: Sequence[str]) -> list[PlannedRotation]:
+    """The rotations of items that have a planned rotation not stored, or stored with an error."""
+    ok: dict[str, int] = {}
+    for row in stored:
+        if row["error"] is None:
+            ok[row["item_id"]] = ok.get(row["item_id"], 0) + 1
+    needed: dict[int, int] = {}
+    for task, _ in planned:
+        needed[task.item_index] = needed.get(task.item_index, 0) + 1
+    return [pair for pair in planned if ok.get(item_ids[pair[0].item_index], 0) < needed[pair[0].item_index]]
+
+
+def _sweep(
+    store: Store, sweep_id: str, name: str, items: Sequence[GradeItem], judges: Sequence[LoadedJudge],
+    settings: SweepSettings, config: EvalConfig, unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
+    preferred: Sequence[int | None] | None, owner: LeaseOwner, on_chunk: Callable[[SweepChunkReport], None] | None,
+) -> SweepResult:
+    """Judge and commit every pending chunk, then score every cell from the stored rows."""
+    item_ids = [item.item_id or f"item-{i}" for i, item in enumerate(items)]
+    started = time.perf_counter()
+    seconds: dict[str, float] = {}
+    status = "failed"
+    try:
+        for judge in judges:
+            judge_id = judge.spec.judge_id
+            pending = _pending(judge.planned, store.sweep_judgments(sweep_id, judge_id), item_ids)
+            total = len({task.item_index for task, _ in judge.planned})
+            completed = total - len({task.item_index for task, _ in pending})
+            judge_started = time.perf_counter()
+            for index, chunk in enumerate(sweep_chunks(pending, config.chunk_judgments)):
+                results = judge_chunk(judge.engine, chunk, judge.spec.llm_config.thinking_budget)
+                cells = build_cells(items, judge_id, chunk, results, unrelated, preferred)
+                store.record_sweep_chunk(sweep_id, judgment_rows(cells), score_rows(cells), lease=owner)
+                n_items = len({task.item_index for task, _ in chunk})
+                completed += n_items
+                if on_chunk is not None:
+                    on_chunk(SweepChunkReport(sweep_id, name, judge_id, index, n_items, len(chunk),
+                                              sum(r.error is not None for r in results), completed, total))
+            seconds[judge_id] = time.perf_counter() - judge_started
+        cells: list[SweepCell] = []
+        for judge in judges:
+            stored = store.sweep_judgments(sweep_id, judge.spec.judge_id)
+            results = results_from_rows(item_ids, judge.planned, stored)
+            cells.extend(build_cells(items, judge.spec.judge_id, judge.planned, results, unrelated, preferred))
+        judge_ids = tuple(j.spec.judge_id for j in judges)
+        aggregates = aggregate_cells(cells, settings, judge_ids)
+        store.replace_sweep_results(sweep_id, score_rows(cells), aggregate_rows(aggregates), lease=owner)
+        status = "finished"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        store.finish_sweep(sweep_id, status, wall_seconds=time.perf_counter() - started, lease=owner)
+    return SweepResult(settings=settings, judge_ids=judge_ids, items=tuple(items), cells=tuple(cells),
+                       aggregates=tuple(aggregates), seconds=seconds)
