@@ -191,6 +191,20 @@ def test_an_engine_error_fails_only_its_chunk_and_a_resume_judges_it_again(tmp_p
     assert again.result.aggregates == run_sweep(worker.ITEMS, [spec(CountingEngine())], worker.SETTINGS).aggregates
 
 
+def test_a_non_engine_error_of_a_chunk_is_recorded_on_its_rotations(tmp_path: Path) -> None:
+    class Refusing(CountingEngine):
+        def score(self, requests: Sequence[ScoreRequest]) -> list[Any]:
+            self.calls += 1
+            if self.calls == 1:
+                raise InputError("label 'Vague' cannot be tokenized")
+            return ScriptedEngine.score(self, requests)
+
+    stored = run_stored_sweep(worker.ITEMS[:2], [spec(Refusing())], worker.SETTINGS, config(tmp_path / "r.sqlite"))
+    errors = [r.error for cell in stored.result.cells for r in cell.results]
+    assert errors == ["unknown: sweep chunk failed: InputError: label 'Vague' cannot be tokenized"] * PER_ITEM \
+        + [None] * PER_ITEM
+
+
 # ------------------------------------------------------------------------- refusals
 
 
@@ -226,6 +240,24 @@ def test_a_second_live_writer_is_refused(tmp_path: Path) -> None:
         run_stored_sweep(worker.ITEMS[:1], worker.judges(), worker.SETTINGS, config(db_path))
     assert store.sweep_lease_holder(sweep_id).owner == live.owner  # type: ignore[union-attr]
     store.close()
+
+
+def test_a_writer_that_lost_the_lease_commits_nothing_more(tmp_path: Path) -> None:
+    db_path = tmp_path / "r.sqlite"
+    thief = LeaseOwner.for_this_process()
+
+    def steal(chunk: Any) -> None:
+        if chunk.chunk_index == 0:
+            other = Store.open(db_path)
+            other.db["sweep_leases"].update(chunk.sweep_id, {"owner": thief.owner})
+            other.close()
+
+    with pytest.raises(RunLockedError, match=r"lost the sweep's lease to another process"):
+        run_stored_sweep(worker.ITEMS[:3], worker.judges()[:1], worker.SETTINGS, config(db_path), on_chunk=steal)
+    db = sqlite_utils.Database(db_path)
+    assert db["sweep_judgments"].count == PER_ITEM  # the first chunk only
+    (row,) = db["sweeps"].rows
+    assert row["status"] == "running" and next(iter(db["sweep_leases"].rows))["owner"] == thief.owner
 
 
 # ------------------------------------------------------------------------------- CLI
