@@ -91,7 +91,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert done.exit_code == 0, done.output
         done = invoke("grade", labelled, "--db", path, "--run", "labelled", "--seed", "3", "--no-progress")
         assert done.exit_code == 0, done.output
-        done = invoke("sweep", RUBRIC_FILE, DATA_FILE, "--db", path, "--name", "bias", "--limit", "2",
+        done = invoke("sweep", RUBRIC_FILE, DATA_FILE, "--db", path, "--run", "bias", "--limit", "2",
                       "--bootstrap", "20")
         assert done.exit_code == 0, done.output
     return path

@@ -77,11 +77,12 @@ def metrics_figures(metrics: MetricsResult, result: EvalResult, dataset: RubricD
         return _read_all(write_plots(metrics, folder, result, dataset))
 
 
-def sweep_figures(aggregates: Sequence[SweepAggregate]) -> list[dict[str, str]]:
-    """A sweep's Grade Score bars and per-judge heat maps (see :mod:`autorubric_local.bias.plots`)."""
+def sweep_figures(aggregates: Sequence[SweepAggregate], name: str | None = None) -> list[dict[str, str]]:
+    """A sweep's Grade Score bars and per-judge heat maps, titled with the sweep's ``name``
+    (see :mod:`autorubric_local.bias.plots`)."""
     from autorubric_local.bias.plots import write_plots
 
     if not aggregates:
         return []
     with tempfile.TemporaryDirectory() as folder:
-        return _read_all(write_plots(aggregates, folder))
+        return _read_all(write_plots(aggregates, folder, run=name))

@@ -1,7 +1,7 @@
 """Position-bias sweeps stored in the report's database, with their plots.
 
 A sweep is not tied to a run (``autorubric-local sweep`` writes its own rows), so a run's report
-shows every finished-or-not sweep of the same database. Each aggregate is rebuilt from its
+shows every sweep of the same database, whatever its status. Each aggregate is rebuilt from its
 stored ``sweep_aggregates.summary_json`` (:meth:`SweepAggregate.to_dict`), which keeps means and
 intervals but not the item count behind each estimate: ``Estimate.n`` is set to the
 aggregate's ``n_items``. The plots only read means, intervals and the heat-map counts.
@@ -88,6 +88,6 @@ def sweep_sections(store: Store) -> list[dict[str, Any]]:
                  "choice_score": row["choice_score"]}
                 for row in rows
             ],
-            "figures": sweep_figures(aggregates),
+            "figures": sweep_figures(aggregates, sweep["name"]),
         })
     return sections
