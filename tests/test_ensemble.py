@@ -277,7 +277,7 @@ def test_device_seconds_and_token_usage_on_every_report() -> None:
     report = grade(CriterionGrader(judges=[judge(yes, "yes"), judge(no, "no")], seed=0), [BINARY, NEGATIVE]).report
     assert report.token_usage is not None and report.token_usage.prompt_tokens > 0
     assert report.device_seconds is not None and report.device_seconds >= 0.0
-    assert report.completion_cost is None
+    assert report.completion_cost == 0.0 and f"${report.completion_cost:.4f}" == "$0.0000"  # local: not priced
 
 
 def test_judges_file(tmp_path: Path) -> None:

@@ -373,3 +373,11 @@ def test_a_finished_run_with_a_failed_item_is_not_read_back(tmp_path: Path) -> N
     dataset = crash_worker.build_dataset(3)
     run(dataset, grader(policy=flaky), config(tmp_path))
     assert EvalRunner(dataset, grader(), config(tmp_path)).finished_result() is None
+
+
+def test_total_completion_cost_is_a_float_that_formats(tmp_path: Path) -> None:
+    # Spec 001's evaluation example prints f"${result.total_completion_cost:.4f}"; local judges cost 0.0.
+    result = run(crash_worker.build_dataset(2), grader(), config(tmp_path))
+    assert f"${result.total_completion_cost:.4f}" == "$0.0000"
+    assert all(r.report.completion_cost == 0.0 for r in result.item_results)
+    _, _ = load_result(tmp_path / "r.sqlite")

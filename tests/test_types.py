@@ -589,3 +589,11 @@ def test_normalize_to_grade_input_errors_and_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         normalize_to_grade_input({"thinking": "", "output": ""})  # no warning
+
+
+def test_verdicts_and_strategies_print_as_their_values() -> None:
+    # AutoRubric prints verdicts as MET, not CriterionVerdict.MET (str, f-string and %).
+    assert str(CriterionVerdict.MET) == "MET" and f"{CriterionVerdict.UNMET}" == "UNMET"
+    assert "%s" % CriterionVerdict.CANNOT_ASSESS == "CANNOT_ASSESS"
+    assert str(CannotAssessStrategy.SKIP) == "skip" and CannotAssessStrategy(" Skip ") is CannotAssessStrategy.SKIP
+    assert CriterionVerdict.MET == "MET" and CriterionVerdict("MET") is CriterionVerdict.MET

@@ -13,7 +13,7 @@ Names, fields, defaults and validation messages follow the AutoRubric API refere
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal, get_args
 
 from pydantic import (
@@ -386,8 +386,9 @@ class Criterion(BaseModel):
         return self.model_copy(update={"options": extended})
 
 
-class CaseInsensitiveEnum(str, Enum):
-    """A string enum whose lookup ignores case and surrounding white space (``" Skip "``)."""
+class CaseInsensitiveEnum(StrEnum):
+    """A string enum whose lookup ignores case and surrounding white space (``" Skip "``);
+    ``str()`` and f-strings give the value, as AutoRubric prints it."""
 
     @classmethod
     def _missing_(cls, value: object) -> CaseInsensitiveEnum | None:
@@ -399,8 +400,11 @@ class CaseInsensitiveEnum(str, Enum):
         return None
 
 
-class CriterionVerdict(str, Enum):
-    """Binary verdict: MET, UNMET, or CANNOT_ASSESS (insufficient evidence)."""
+class CriterionVerdict(StrEnum):
+    """Binary verdict: MET, UNMET, or CANNOT_ASSESS (insufficient evidence).
+
+    ``str(CriterionVerdict.MET)`` and ``f"{verdict}"`` give ``"MET"``, as in AutoRubric.
+    """
 
     MET = "MET"
     UNMET = "UNMET"

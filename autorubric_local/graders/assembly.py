@@ -261,6 +261,11 @@ def _score(
     return raw, (max(0.0, normalized - penalty) if normalize else raw - penalty)
 
 
+LOCAL_COMPLETION_COST = 0.0
+"""``completion_cost`` (USD) of a grade by local engines: they are not priced; their cost is the
+device time in ``device_seconds``."""
+
+
 def evaluation_report(
     criteria: Sequence[EnsembleCriterionReport],
     results: Sequence[JudgmentResult],
@@ -289,6 +294,7 @@ def evaluation_report(
             judge_scores={judge_id: None for judge_id in judge_criteria},
             error=f"all {len(results)} judgments failed; first: {failures[0]}",
             token_usage=usage,
+            completion_cost=LOCAL_COMPLETION_COST,
             device_seconds=seconds,
         )
     penalty = compute_length_penalty(graded_input, length_penalty) if length_penalty else 0.0
@@ -307,5 +313,6 @@ def evaluation_report(
         mean_agreement=sum(agreements) / len(agreements) if agreements else None,
         cannot_assess_count=sum(1 for c in criteria if c.is_na),
         token_usage=usage,
+        completion_cost=LOCAL_COMPLETION_COST,
         device_seconds=seconds,
     )

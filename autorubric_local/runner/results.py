@@ -83,7 +83,7 @@ class EvalResult:
     successful_items: int
     failed_items: int
     total_token_usage: TokenUsage | None
-    total_completion_cost: float | None
+    total_completion_cost: float
     timing_stats: EvalTimingStats
     started_at: datetime
     completed_at: datetime
@@ -223,7 +223,8 @@ def result_from_store(store: Store, run: Mapping[str, Any], db_path: str) -> tup
         successful_items=len(results) - len(failed),
         failed_items=len(failed),
         total_token_usage=aggregate_token_usage(r.report.token_usage for r in results),
-        total_completion_cost=aggregate_completion_cost(r.report.completion_cost for r in results),
+        # Local engines are not priced: 0.0 rather than None, so the spec's f"${cost:.4f}" formats.
+        total_completion_cost=aggregate_completion_cost(r.report.completion_cost for r in results) or 0.0,
         timing_stats=timing_stats([r.duration_seconds for r in results], wall, judgments),
         started_at=_parse_utc(run["started_utc"]),
         completed_at=_parse_utc(run["finished_utc"]) if run.get("finished_utc") else datetime.now(UTC),

@@ -459,7 +459,8 @@ def _stored_as_planned(
 
 def failed_item(item: GradeItem, exc: BaseException) -> GradedItem:
     """An item whose grading raised: no score, the error kept, no judgments."""
-    return GradedItem(item, EnsembleEvaluationReport(score=None, error=f"{type(exc).__name__}: {exc}"), ())
+    report = EnsembleEvaluationReport(score=None, error=f"{type(exc).__name__}: {exc}", completion_cost=0.0)
+    return GradedItem(item, report, ())
 
 
 def make_chunks(
