@@ -50,3 +50,16 @@ def test_importing_the_package_does_not_load_the_analysis_stack() -> None:
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_utils_has_autorubrics_utils_names() -> None:
+    # ``from autorubric.utils import fill_ground_truth`` (spec 001) with the package name changed.
+    from autorubric_local import utils
+    from autorubric_local.runner.ground_truth import fill_ground_truth
+
+    assert utils.fill_ground_truth is fill_ground_truth
+    assert set(utils.__all__) == {
+        "aggregate_completion_cost", "aggregate_evaluation_usage", "aggregate_token_usage", "compute_length_penalty",
+        "fill_ground_truth", "normalize_to_grade_input", "parse_thinking_output", "word_count",
+    }
+    assert utils.word_count("two words") == 2

@@ -157,6 +157,7 @@ def test_shuffled_choice_maps_back_to_the_original_option() -> None:
     vote = report.multi_choice_votes[0]
     order = vote.shuffle_order
     assert sorted(order) == [0, 1, 2, 3]
+    assert report.shuffle_order == order  # spec 000 reads it from the criterion's report
     (request,) = score_requests(engine)
     # The suffix lists the options in shown order: shown position k is original option order[k].
     assert shown_options(request.suffix) == [DEPTH.options[i].label for i in order]
@@ -220,7 +221,7 @@ def test_shuffle_options_false_keeps_identity_order() -> None:
     engine = ScriptedEngine(policy=favour("Basic"))
     graded = grade_one(grader_for(engine, shuffle_options=False), "x", [DEPTH])
     report = graded.report.report[0]
-    assert report.multi_choice_votes[0].shuffle_order == [0, 1, 2, 3]
+    assert report.multi_choice_votes[0].shuffle_order == [0, 1, 2, 3] == report.shuffle_order
     assert shown_options(score_requests(engine)[0].suffix) == ["Vague", "Basic", "Solid", "Expert"]
     assert report.final_multi_choice_verdict.selected_index == 1
     assert graded.results[0].chosen == 1
@@ -433,7 +434,19 @@ def test_reasoning_under_thinking_is_free_whatever_the_style() -> None:
     graded = grade_one(grader_for(engine, mode="explain", thinking="low"), "x", [BINARY_A])
     (generation,) = generate_requests(engine)
     assert generation.suffix.endswith('{"explanation": "') and generation.sentence is False
-    assert graded.report.report[0].final_reason == "Step one. Step two."
+    # Spec 003: under thinking the deliberation is the vote's reasoning; reason is its conclusion.
+    (vote,) = graded.report.report[0].votes
+    assert vote.reasoning == "Step one. Step two." and vote.reason == "Step two."
+    assert graded.report.report[0].final_reason == "Step two."
+
+
+def test_without_thinking_the_explanation_is_the_reason_and_reasoning_is_none() -> None:
+    engine = ScriptedEngine()
+    engine.enqueue_generations("Step one. Step two.")
+    engine.enqueue_scores(lp(0.8, 0.1, 0.1))
+    graded = grade_one(grader_for(engine, mode="explain", explanation_first=True), "x", [BINARY_A])
+    (vote,) = graded.report.report[0].votes
+    assert vote.reasoning is None and vote.reason.endswith("Step one. Step two.")
 
 
 def test_score_mode_generates_nothing() -> None:

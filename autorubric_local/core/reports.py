@@ -483,6 +483,15 @@ class EnsembleCriterionReport(BaseModel):
         return 0.0
 
     @property
+    def shuffle_order(self) -> list[int] | None:
+        """The option order the judges were shown (``shuffle_order[shown] = original index``,
+        as in :class:`CriterionReport`): the votes' order when they all saw the same one; None
+        for a binary criterion, or when votes saw different orders (cyclic permutations: each
+        vote's ``shuffle_order`` is its first)."""
+        orders = {tuple(v.shuffle_order) for v in self.multi_choice_votes if v.shuffle_order is not None}
+        return list(orders.pop()) if len(orders) == 1 else None
+
+    @property
     def score_value(self) -> float:
         """Per-criterion score in [0, 1] of the final verdict; 0.0 when there is none."""
         if self.final_verdict is not None:

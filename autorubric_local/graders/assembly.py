@@ -19,7 +19,9 @@ judge's own distribution as ``uncalibrated_label_probabilities``, keyed the same
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 from autorubric_local.core.penalty import (
     LengthPenalty,
@@ -42,6 +44,8 @@ from autorubric_local.graders.aggregation import (
 from autorubric_local.graders.content_free import CalibratedResult
 from autorubric_local.graders.execution import JudgmentResult
 from autorubric_local.graders.prompts import BINARY_LABELS
+
+JudgeVoteT = TypeVar("JudgeVoteT", JudgeVote, MultiChoiceJudgeVote)
 
 
 def _uncalibrated(result: JudgmentResult) -> tuple[float, ...] | None:
@@ -119,6 +123,21 @@ def choice_vote(result: JudgmentResult, judge_id: str, weight: float) -> MultiCh
         off_label_mass=result.off_label_mass,
         uncalibrated_label_probabilities=None if own is None else {opt.label: p for opt, p in zip(options, own)},
     )
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def with_reasoning(vote: JudgeVoteT) -> JudgeVoteT:
+    """``vote`` of a judge with ``thinking`` on, shaped as spec 003 has it: the judge's whole
+    deliberation (what it wrote before its verdict) in ``reasoning``, and in ``reason`` the
+    conclusion it reached: the last sentence of that deliberation, in its own words (the text
+    right before the verdict). A vote without text is returned unchanged."""
+    trace = vote.reason.strip()
+    if not trace:
+        return vote
+    sentences = [part.strip() for part in _SENTENCE_END.split(trace) if part.strip()]
+    return vote.model_copy(update={"reasoning": trace, "reason": sentences[-1]})
 
 
 def combined_choice_vote(results: Sequence[JudgmentResult], judge_id: str, weight: float) -> MultiChoiceJudgeVote:

@@ -46,6 +46,7 @@ from autorubric_local.graders.assembly import (
     combined_choice_vote,
     evaluation_report,
     judge_criterion_report,
+    with_reasoning,
 )
 from autorubric_local.graders.content_free import (
     CONTENT_FREE_ITEM,
@@ -554,6 +555,10 @@ class CriterionGrader:
 
     @staticmethod
     def _vote(judge: JudgeSpec, judged: list[JudgmentResult]) -> JudgeVote | MultiChoiceJudgeVote:
+        vote: JudgeVote | MultiChoiceJudgeVote
         if judged[0].task.criterion.is_binary:
-            return binary_vote(judged[0], judge.judge_id, judge.weight)
-        return combined_choice_vote(judged, judge.judge_id, judge.weight)
+            vote = binary_vote(judged[0], judge.judge_id, judge.weight)
+        else:
+            vote = combined_choice_vote(judged, judge.judge_id, judge.weight)
+        # thinking: the deliberation is the vote's reasoning, its conclusion the reason (spec 003).
+        return with_reasoning(vote) if judge.llm_config.thinking_budget > 0 else vote
