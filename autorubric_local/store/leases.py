@@ -4,9 +4,11 @@ A run has at most one writer. The writer holds the run's lease, a row of ``run_l
 (migration 5, :mod:`.schema`), and renews its heartbeat while it works; a second writer is
 refused while the lease is live. A lease is *stale*, and may be taken over, when its heartbeat
 is older than the lease timeout, or when its holder ran on this host and its process no longer
-exists (killed, crashed, or a zombie waiting to be reaped). The SQL lives in
-:class:`~.runs.RunTables` (``acquire_run_lease``, ``renew_run_lease``, ``release_run_lease``);
-this module holds the values and the liveness rule.
+exists (killed, crashed, or a zombie waiting to be reaped). Sweeps have the same leases in
+``sweep_leases`` (migration 12). :class:`LeaseTable` holds the SQL of one lease table, run
+inside the caller's transaction; :class:`~.runs.RunTables` (``acquire_run_lease``,
+``renew_run_lease``, ``release_run_lease``) and :class:`~.sweeps.SweepTables` wrap it. This
+module also holds the values and the liveness rule.
 
 Heartbeats are compared with this host's clock: across hosts sharing one file, clocks should
 agree to well within the lease timeout.
@@ -23,6 +25,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import sqlite_utils
+
+from autorubric_local.store.provenance import utc_now
 
 DEFAULT_LEASE_TIMEOUT_SECONDS = 60.0
 """A lease whose heartbeat is older than this is stale."""
@@ -86,6 +92,56 @@ class Takeover:
 
     previous: LeaseHolder
     reason: str
+
+
+@dataclass(frozen=True)
+class LeaseTable:
+    """The SQL of one lease table (``run_leases`` keyed by ``run_id``, ``sweep_leases`` by
+    ``sweep_id``): each method runs inside the caller's write transaction."""
+
+    table: str
+    key: str
+
+    def holder(self, db: sqlite_utils.Database, key: str) -> LeaseHolder | None:
+        """The lease of ``key`` (live or stale), or None when nobody holds it."""
+        rows = list(db[self.table].rows_where(f"{self.key} = ?", [key]))
+        return LeaseHolder.from_row({**rows[0], "run_id": key}) if rows else None
+
+    def take(
+        self, db: sqlite_utils.Database, key: str, owner: LeaseOwner, timeout_seconds: float, refusal: Any
+    ) -> Takeover | None:
+        """Give ``owner`` the lease of ``key``: at once when it is free or ``owner``'s, by
+        takeover when it is stale (returned); ``refusal(holder)`` is raised when it is live."""
+        holder = self.holder(db, key)
+        takeover = None
+        if holder is not None and holder.owner != owner.owner:
+            reason = holder.stale_reason(timeout_seconds)
+            if reason is None:
+                raise refusal(holder)
+            takeover = Takeover(holder, reason)
+        self.write(db, key, owner)
+        return takeover
+
+    def write(self, db: sqlite_utils.Database, key: str, owner: LeaseOwner) -> None:
+        """Set ``owner`` as the holder of ``key``'s lease, acquired and renewed now."""
+        now = utc_now()
+        db[self.table].upsert({self.key: key, "owner": owner.owner, "pid": owner.pid, "host": owner.host,
+                               "acquired_utc": now, "heartbeat_utc": now}, pk=self.key)
+
+    def touch(self, db: sqlite_utils.Database, key: str, owner: LeaseOwner) -> bool:
+        """Renew ``owner``'s heartbeat; False when ``owner`` does not hold the lease."""
+        cursor = db.execute(f"update {self.table} set heartbeat_utc = ? where {self.key} = ? and owner = ?",
+                            [utc_now(), key, owner.owner])
+        return cursor.rowcount == 1
+
+    def delete(self, db: sqlite_utils.Database, key: str, owner: LeaseOwner) -> bool:
+        """Drop ``owner``'s lease of ``key``; False when ``owner`` did not hold it."""
+        cursor = db.execute(f"delete from {self.table} where {self.key} = ? and owner = ?", [key, owner.owner])
+        return cursor.rowcount == 1
+
+
+RUN_LEASES = LeaseTable("run_leases", "run_id")
+SWEEP_LEASES = LeaseTable("sweep_leases", "sweep_id")
 
 
 def pid_alive(pid: int) -> bool:

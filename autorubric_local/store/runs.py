@@ -21,6 +21,7 @@ import sqlite_utils
 from autorubric_local.core.errors import InputError, RunLockedError
 from autorubric_local.store.leases import (
     DEFAULT_LEASE_TIMEOUT_SECONDS,
+    RUN_LEASES,
     LeaseHolder,
     LeaseOwner,
     Takeover,
@@ -96,7 +97,7 @@ class RunTables:
                 }
             )
             if lease is not None:
-                self._write_lease(run_id, lease)
+                RUN_LEASES.write(self.db, run_id, lease)
             self._upsert_items(run_id, items)
         return run_id
 
@@ -146,7 +147,7 @@ class RunTables:
         if status not in RUN_STATUSES:
             raise InputError(f"status: expected one of {', '.join(RUN_STATUSES)}, got {status!r}")
         with write_transaction(self.db):
-            if lease is not None and not self._delete_lease(run_id, lease):
+            if lease is not None and not RUN_LEASES.delete(self.db, run_id, lease):
                 return False
             self.db.execute(
                 "update runs set finished_utc = ?, status = ?, "
@@ -171,50 +172,26 @@ class RunTables:
         RunLockedError
             Another writer holds a live lease; names the run, its pid, host and last heartbeat.
         """
+        def refusal(holder: LeaseHolder) -> RunLockedError:
+            run = self.find_run(run_id) or {"id": run_id, "name": run_id}
+            return RunLockedError(_locked_message(run, holder, timeout_seconds))
+
         with write_transaction(self.db):
-            holder = self.lease_holder(run_id)
-            takeover = None
-            if holder is not None and holder.owner != owner.owner:
-                reason = holder.stale_reason(timeout_seconds)
-                if reason is None:
-                    run = self.find_run(run_id) or {"id": run_id, "name": run_id}
-                    raise RunLockedError(_locked_message(run, holder, timeout_seconds))
-                takeover = Takeover(holder, reason)
-            self._write_lease(run_id, owner)
-        return takeover
+            return RUN_LEASES.take(self.db, run_id, owner, timeout_seconds, refusal)
 
     def renew_run_lease(self, run_id: str, owner: LeaseOwner) -> bool:
         """Set the heartbeat of ``owner``'s lease to now; ``False`` if ``owner`` no longer holds it."""
         with write_transaction(self.db):
-            return self._touch_lease(run_id, owner)
+            return RUN_LEASES.touch(self.db, run_id, owner)
 
     def release_run_lease(self, run_id: str, owner: LeaseOwner) -> bool:
         """Give back ``owner``'s lease of ``run_id``; ``False`` if it did not hold it."""
         with write_transaction(self.db):
-            return self._delete_lease(run_id, owner)
+            return RUN_LEASES.delete(self.db, run_id, owner)
 
     def lease_holder(self, run_id: str) -> LeaseHolder | None:
         """The current lease of ``run_id`` (live or stale), or ``None`` when nobody holds it."""
-        rows = list(self.db["run_leases"].rows_where("run_id = ?", [run_id]))
-        return LeaseHolder.from_row(rows[0]) if rows else None
-
-    def _write_lease(self, run_id: str, owner: LeaseOwner) -> None:
-        now = utc_now()
-        self.db["run_leases"].upsert(
-            {"run_id": run_id, "owner": owner.owner, "pid": owner.pid, "host": owner.host,
-             "acquired_utc": now, "heartbeat_utc": now},
-            pk="run_id",
-        )
-
-    def _touch_lease(self, run_id: str, owner: LeaseOwner) -> bool:
-        cursor = self.db.execute(
-            "update run_leases set heartbeat_utc = ? where run_id = ? and owner = ?", [utc_now(), run_id, owner.owner]
-        )
-        return cursor.rowcount == 1
-
-    def _delete_lease(self, run_id: str, owner: LeaseOwner) -> bool:
-        cursor = self.db.execute("delete from run_leases where run_id = ? and owner = ?", [run_id, owner.owner])
-        return cursor.rowcount == 1
+        return RUN_LEASES.holder(self.db, run_id)
 
     # ----------------------------------------------------------------------------- items
 
@@ -248,7 +225,7 @@ class RunTables:
         """
         item_ids = [row["item_id"] for row in items]
         with write_transaction(self.db):
-            if lease is not None and not self._touch_lease(run_id, lease):
+            if lease is not None and not RUN_LEASES.touch(self.db, run_id, lease):
                 raise RunLockedError(self._lost_message(run_id, lease))
             for begin in range(0, len(item_ids), 500):
                 part = item_ids[begin : begin + 500]

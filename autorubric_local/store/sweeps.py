@@ -40,6 +40,7 @@ import sqlite_utils
 from autorubric_local.core.errors import InputError, RunLockedError
 from autorubric_local.store.leases import (
     DEFAULT_LEASE_TIMEOUT_SECONDS,
+    SWEEP_LEASES,
     LeaseHolder,
     LeaseOwner,
     Takeover,
@@ -99,7 +100,7 @@ class SweepTables:
                 }
             )
             if lease is not None:
-                self._write_sweep_lease(sweep_id, lease)
+                SWEEP_LEASES.write(self.db, sweep_id, lease)
         return sweep_id
 
     def find_sweep(self, sweep: str) -> dict[str, Any] | None:
@@ -148,7 +149,7 @@ class SweepTables:
         """
         pairs = sorted({(row["item_id"], row["judge_id"]) for row in judgments})
         with write_transaction(self.db):
-            if lease is not None and not self._touch_sweep_lease(sweep_id, lease):
+            if lease is not None and not SWEEP_LEASES.touch(self.db, sweep_id, lease):
                 raise RunLockedError(_lost_message(sweep_id, lease))
             for table in ("sweep_judgments", "sweep_scores"):
                 for item_id, judge_id in pairs:
@@ -174,7 +175,7 @@ class SweepTables:
             ``lease`` was given and another writer has taken the sweep's lease over.
         """
         with write_transaction(self.db):
-            if lease is not None and not self._touch_sweep_lease(sweep_id, lease):
+            if lease is not None and not SWEEP_LEASES.touch(self.db, sweep_id, lease):
                 raise RunLockedError(_lost_message(sweep_id, lease))
             for table, rows in (("sweep_scores", scores), ("sweep_aggregates", aggregates)):
                 self.db.execute(f"delete from {table} where sweep_id = ?", [sweep_id])
@@ -204,7 +205,7 @@ class SweepTables:
         if status not in SWEEP_STATUSES:
             raise InputError(f"status: expected one of {', '.join(SWEEP_STATUSES)}, got {status!r}")
         with write_transaction(self.db):
-            if lease is not None and not self._delete_sweep_lease(sweep_id, lease):
+            if lease is not None and not SWEEP_LEASES.delete(self.db, sweep_id, lease):
                 return False
             self.db.execute(
                 "update sweeps set finished_utc = ?, status = ?, wall_seconds = coalesce(wall_seconds, 0) + ? "
@@ -226,56 +227,31 @@ class SweepTables:
         RunLockedError
             Another writer holds a live lease; names the sweep, its pid, host and last heartbeat.
         """
+        def refusal(holder: LeaseHolder) -> RunLockedError:
+            sweep = self.find_sweep(sweep_id) or {"name": sweep_id}
+            return RunLockedError(
+                f"sweep {sweep['name']!r} ({sweep_id}) is being written by another process: "
+                f"{holder.describe()}. Wait for it to finish, or sweep under another name (--run); its "
+                f"lease is taken over once its heartbeat is older than {timeout_seconds:g} s or its "
+                "process has ended"
+            )
+
         with write_transaction(self.db):
-            holder = self.sweep_lease_holder(sweep_id)
-            takeover = None
-            if holder is not None and holder.owner != owner.owner:
-                reason = holder.stale_reason(timeout_seconds)
-                if reason is None:
-                    sweep = self.find_sweep(sweep_id) or {"name": sweep_id}
-                    raise RunLockedError(
-                        f"sweep {sweep['name']!r} ({sweep_id}) is being written by another process: "
-                        f"{holder.describe()}. Wait for it to finish, or sweep under another name (--run); its "
-                        f"lease is taken over once its heartbeat is older than {timeout_seconds:g} s or its "
-                        "process has ended"
-                    )
-                takeover = Takeover(holder, reason)
-            self._write_sweep_lease(sweep_id, owner)
-        return takeover
+            return SWEEP_LEASES.take(self.db, sweep_id, owner, timeout_seconds, refusal)
 
     def renew_sweep_lease(self, sweep_id: str, owner: LeaseOwner) -> bool:
         """Set the heartbeat of ``owner``'s lease to now; ``False`` if ``owner`` no longer holds it."""
         with write_transaction(self.db):
-            return self._touch_sweep_lease(sweep_id, owner)
+            return SWEEP_LEASES.touch(self.db, sweep_id, owner)
 
     def release_sweep_lease(self, sweep_id: str, owner: LeaseOwner) -> bool:
         """Give back ``owner``'s lease of ``sweep_id``; ``False`` if it did not hold it."""
         with write_transaction(self.db):
-            return self._delete_sweep_lease(sweep_id, owner)
+            return SWEEP_LEASES.delete(self.db, sweep_id, owner)
 
     def sweep_lease_holder(self, sweep_id: str) -> LeaseHolder | None:
         """The current lease of ``sweep_id`` (live or stale), or ``None``."""
-        rows = list(self.db["sweep_leases"].rows_where("sweep_id = ?", [sweep_id]))
-        return LeaseHolder.from_row({**rows[0], "run_id": sweep_id}) if rows else None
-
-    def _write_sweep_lease(self, sweep_id: str, owner: LeaseOwner) -> None:
-        now = utc_now()
-        self.db["sweep_leases"].upsert(
-            {"sweep_id": sweep_id, "owner": owner.owner, "pid": owner.pid, "host": owner.host,
-             "acquired_utc": now, "heartbeat_utc": now},
-            pk="sweep_id",
-        )
-
-    def _touch_sweep_lease(self, sweep_id: str, owner: LeaseOwner) -> bool:
-        cursor = self.db.execute("update sweep_leases set heartbeat_utc = ? where sweep_id = ? and owner = ?",
-                                 [utc_now(), sweep_id, owner.owner])
-        return cursor.rowcount == 1
-
-    def _delete_sweep_lease(self, sweep_id: str, owner: LeaseOwner) -> bool:
-        cursor = self.db.execute("delete from sweep_leases where sweep_id = ? and owner = ?",
-                                 [sweep_id, owner.owner])
-        return cursor.rowcount == 1
-
+        return SWEEP_LEASES.holder(self.db, sweep_id)
 
 def _lost_message(sweep_id: str, lease: LeaseOwner) -> str:
     return (f"sweep {sweep_id}: this writer (pid {lease.pid} on host {lease.host}) lost the sweep's lease to another "
