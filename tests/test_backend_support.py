@@ -44,7 +44,7 @@ HONOURED: dict[str, dict[str, Any]] = {
                      "prompt_format": "completion"},
     "vllm": {"temperature": 0.7, "max_tokens": 200, "top_p": 0.9, "seed": 5, "thinking": 32, "device": "cpu",
              "dtype": "bfloat16", "context_length": 1024, "gpu_memory_utilization": 0.4,
-             "explanation_max_tokens": 40, "explanation_style": "free", "on_overflow": "truncate",
+             "engine_args": {"tensor_parallel_size": 2, "max_num_seqs": 64}, "explanation_max_tokens": 40, "explanation_style": "free", "on_overflow": "truncate",
              "prompt_format": "chat"},
     "llamacpp": {"temperature": 0.7, "max_tokens": 200, "seed": 5, "thinking": "low", "device": "cpu",
                  "context_length": 1024, "explanation_max_tokens": 40, "explanation_style": "free",
@@ -94,6 +94,7 @@ def test_secrets_are_never_shown() -> None:
     [
         ("transformers", "top_p", 0.9, "use backend='vllm' or leave top_p unset"),
         ("transformers", "gpu_memory_utilization", 0.5, "only the vllm backend reserves GPU memory"),
+        ("llamacpp", "engine_args", {"max_num_seqs": 8}, "engine_args are vLLM engine arguments"),
         ("vllm", "max_packed_tokens", 512, "it schedules its own batches"),
         ("llamacpp", "dtype", "float32", "computes in the GGUF's own (quantised) types"),
     ],

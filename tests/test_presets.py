@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from autorubric_local.core.errors import (
@@ -280,7 +281,7 @@ def test_llm_config_yaml_round_trip(tmp_path: Path) -> None:
     )
     path = tmp_path / "judge.yaml"
     config.to_yaml(path)
-    assert "engine" not in path.read_text(encoding="utf-8")
+    assert "engine" not in yaml.safe_load(path.read_text(encoding="utf-8"))
     loaded = LLMConfig.from_yaml(path)
     assert loaded == config.model_copy(update={"engine": None})
     assert loaded.engine is None

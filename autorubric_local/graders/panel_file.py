@@ -8,6 +8,8 @@ Format (every key but ``judges`` optional)::
         weight: 1.0
         system_prompt: null       # replaces the grader's system prompt for this judge
         # any other LLMConfig field: backend, device, dtype, thinking, context_length, ...
+        # backend: vllm
+        # engine_args: {tensor_parallel_size: 2, max_num_seqs: 64}  # vLLM only (LLMConfig.engine_args)
       - judge_id: smol-strict
         model: smollm2-135m-instruct
         system_prompt: "You are a strict grader. ..."
@@ -42,6 +44,7 @@ from autorubric_local.core.checks import (
     short_repr,
 )
 from autorubric_local.core.errors import InputError
+from autorubric_local.engine.vllm_args import check_engine_args
 from autorubric_local.graders.aggregation import (
     BINARY_STRATEGIES,
     NOMINAL_STRATEGIES,
@@ -97,6 +100,8 @@ def _judge(raw: object) -> tuple[JudgeSpec, dict[str, Any] | None]:
     metadata = entry.pop("metadata", None)
     if metadata is not None:
         metadata = check_json_object(metadata)
+    if "engine_args" in entry:  # its own message (argument, allowed ones), not pydantic's
+        entry["engine_args"] = check_engine_args(entry["engine_args"], "field 'engine_args'")
     try:
         config = LLMConfig.model_validate(entry, strict=True)
     except pydantic.ValidationError as exc:

@@ -2,7 +2,8 @@
 
 Keeps AutoRubric's field names where they mean something for a local model (spec
 001_732b54dc4a0c7747.txt, "LLMConfig Options") and adds local ones: ``backend``, ``device``,
-``dtype``, ``context_length``, ``max_packed_tokens``, ``explanation_max_tokens``,
+``dtype``, ``context_length``, ``max_packed_tokens``, ``gpu_memory_utilization``,
+``engine_args`` (further vLLM engine arguments), ``explanation_max_tokens``,
 ``explanation_style`` and ``engine``
 (an already-built engine object, for custom backends and tests).
 """
@@ -16,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from autorubric_local.core.errors import InputError
+from autorubric_local.engine.vllm_args import ENGINE_ARGS, check_engine_args
 
 Backend = Literal["auto", "transformers", "vllm", "llamacpp"]
 Device = Literal["auto", "cpu", "cuda"]
@@ -64,6 +66,12 @@ class LLMConfig(BaseModel):
     gpu_memory_utilization : float in (0, 1], optional
         vLLM backend only: share of GPU memory (on CPU builds: of host memory) vLLM reserves;
         defaults to vLLM's own on GPU and 0.3 on CPU.
+    engine_args : dict, optional
+        vLLM backend only: further ``vllm.LLM`` arguments, e.g. ``{"tensor_parallel_size": 2,
+        "max_num_seqs": 64, "quantization": "awq"}``; keys from the allow-list
+        :data:`autorubric_local.engine.vllm_args.ENGINE_ARGS` with values of its types
+        (:func:`~autorubric_local.engine.vllm_args.check_engine_args`). A preset's
+        ``engine_args`` apply under these (a key set here wins).
     explanation_max_tokens : int
         Token budget of one explanation (capped by ``max_tokens``).
     explanation_style : {"sentence", "free"}
@@ -89,7 +97,11 @@ class LLMConfig(BaseModel):
     Raises
     ------
     pydantic.ValidationError
-        On a value out of range; the message names the field, the range and the value.
+        On a value out of range; the message names the field, the range and the value. For
+        ``engine_args`` it is :func:`~autorubric_local.engine.vllm_args.check_engine_args`'s
+        ``InputError`` message: an argument not in the allow-list (named, with the allowed
+        ones listed), or a value of the wrong type or range. (Judge-panel files, presets and
+        the CLI raise that ``InputError`` itself.)
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -118,11 +130,17 @@ class LLMConfig(BaseModel):
     context_length: int | None = Field(default=None, ge=16)
     max_packed_tokens: int = Field(default=2048, ge=64)
     gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0)
+    engine_args: dict[str, Any] = Field(default_factory=dict, description=f"vLLM arguments: {', '.join(ENGINE_ARGS)}")
     explanation_max_tokens: int = Field(default=96, ge=1)
     explanation_style: Literal["sentence", "free"] = "sentence"
     on_overflow: Literal["error", "truncate"] = "error"
     prompt_format: Literal["auto", "chat", "completion"] = "auto"
     engine: Any = Field(default=None, exclude=True)
+
+    @field_validator("engine_args", mode="before")
+    @classmethod
+    def _check_engine_args(cls, value: object) -> dict[str, Any]:
+        return check_engine_args(value)
 
     @field_validator("thinking")
     @classmethod

@@ -83,6 +83,8 @@ UNSUPPORTED_FIELDS: dict[str, Unsupported] = {
         backends=("transformers", "llamacpp")),
     "gpu_memory_utilization": Unsupported("only the vllm backend reserves GPU memory",
                                           backends=("transformers", "llamacpp")),
+    "engine_args": Unsupported("engine_args are vLLM engine arguments; use backend='vllm' or leave them unset",
+                               backends=("transformers", "llamacpp")),
     "max_packed_tokens": Unsupported(
         "it schedules its own batches; max_packed_tokens sizes the transformers backend's packed passes",
         backends=("vllm", "llamacpp")),
@@ -284,6 +286,7 @@ def load_engine(config: LLMConfig) -> Engine:
     if backend == "vllm":
         key: tuple[Any, ...] = ("vllm", str(resolved.path), config.device, config.dtype,
                                 config.context_length, config.gpu_memory_utilization,
+                                json.dumps(vllm_engine_args(config, resolved), sort_keys=True),
                                 config.temperature, config.top_p, config.seed, prompt_format(config, resolved))
         if key not in _ENGINES:
             _ENGINES[key] = _load_vllm(resolved, config)
@@ -354,6 +357,13 @@ def prompt_format(config: LLMConfig, resolved: ResolvedModel) -> str:
     return "auto"
 
 
+def vllm_engine_args(config: LLMConfig, resolved: ResolvedModel) -> dict[str, Any]:
+    """The vLLM engine arguments of a judge: the preset's ``engine_args``, then the config's
+    (a key in both takes the config's value)."""
+    preset = dict(resolved.preset.engine_args) if resolved.preset is not None else {}
+    return {**preset, **config.engine_args}
+
+
 def _load_vllm(resolved: ResolvedModel, config: LLMConfig) -> Engine:
     from autorubric_local.engine.vllm_backend import load_vllm
 
@@ -370,6 +380,7 @@ def _load_vllm(resolved: ResolvedModel, config: LLMConfig) -> Engine:
         seed=config.seed,
         gpu_memory_utilization=config.gpu_memory_utilization,
         prompt_format=prompt_format(config, resolved),
+        engine_args=vllm_engine_args(config, resolved),
     )
 
 

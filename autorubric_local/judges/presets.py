@@ -30,6 +30,7 @@ from typing import Any, Literal
 import yaml
 
 from autorubric_local.core.errors import InputError, ModelNotFoundError
+from autorubric_local.engine.vllm_args import check_engine_args
 from autorubric_local.judges.weights import (
     assemble_chunks,
     assembled_path,
@@ -59,6 +60,9 @@ class ModelPreset:
     config says ``"auto"``; None lets the tokenizer decide. ``backend``
     (``"transformers"`` or ``"llamacpp"``) is the backend ``LLMConfig(backend="auto")`` runs it
     on; None: the general rule (:func:`~autorubric_local.judges.engines.choose_backend`).
+    ``engine_args`` are vLLM engine arguments used when the judge runs on the vllm backend
+    (:data:`autorubric_local.engine.vllm_args.ENGINE_ARGS`; ``LLMConfig.engine_args`` override
+    them key by key); other backends ignore them.
     """
 
     name: str
@@ -70,6 +74,7 @@ class ModelPreset:
     source_file: Traversable | None = None
     prompt_format: str | None = None
     backend: str | None = None
+    engine_args: dict[str, Any] = field(default_factory=dict)
 
     def chunk_files(self) -> list[Path] | None:
         """The installed chunk files of ``weights.chunks`` in order, or None if any is missing."""
@@ -197,6 +202,7 @@ def _load_preset(file: Traversable) -> ModelPreset:
     backend = data.get("backend")
     if backend not in (None, "transformers", "llamacpp"):
         raise InputError(f"{file}: field 'backend': expected 'transformers' or 'llamacpp', got {backend!r}")
+    engine_args = check_engine_args(data.get("engine_args") or {}, f"{file}: field 'engine_args'")
     return ModelPreset(
         name=str(data["name"]),
         description=str(data.get("description", "")),
@@ -207,6 +213,7 @@ def _load_preset(file: Traversable) -> ModelPreset:
         source_file=file,
         prompt_format=prompt_format,
         backend=backend,
+        engine_args=engine_args,
     )
 
 

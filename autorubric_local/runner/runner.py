@@ -279,7 +279,8 @@ class EvalRunner:
     def _judges(self, model_ids: dict[str, str]) -> list[dict[str, Any]]:
         """The run's ``judges_json``: per judge its id, model, loaded model id, weight, and the
         engine that ran: ``backend`` (``"transformers"``, ``"vllm"``, ``"llamacpp"``),
-        ``attention_path`` (e.g. ``"packed-trie (sdpa, full attention)"``) and ``prompt_format`` (``"chat"`` or ``"completion"``), read from the engine's attributes
+        ``attention_path`` (e.g. ``"packed-trie (sdpa, full attention)"``), ``prompt_format`` (``"chat"`` or ``"completion"``)
+        and ``score_method`` (vLLM: ``"logprob_token_ids"`` or the slower ``"prompt_logprobs"``), read from the engine's attributes
         of those names (``backend`` from ``backend_name``); None for an engine that does not
         declare them."""
         entries = []
@@ -290,6 +291,7 @@ class EvalRunner:
                 "weight": j.weight, "backend": getattr(engine, "backend_name", None),
                 "attention_path": getattr(engine, "attention_path", None),
                 "prompt_format": getattr(engine, "prompt_format", None),
+                "score_method": getattr(engine, "score_method", None),
             })
         return entries
 
