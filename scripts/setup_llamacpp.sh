@@ -7,7 +7,8 @@
 # CPU (GGML_NATIVE=OFF), so a cached wheel never meets a CPU that lacks an instruction it uses;
 # set CMAKE_ARGS yourself for another target (e.g. -DGGML_CUDA=ON on a GPU box). Examples, tests
 # and the multimodal library are not built. Once installed, GGUF judges run on llama.cpp by
-# default (LLMConfig.backend="auto"). A stamp file keyed by this script makes a second run a no-op.
+# default (LLMConfig.backend="auto"), and its OpenAI-compatible server runs (the hosted-judge
+# tests start one). A stamp file keyed by this script makes a second run a no-op.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
@@ -19,7 +20,10 @@ if [ ! -f "$stamp" ]; then
   export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF}"
   export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
   .venv/bin/python -m pip install -q llama-cpp-python==0.3.36
-  .venv/bin/python -c "import llama_cpp, autorubric_local.engine.llamacpp_backend"
+  # its OpenAI-compatible server (python -m llama_cpp.server), which the hosted-judge tests start;
+  # named one by one so the compiled wheel is not rebuilt for its [server] extra
+  .venv/bin/python -m pip install -q fastapi uvicorn sse-starlette starlette-context pydantic-settings
+  .venv/bin/python -c "import llama_cpp, llama_cpp.server.app, autorubric_local.engine.llamacpp_backend"
   rm -f .venv/.setup-llamacpp-*
   touch "$stamp"
 fi

@@ -72,7 +72,7 @@ def test_message_of_a_hosted_endpoint() -> None:
     assert str(refused.value) == (
         "LLMConfig.api_base is not supported by the auto (transformers or llamacpp) backend "
         "(got 'http://localhost:8000/v1'); "
-        "hosted judges need the LiteLLM backend, not available yet"
+        "hosted and server judges need backend='hosted' (LiteLLM; README, \"Hosted and server judges\")"
     )
 
 

@@ -83,6 +83,11 @@ class GenerateRequest:
         return JSON_SENTENCE_BODY_REGEX if self.sentence else JSON_STRING_BODY_REGEX
 
 
+ONE_HOT_FLOOR = -1e4
+"""Log-probability of a label not chosen in a one-hot result: finite (as a stored log-probability
+must be) and so low that its probability is exactly 0.0 in float64."""
+
+
 @dataclass(frozen=True)
 class LabelScores:
     """Result of a :class:`ScoreRequest`.
@@ -108,6 +113,10 @@ class LabelScores:
         ``1 - sum_t p(t | prompt)`` over the distinct first tokens ``t`` of the labels. High
         values mean the judge did not follow the answer format. None when the backend cannot
         tell (or on error).
+    one_hot : bool
+        True when the backend could not read label probabilities and reports only the label
+        it chose: log-probability 0 for that label and :data:`ONE_HOT_FLOOR` for the others (a
+        hosted model that returns no ``top_logprobs``; ``engine/hosted_backend.py``).
     """
 
     logprobs: tuple[float, ...]
@@ -115,6 +124,7 @@ class LabelScores:
     seconds: float = 0.0
     error: str | None = None
     off_label_mass: float | None = None
+    one_hot: bool = False
 
     @property
     def probabilities(self) -> tuple[float, ...]:

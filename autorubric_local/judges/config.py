@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from autorubric_local.core.errors import InputError
 from autorubric_local.engine.vllm_args import ENGINE_ARGS, check_engine_args
 
-Backend = Literal["auto", "transformers", "vllm", "llamacpp"]
+Backend = Literal["auto", "transformers", "vllm", "llamacpp", "hosted"]
 Device = Literal["auto", "cpu", "cuda"]
 DType = Literal["auto", "float32", "bfloat16", "float16"]
 ThinkingLevel = Literal["none", "low", "medium", "high"]
@@ -51,12 +51,16 @@ class LLMConfig(BaseModel):
         Local meaning: the judge writes a reasoning text of this budget (64/128/256 tokens or
         the given number) *before* its verdict, and the verdict's label distribution is read
         after it. ``None``/``"none"``: no reasoning.
-    backend : "auto" | "transformers" | "vllm" | "llamacpp"
+    backend : "auto" | "transformers" | "vllm" | "llamacpp" | "hosted"
         The engine that runs the model. ``"auto"`` (default): ``"llamacpp"`` for a GGUF file
         when llama-cpp-python is installed (``scripts/setup_llamacpp.sh``), else
         ``"transformers"`` (:func:`autorubric_local.judges.engines.choose_backend`).
         ``"llamacpp"`` runs GGUF files as stored (quantised); ``"vllm"`` needs vLLM installed
         (a separate venv on CPU: ``scripts/setup_vllm.sh``).
+        ``"hosted"``: a hosted API or an OpenAI-compatible server through LiteLLM (``model`` a
+        LiteLLM string such as ``"openai/<name>"`` with ``api_base``; extra ``[hosted]``);
+        ``"auto"`` never picks it. The AutoRubric fields ``timeout`` ... ``extra_params`` apply
+        to it only (:mod:`autorubric_local.engine.hosted_client`).
     device, dtype : where and in what precision to run; ``"auto"`` picks CUDA + bfloat16 when a
         GPU is present, else CPU + float32 (bfloat16 is ~10x slower on CPU).
     context_length : int, optional

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from autorubric_local.core.errors import EngineError, InputError
+from autorubric_local.core.errors import EngineError, InputError, ModelNotFoundError
 from autorubric_local.engine.base import Engine
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.judges.presets import ResolvedModel, resolve_model
@@ -47,7 +47,7 @@ DEFAULT_LLAMACPP_CONTEXT = 8192
 """KV cache size (tokens) of a llama.cpp judge unless ``LLMConfig.context_length`` says otherwise:
 llama.cpp allocates its cache up front, so a preset's 32k context would hold ~0.6 GB for a
 270M model; longer prompts need ``context_length`` set."""
-_HOSTED = "hosted judges need the LiteLLM backend, not available yet"
+_HOSTED = "hosted and server judges need backend='hosted' (LiteLLM; README, \"Hosted and server judges\")"
 _NO_CACHE = ("there is no response cache; graded items are kept in the results database and an "
              "interrupted run resumes from it")
 
@@ -82,15 +82,15 @@ UNSUPPORTED_FIELDS: dict[str, Unsupported] = {
         "it samples explanations with temperature only; use backend='vllm' or leave top_p unset",
         backends=("transformers", "llamacpp")),
     "gpu_memory_utilization": Unsupported("only the vllm backend reserves GPU memory",
-                                          backends=("transformers", "llamacpp")),
+                                          backends=("transformers", "llamacpp", "hosted")),
     "engine_args": Unsupported("engine_args are vLLM engine arguments; use backend='vllm' or leave them unset",
-                               backends=("transformers", "llamacpp")),
+                               backends=("transformers", "llamacpp", "hosted")),
     "max_packed_tokens": Unsupported(
         "it schedules its own batches; max_packed_tokens sizes the transformers backend's packed passes",
-        backends=("vllm", "llamacpp")),
+        backends=("vllm", "llamacpp", "hosted")),
     "dtype": Unsupported(
         "llama.cpp computes in the GGUF's own (quantised) types; use backend='transformers' for float32",
-        backends=("llamacpp",)),
+        backends=("llamacpp", "hosted")),
 }
 """``LLMConfig`` fields that a local backend does not implement: a non-default value is refused."""
 
@@ -185,7 +185,7 @@ def unsupported_settings(config: LLMConfig, backend: str | None = None) -> list[
 
     A message names the field path, its value (keys of a mapping; never a secret), the backend
     and what to do instead: ``LLMConfig.api_base is not supported by the transformers backend
-    (got 'http://...'); hosted judges need the LiteLLM backend, not available yet``.
+    (got 'http://...'); hosted and server judges need backend='hosted' ...``.
     """
     backend = backend or config.backend
     candidates = AUTO_CANDIDATES if backend == "auto" else (backend,)
@@ -279,7 +279,11 @@ def load_engine(config: LLMConfig) -> Engine:
     if config.engine is not None:
         return config.engine
     check_backend_support(config)
-    resolved = resolve_model(config.model)
+    if config.backend == "hosted":
+        from autorubric_local.engine.hosted_backend import from_config
+
+        return from_config(config)
+    resolved = _resolve(config.model)
     backend = choose_backend(config, resolved)
     if backend != config.backend:
         check_backend_support(config, backend)
@@ -305,6 +309,19 @@ def load_engine(config: LLMConfig) -> Engine:
         engine = _load_transformers(resolved, config, device, dtype)
         _ENGINES[key] = engine
     return engine
+
+
+def _resolve(model: str) -> ResolvedModel:
+    """:func:`resolve_model`, whose error for a ``provider/name`` string also says how to reach a
+    hosted or server model: ``backend="auto"`` never picks ``"hosted"`` (a Hugging Face id in
+    the local cache looks the same), so it must be asked for."""
+    try:
+        return resolve_model(model)
+    except ModelNotFoundError as exc:
+        if "/" in model and not Path(model).expanduser().exists():
+            raise ModelNotFoundError(f"{exc}\nFor a hosted or server model (LiteLLM model string such as "
+                                     f"'openai/<name>' with api_base=...) set backend='hosted'.") from exc
+        raise
 
 
 def choose_backend(config: LLMConfig, resolved: ResolvedModel) -> str:

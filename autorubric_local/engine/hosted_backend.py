@@ -1,0 +1,195 @@
+"""The hosted engine: a judge served over HTTP (OpenAI-compatible servers, hosted APIs) via LiteLLM.
+
+It implements :class:`~.base.Engine` for ``LLMConfig(backend="hosted")``:
+
+- :meth:`HostedEngine.format_chat` is :func:`~.hosted_chat.format_chat`, a reversible
+  serialisation: each request's ``prefix + suffix`` is turned back into the exact messages the
+  grader formatted (:func:`~.hosted_chat.parse_chat`); the assistant opener is dropped, since
+  a chat API answers a whole turn.
+- :meth:`HostedEngine.score` sends each request's messages with the judgment's JSON schema as
+  ``response_format`` (``CriterionJudgment`` or ``MultiChoiceJudgment`` from
+  :mod:`autorubric_local.core.types`), all requests concurrently (bounded by
+  ``max_parallel_requests``), and reads the verdict from the validated answer; the label
+  distribution comes from ``top_logprobs`` where the server returns them, else it is one-hot
+  (``LabelScores.one_hot``; :mod:`~.hosted_labels`). An answer that does not validate is
+  retried (``max_retries``) and then the judgment fails with a ``parse:`` error (never a
+  guessed verdict); a failed call fails it with an ``infrastructure:`` error.
+- :meth:`HostedEngine.generate` returns the explanation of the same answer: the engine keeps
+  each answer (by messages) so explain mode costs one call per judgment. The explanation is
+  the server's own, written with its verdict; it is not conditioned on a verdict chosen by
+  label probabilities (they agree unless ``top_logprobs`` put another label first).
+
+Not supported: tokenization (``prompt_tokens``), so ``on_overflow="truncate"`` cannot cut a
+hosted prompt; a too-long prompt fails with the server's error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from autorubric_local.core.reports import TokenUsage
+from autorubric_local.core.types import CriterionJudgment, MultiChoiceJudgment
+from autorubric_local.engine.base import (
+    GenerateRequest,
+    Generation,
+    LabelScores,
+    ScoreRequest,
+)
+from autorubric_local.engine.hosted_chat import format_chat, parse_chat
+from autorubric_local.engine.hosted_client import LLMClient, ResponseParseError
+from autorubric_local.engine.hosted_labels import (
+    label_values,
+    one_hot,
+    read_label_logprobs,
+)
+from autorubric_local.engine.hosted_types import GenerateResult
+
+__all__ = ["HostedEngine", "error_category"]
+
+TOP_LOGPROBS = 5
+"""Alternatives asked for per output token (OpenAI allows up to 20)."""
+_MEMO_SIZE = 4096
+R = TypeVar("R")
+
+
+def error_category(exc: BaseException) -> str:
+    """``"parse"`` for an answer that did not validate, ``"infrastructure"`` for an API or network
+    failure (every LiteLLM/OpenAI ``APIError``), else ``"unknown"``."""
+    if isinstance(exc, ResponseParseError):
+        return "parse"
+    import openai
+
+    if isinstance(exc, openai.APIError):
+        return "infrastructure"
+    return "unknown"
+
+
+class HostedEngine:
+    """Engine for a model behind an HTTP API.
+
+    Parameters
+    ----------
+    client : LLMClient
+        Carries the model string, API base, sampling, retries, rate limit and response cache.
+    model_id : str
+        Recorded with every judgment (default: the client's model string).
+    top_logprobs : int, 0..20
+        Alternatives asked for per token; 0 asks for none (every result one-hot), for
+        providers that refuse ``logprobs``.
+    """
+
+    backend_name = "hosted"
+    prompt_format = "chat"
+
+    def __init__(self, client: LLMClient, model_id: str | None = None, top_logprobs: int = TOP_LOGPROBS) -> None:
+        self.client = client
+        self.model_id = model_id or client.config.model
+        self.top_logprobs = top_logprobs
+        self._answers: OrderedDict[str, GenerateResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def format_chat(self, messages: list[dict[str, str]]) -> str:
+        """Reversible serialisation of ``messages``, assistant turn opened (:mod:`~.hosted_chat`)."""
+        return format_chat(messages)
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:
+        """One structured call per request (concurrently); results in input order."""
+        return _run_all([lambda r=r: self._score_one(r) for r in requests])
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
+        """The explanation of each request's answer (from the kept answer, else a new call)."""
+        return _run_all([lambda r=r: self._generate_one(r) for r in requests])
+
+    async def _answer(self, prompt: str, labels_key: str) -> tuple[GenerateResult, bool]:
+        """The answer to ``prompt``'s messages and whether it was kept from an earlier call."""
+        messages, _opener = parse_chat(prompt)
+        memo = json.dumps([labels_key, messages], ensure_ascii=False)
+        with self._lock:
+            kept = self._answers.get(memo)
+        if kept is not None:
+            return kept, True
+        schema: type[BaseModel] = CriterionJudgment if labels_key == "criterion_status" else MultiChoiceJudgment
+        result = await self.client.complete(messages, schema, top_logprobs=self.top_logprobs)
+        with self._lock:
+            self._answers[memo] = result
+            while len(self._answers) > _MEMO_SIZE:
+                self._answers.popitem(last=False)
+        return result, False
+
+    async def _score_one(self, request: ScoreRequest) -> LabelScores:
+        started = time.perf_counter()
+        key, values = label_values(request.labels)
+        try:
+            result, kept = await self._answer(request.prefix + request.suffix, key)
+        except Exception as exc:  # recorded on this judgment, by category; the batch goes on
+            return LabelScores((), seconds=time.perf_counter() - started,
+                               error=f"{error_category(exc)}: {type(exc).__name__}: {exc}")
+        usage = TokenUsage() if kept else (result.usage or TokenUsage())
+        seconds = time.perf_counter() - started
+        verdict = _verdict_value(result.parsed)
+        if verdict not in values:
+            return LabelScores((), usage=usage, seconds=seconds,
+                               error=f"parse: the answer {verdict!r} is not one of the allowed labels {list(values)}")
+        chosen = values.index(verdict)
+        logprobs = read_label_logprobs(result.content, key, values, chosen, result.logprobs)
+        if logprobs is None:
+            return LabelScores(one_hot(len(values), chosen), usage=usage, seconds=seconds, one_hot=True)
+        return LabelScores(logprobs, usage=usage, seconds=seconds)
+
+    async def _generate_one(self, request: GenerateRequest) -> Generation:
+        started = time.perf_counter()
+        prompt = request.prefix + request.suffix
+        _messages, opener = parse_chat(prompt)
+        key = "selected_option" if '"selected_option"' in opener else "criterion_status"
+        try:
+            result, kept = await self._answer(prompt, key)
+        except Exception as exc:  # recorded on this judgment, by category
+            return Generation("", seconds=time.perf_counter() - started,
+                              error=f"{error_category(exc)}: {type(exc).__name__}: {exc}")
+        explanation = result.parsed.explanation
+        stem = opener.rsplit('"explanation": "', 1)[1] if '"explanation": "' in opener else ""
+        text = explanation[len(stem):] if explanation.startswith(stem) else (": " + explanation if stem else explanation)
+        return Generation(text, usage=TokenUsage() if kept else (result.usage or TokenUsage()),
+                          seconds=time.perf_counter() - started)
+
+
+def _verdict_value(parsed: BaseModel) -> str:
+    if isinstance(parsed, CriterionJudgment):
+        return parsed.criterion_status.value
+    return str(parsed.selected_option)  # type: ignore[attr-defined]
+
+
+def _run_all(calls: list[Callable[[], Awaitable[R]]]) -> list[R]:
+    """Run the coroutines concurrently on a fresh event loop (in a worker thread when the caller
+    is already inside one); results in input order."""
+
+    async def gather() -> list[R]:
+        return list(await asyncio.gather(*(call() for call in calls)))
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(gather())
+    box: list[list[R]] = []
+    worker = threading.Thread(target=lambda: box.append(asyncio.run(gather())))
+    worker.start()
+    worker.join()
+    return box[0]
+
+
+def from_config(config: Any) -> HostedEngine:
+    """A :class:`HostedEngine` for an ``LLMConfig`` with ``backend="hosted"`` (loads LiteLLM now,
+    so a missing install fails at load time with the install command)."""
+    from autorubric_local.engine.litellm_loader import load_litellm
+
+    load_litellm()
+    top = config.extra_params.get("top_logprobs") if config.extra_params else None
+    return HostedEngine(LLMClient(config), model_id=config.model, top_logprobs=TOP_LOGPROBS if top is None else int(top))

@@ -1,0 +1,56 @@
+"""``LLMConfig.max_parallel_requests``: at most N requests in flight per provider.
+
+A provider is the LiteLLM provider prefix of the model string (``openai`` in
+``openai/qwen2.5``) together with the API base, so two servers reached through the same
+OpenAI-compatible protocol are limited separately. The limit is process-wide: one
+``threading.BoundedSemaphore`` per (provider, limit), shared by every client, thread and event
+loop of the process; an async caller waits for a slot without blocking its event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator
+
+__all__ = ["provider_key", "request_slot"]
+
+_LOCK = threading.Lock()
+_SLOTS: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_POLL_SECONDS = 0.005
+
+
+def provider_key(model: str, api_base: str | None) -> str:
+    """``"<provider>@<api_base>"``: the model's LiteLLM provider prefix (``"openai"`` for
+    ``"openai/x"``, the whole string when it has no ``/``) and the API base (``"default"``)."""
+    provider = model.split("/", 1)[0] if "/" in model else model
+    return f"{provider}@{(api_base or 'default').rstrip('/')}"
+
+
+def _semaphore(key: str, limit: int) -> threading.BoundedSemaphore:
+    with _LOCK:
+        return _SLOTS.setdefault((key, limit), threading.BoundedSemaphore(limit))
+
+
+@contextlib.asynccontextmanager
+async def request_slot(key: str, limit: int | None) -> AsyncIterator[None]:
+    """Hold one of ``limit`` slots of provider ``key`` for the block; no limit when None.
+
+    Raises
+    ------
+    ValueError
+        If ``limit`` is below 1.
+    """
+    if limit is None:
+        yield
+        return
+    if limit < 1:
+        raise ValueError(f"max_parallel_requests must be >= 1, got {limit}")
+    semaphore = _semaphore(key, limit)
+    while not semaphore.acquire(blocking=False):
+        await asyncio.sleep(_POLL_SECONDS)
+    try:
+        yield
+    finally:
+        semaphore.release()
