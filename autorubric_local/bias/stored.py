@@ -28,7 +28,6 @@ again). Ctrl-C marks the sweep ``interrupted``; run it again with the same name 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -105,25 +104,10 @@ class SweepLeaseHeartbeat(LeaseHeartbeat):
     """The runner's :class:`~autorubric_local.runner.runner.LeaseHeartbeat`, renewing a sweep's
     lease (``sweep_leases``) instead of a run's."""
 
-    def _run(self) -> None:
-        try:
-            store = Store.open(self.path)
-        except sqlite3.Error as exc:
-            logger.warning("sweep %s: lease heartbeat could not open %s: %s", self.run_id, self.path, exc)
-            return
-        try:
-            while not self._stop.wait(self.interval_seconds):
-                try:
-                    held = store.renew_sweep_lease(self.run_id, self.owner)
-                except sqlite3.OperationalError as exc:  # locked past the busy timeout: try again next beat
-                    logger.warning("sweep %s: lease heartbeat failed: %s", self.run_id, exc)
-                    continue
-                if not held:
-                    logger.warning("sweep %s: this process no longer holds the sweep's lease", self.run_id)
-                    return
-                self.beats += 1
-        finally:
-            store.close()
+    what = "sweep"
+
+    def _renew(self, store: Store) -> bool:
+        return store.renew_sweep_lease(self.run_id, self.owner)
 
 
 def run_stored_sweep(

@@ -426,21 +426,29 @@ class LeaseHeartbeat:
         if self._thread is not None:
             self._thread.join()
 
+    what = "run"
+    """What holds the lease, in log messages."""
+
+    def _renew(self, store: Store) -> bool:
+        """Renew the lease once; False when this writer no longer holds it."""
+        return store.renew_run_lease(self.run_id, self.owner)
+
     def _run(self) -> None:
         try:
             store = Store.open(self.path)
         except sqlite3.Error as exc:
-            logger.warning("run %s: lease heartbeat could not open %s: %s", self.run_id, self.path, exc)
+            logger.warning("%s %s: lease heartbeat could not open %s: %s", self.what, self.run_id, self.path, exc)
             return
         try:
             while not self._stop.wait(self.interval_seconds):
                 try:
-                    held = store.renew_run_lease(self.run_id, self.owner)
+                    held = self._renew(store)
                 except sqlite3.OperationalError as exc:  # locked past the busy timeout: try again next beat
-                    logger.warning("run %s: lease heartbeat failed: %s", self.run_id, exc)
+                    logger.warning("%s %s: lease heartbeat failed: %s", self.what, self.run_id, exc)
                     continue
                 if not held:
-                    logger.warning("run %s: this process no longer holds the run's lease", self.run_id)
+                    logger.warning("%s %s: this process no longer holds the %s's lease", self.what, self.run_id,
+                                   self.what)
                     return
                 self.beats += 1
         finally:
