@@ -206,7 +206,8 @@ class LLMClient:
         should_cache = settings["cache_enabled"] if use_cache is None else use_cache
         key = None
         if should_cache:
-            key = cache_key(namespace=self._namespace, api_base=settings["api_base"],
+            # everything that decides the answer (api_base included); not the key, headers or timeout
+            key = cache_key(namespace=self._namespace,
                             **{k: v for k, v in params.items() if k not in ("timeout", "api_key", "extra_headers")})
             body = self._response_cache(settings).get(key)
             if body is not None:
