@@ -156,6 +156,8 @@ def test_hosted_backend_refuses_local_only_fields() -> None:
     with pytest.raises(InputError) as refused:
         engines.load_engine(LLMConfig(model="openai/x", backend="hosted", max_packed_tokens=512))
     assert str(refused.value).startswith("LLMConfig.max_packed_tokens is not supported by the hosted backend (got 512)")
+    with pytest.raises(InputError, match="LLMConfig.prompt_format is not supported by the hosted backend"):
+        engines.load_engine(LLMConfig(model="openai/x", backend="hosted", prompt_format="completion"))
 
 
 def test_a_provider_string_without_backend_hosted_says_how() -> None:

@@ -91,6 +91,8 @@ UNSUPPORTED_FIELDS: dict[str, Unsupported] = {
     "dtype": Unsupported(
         "llama.cpp computes in the GGUF's own (quantised) types; use backend='transformers' for float32",
         backends=("llamacpp", "hosted")),
+    "prompt_format": Unsupported("a hosted judge sends chat messages; the server renders them with the model's "
+                                 "own template", backends=("hosted",)),
 }
 """``LLMConfig`` fields that a local backend does not implement: a non-default value is refused."""
 
