@@ -163,3 +163,17 @@ def test_hosted_backend_refuses_local_only_fields() -> None:
 def test_a_provider_string_without_backend_hosted_says_how() -> None:
     with pytest.raises(ModelNotFoundError, match="set backend='hosted'"):
         engines.load_engine(LLMConfig(model="openai/no-such-model-here"))
+
+
+def test_a_reasoning_first_request_finds_its_schema_from_the_criterion() -> None:
+    from autorubric_local.core.types import Criterion, CriterionOption
+    from autorubric_local.engine.hosted_backend import _answer_key
+    from autorubric_local.graders.prompts import criterion_text
+
+    choice = Criterion(requirement="Tone", weight=1.0,
+                       options=[CriterionOption(label="calm", value=1.0), CriterionOption(label="rude", value=0.0)])
+    binary = Criterion(requirement="Mentions Paris", weight=1.0)
+    for criterion, key in ((choice, "selected_option"), (binary, "criterion_status")):
+        messages = [{"role": "user", "content": "<submission>\nx\n</submission>\n\n" + criterion_text(criterion)}]
+        assert _answer_key(messages, '{"explanation": "') == key
+    assert _answer_key([], '{"selected_option": 2, "explanation": "') == "selected_option"

@@ -147,8 +147,8 @@ class HostedEngine:
     async def _generate_one(self, request: GenerateRequest) -> Generation:
         started = time.perf_counter()
         prompt = request.prefix + request.suffix
-        _messages, opener = parse_chat(prompt)
-        key = "selected_option" if '"selected_option"' in opener else "criterion_status"
+        messages, opener = parse_chat(prompt)
+        key = _answer_key(messages, opener)
         try:
             result, kept = await self._answer(prompt, key)
         except Exception as exc:  # recorded on this judgment, by category
@@ -159,6 +159,18 @@ class HostedEngine:
         text = explanation[len(stem):] if explanation.startswith(stem) else (": " + explanation if stem else explanation)
         return Generation(text, usage=TokenUsage() if kept else (result.usage or TokenUsage()),
                           seconds=time.perf_counter() - started)
+
+
+def _answer_key(messages: list[dict[str, str]], opener: str) -> str:
+    """The verdict key of a generate request: from the opener after a verdict, else (reasoning
+    first, the opener holds no key yet) from the criterion block, which lists ``Options:`` for a
+    multi-choice criterion (``graders/prompts.criterion_text``)."""
+    if '"selected_option"' in opener:
+        return "selected_option"
+    if '"criterion_status"' in opener:
+        return "criterion_status"
+    block = messages[-1]["content"].rsplit("<criterion>", 1)[-1] if messages else ""
+    return "selected_option" if "\nOptions:\n1. " in block else "criterion_status"
 
 
 def _verdict_value(parsed: BaseModel) -> str:
