@@ -212,3 +212,14 @@ def test_local_and_hosted_judges_in_one_ensemble(fresh: CountingProxy) -> None:
     for report in result.report:
         assert [v.judge_id for v in report.votes] == ["local", "server"]
         assert [v.error for v in report.votes] == [None, None]
+
+
+def test_the_public_one_shot_generate(fresh: CountingProxy) -> None:
+    import autorubric_local
+
+    answer = asyncio.run(autorubric_local.generate(
+        "Answer with a JSON object.", "Criterion: names a colour. Submission: 'Red.'", model="openai/smollm2",
+        response_format=CriterionJudgment, api_base=fresh.url, api_key="none", max_tokens=256,
+        extra_params={"response_format_type": "json_object"}))
+    assert isinstance(answer, CriterionJudgment)
+    assert fresh.requests == 1

@@ -177,3 +177,28 @@ def test_a_reasoning_first_request_finds_its_schema_from_the_criterion() -> None
         messages = [{"role": "user", "content": "<submission>\nx\n</submission>\n\n" + criterion_text(criterion)}]
         assert _answer_key(messages, '{"explanation": "') == key
     assert _answer_key([], '{"selected_option": 2, "explanation": "') == "selected_option"
+
+
+def _python(code: str, cwd: Path) -> str:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, check=True)
+    return done.stdout.strip()
+
+
+def test_without_litellm_the_error_names_the_extra(tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['litellm'] = None\n"
+            "from autorubric_local.engine.litellm_loader import load_litellm\n"
+            "try:\n    load_litellm()\nexcept Exception as e:\n    print(type(e).__name__, e)")
+    assert _python(code, tmp_path) == ("EngineError hosted and server judges need LiteLLM, which is not installed: "
+                                       "pip install 'autorubric-local[hosted]'")
+
+
+def test_a_dotenv_file_is_loaded_and_the_environment_wins(tmp_path: Path) -> None:
+    pytest.importorskip("litellm", reason="LiteLLM is the [hosted] extra: run scripts/setup.sh")
+    (tmp_path / ".env").write_text("ARL_TEST_KEY=from-file\nARL_TEST_SET=from-file\n", encoding="utf-8")
+    code = ("import os; os.environ['ARL_TEST_SET'] = 'from-env'\n"
+            "from autorubric_local.engine.litellm_loader import load_litellm; load_litellm()\n"
+            "print(os.environ['ARL_TEST_KEY'], os.environ['ARL_TEST_SET'])")
+    assert _python(code, tmp_path) == "from-file from-env"
