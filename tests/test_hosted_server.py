@@ -68,7 +68,9 @@ def require_server_extras() -> None:
 def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CountingProxy]:
     require_server_extras()
     gguf = resolve_model("smollm2-135m-instruct").path
-    process, base = start_llama_server(gguf, tmp_path_factory.mktemp("server") / "server.log")
+    # one thread: on a machine shared with busy processes, ggml's spinning thread barrier at 2 threads
+    # slowed the first test to minutes (scripts/results/bench_hosted_1cpu_2026-11-23.txt)
+    process, base = start_llama_server(gguf, tmp_path_factory.mktemp("server") / "server.log", threads=1)
     counting = CountingProxy(base)
     try:
         yield counting
