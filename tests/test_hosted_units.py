@@ -202,3 +202,14 @@ def test_a_dotenv_file_is_loaded_and_the_environment_wins(tmp_path: Path) -> Non
             "from autorubric_local.engine.litellm_loader import load_litellm; load_litellm()\n"
             "print(os.environ['ARL_TEST_KEY'], os.environ['ARL_TEST_SET'])")
     assert _python(code, tmp_path) == "from-file from-env"
+
+
+def test_thinking_accepts_autorubrics_level_enum_and_config_and_stores_plain_values() -> None:
+    from autorubric_local import LLMConfig, ThinkingConfig, ThinkingLevel
+
+    assert LLMConfig(thinking=ThinkingLevel.HIGH).thinking == "high"
+    assert str(ThinkingLevel.HIGH) == "high"
+    assert LLMConfig(thinking=ThinkingConfig(budget_tokens=300)).thinking == 300
+    assert LLMConfig(thinking=ThinkingConfig(level="low")).thinking == "low"
+    assert LLMConfig(thinking=ThinkingConfig(level="low")).thinking_budget == 64
+    assert LLMConfig(thinking="medium").model_dump(mode="json")["thinking"] == "medium"

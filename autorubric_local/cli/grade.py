@@ -55,7 +55,7 @@ DEFAULT_OFF_LABEL_THRESHOLD = 0.5
 @click.option("--model", "-m", default=None,
               help=f"Preset name, Hugging Face model folder, .gguf file, or Hugging Face id in the local HF cache "
                    f"[default: {DEFAULT_MODEL}].")
-@click.option("--backend", type=click.Choice(["auto", "transformers", "vllm", "llamacpp"]), default=None,
+@click.option("--backend", type=click.Choice(["auto", "transformers", "vllm", "llamacpp", "hosted"]), default=None,
               help="Engine that runs --model (LLMConfig.backend). [default: auto]")
 @click.option("--engine-arg", "engine_arg", multiple=True, metavar="KEY=VALUE",
               help="A vLLM engine argument (LLMConfig.engine_args; repeatable; with --backend vllm), e.g. "

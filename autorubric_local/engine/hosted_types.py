@@ -8,17 +8,17 @@ install can name them without LiteLLM.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from autorubric_local.core.reports import TokenUsage
 
-__all__ = ["THINKING_LEVEL_BUDGETS", "GenerateResult", "ThinkingConfig", "ThinkingEffort", "thinking_config"]
+__all__ = ["THINKING_LEVEL_BUDGETS", "GenerateResult", "ThinkingConfig", "ThinkingLevel", "thinking_config"]
 
 
-class ThinkingEffort(str, Enum):
-    """Provider-neutral reasoning effort (AutoRubric's ``ThinkingLevel`` enum; the package's
-    public ``ThinkingLevel`` is the matching string literal type)."""
+class ThinkingLevel(StrEnum):
+    """Provider-neutral reasoning effort, AutoRubric's ``ThinkingLevel`` (``ThinkingLevel.HIGH``);
+    ``ThinkingLevelLiteral`` is the matching string type. Accepted by ``LLMConfig.thinking``."""
 
     NONE = "none"
     LOW = "low"
@@ -48,11 +48,11 @@ class ThinkingConfig:
         On an unknown level or a budget below 1.
     """
 
-    level: ThinkingEffort | Literal["none", "low", "medium", "high"] = ThinkingEffort.MEDIUM
+    level: ThinkingLevel | Literal["none", "low", "medium", "high"] = ThinkingLevel.MEDIUM
     budget_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        self.level = ThinkingEffort(self.level)
+        self.level = ThinkingLevel(self.level)
         if self.budget_tokens is not None and self.budget_tokens < 1:
             raise ValueError(f"ThinkingConfig.budget_tokens must be >= 1, got {self.budget_tokens}")
 
@@ -70,7 +70,7 @@ class ThinkingConfig:
         """The LiteLLM parameters for this setting; empty for level ``"none"`` without a budget."""
         if self.budget_tokens is not None:
             return {"thinking": {"type": "enabled", "budget_tokens": self.budget_tokens}}
-        if self.level is ThinkingEffort.NONE:
+        if self.level is ThinkingLevel.NONE:
             return {}
         return {"reasoning_effort": self.level.value}
 
@@ -94,7 +94,7 @@ def thinking_config(value: Any) -> ThinkingConfig | None:
     if isinstance(value, int):
         return ThinkingConfig(budget_tokens=value)
     if isinstance(value, str):
-        return ThinkingConfig(level=ThinkingEffort(value))
+        return ThinkingConfig(level=ThinkingLevel(value))
     raise TypeError(f"thinking must be a level, a token budget or a ThinkingConfig, got {type(value).__name__}")
 
 

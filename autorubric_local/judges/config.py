@@ -17,14 +17,16 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from autorubric_local.core.errors import InputError
+from autorubric_local.engine.hosted_types import ThinkingConfig, ThinkingLevel
 from autorubric_local.engine.vllm_args import ENGINE_ARGS, check_engine_args
 
 Backend = Literal["auto", "transformers", "vllm", "llamacpp", "hosted"]
 Device = Literal["auto", "cpu", "cuda"]
 DType = Literal["auto", "float32", "bfloat16", "float16"]
-ThinkingLevel = Literal["none", "low", "medium", "high"]
-ThinkingLevelLiteral = ThinkingLevel
-ThinkingParam = ThinkingLevel | int | None
+ThinkingLevelLiteral = Literal["none", "low", "medium", "high"]
+ThinkingParam = ThinkingConfig | ThinkingLevel | ThinkingLevelLiteral | int | None
+"""What ``LLMConfig.thinking`` accepts (AutoRubric's ``ThinkingParam``); it is stored as a level
+string or a token budget."""
 
 THINKING_BUDGETS: dict[str, int] = {"low": 64, "medium": 128, "high": 256}
 """Reasoning tokens a local judge writes before its verdict, per ``thinking`` level."""
@@ -115,7 +117,7 @@ class LLMConfig(BaseModel):
     max_tokens: int = Field(default=1024, ge=1)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     seed: int | None = None
-    thinking: ThinkingParam = None
+    thinking: ThinkingLevelLiteral | int | None = None
     timeout: float | None = Field(default=None, gt=0)
     max_retries: int = Field(default=0, ge=0)
     max_parallel_requests: int | None = Field(default=None, ge=1)
@@ -146,9 +148,20 @@ class LLMConfig(BaseModel):
     def _check_engine_args(cls, value: object) -> dict[str, Any]:
         return check_engine_args(value)
 
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def _thinking_as_level_or_budget(cls, value: object) -> object:
+        """A ``ThinkingConfig`` (its budget, else its level) or ``ThinkingLevel`` member as the
+        plain value stored: the config dumps to JSON and its content hash does not change."""
+        if isinstance(value, ThinkingConfig):
+            return value.budget_tokens if value.budget_tokens is not None else value.level.value
+        if isinstance(value, ThinkingLevel):
+            return value.value
+        return value
+
     @field_validator("thinking")
     @classmethod
-    def _check_thinking(cls, value: ThinkingParam) -> ThinkingParam:
+    def _check_thinking(cls, value: int | str | None) -> int | str | None:
         if isinstance(value, int) and not isinstance(value, bool) and value < 1:
             raise ValueError(f"thinking budget must be >= 1 token, got {value}")
         return value

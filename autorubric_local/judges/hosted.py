@@ -16,11 +16,11 @@ from autorubric_local.engine.hosted_client import LLMClient, ResponseParseError
 from autorubric_local.engine.hosted_types import (
     GenerateResult,
     ThinkingConfig,
-    ThinkingEffort,
+    ThinkingLevel,
 )
 from autorubric_local.judges.config import LLMConfig
 
-__all__ = ["GenerateResult", "LLMClient", "ResponseParseError", "ThinkingConfig", "ThinkingEffort", "generate"]
+__all__ = ["GenerateResult", "LLMClient", "ResponseParseError", "ThinkingConfig", "ThinkingLevel", "generate"]
 
 T = TypeVar("T", bound=BaseModel)
 
