@@ -382,3 +382,13 @@ def test_total_completion_cost_is_a_float_that_formats(tmp_path: Path) -> None:
     assert f"${result.total_completion_cost:.4f}" == "$0.0000"
     assert all(r.report.completion_cost == 0.0 for r in result.item_results)
     _, _ = load_result(tmp_path / "r.sqlite")
+
+
+def test_a_hosted_judge_makes_the_cost_unknown_not_zero(tmp_path: Path) -> None:
+    # Hosted calls may be priced; their prices are not summed into reports, so 0.0 would be wrong.
+    engine = ScriptedEngine(policy=crash_worker.make_policy(0.0))
+    engine.backend_name = "hosted"  # type: ignore[attr-defined]
+    hosted = CriterionGrader(LLMConfig(model="scripted", engine=engine), seed=11)
+    result = run(crash_worker.build_dataset(2), hosted, config(tmp_path))
+    assert all(r.report.completion_cost is None for r in result.item_results)
+    assert result.total_completion_cost is None

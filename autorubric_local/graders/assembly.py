@@ -294,8 +294,12 @@ def evaluation_report(
     normalize: bool,
     length_penalty: LengthPenalty | None,
     graded_input: ThinkingOutputDict,
+    completion_cost: float | None = LOCAL_COMPLETION_COST,
 ) -> EnsembleEvaluationReport:
     """The item's report: score through the one scorer, then the length penalty.
+
+    ``completion_cost`` (USD) is the report's: :data:`LOCAL_COMPLETION_COST` when every judge
+    runs locally, None when a judge is hosted (its calls' prices are not summed into reports).
 
     ``judge_criteria`` maps each judge id to that judge's own single-vote criterion reports;
     they give ``judge_scores`` (each judge's score over the rubric, same scoring rules; None
@@ -313,7 +317,7 @@ def evaluation_report(
             judge_scores={judge_id: None for judge_id in judge_criteria},
             error=f"all {len(results)} judgments failed; first: {failures[0]}",
             token_usage=usage,
-            completion_cost=LOCAL_COMPLETION_COST,
+            completion_cost=completion_cost,
             device_seconds=seconds,
         )
     penalty = compute_length_penalty(graded_input, length_penalty) if length_penalty else 0.0
@@ -332,6 +336,6 @@ def evaluation_report(
         mean_agreement=sum(agreements) / len(agreements) if agreements else None,
         cannot_assess_count=sum(1 for c in criteria if c.is_na),
         token_usage=usage,
-        completion_cost=LOCAL_COMPLETION_COST,
+        completion_cost=completion_cost,
         device_seconds=seconds,
     )

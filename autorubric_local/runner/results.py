@@ -83,7 +83,7 @@ class EvalResult:
     successful_items: int
     failed_items: int
     total_token_usage: TokenUsage | None
-    total_completion_cost: float
+    total_completion_cost: float | None
     timing_stats: EvalTimingStats
     started_at: datetime
     completed_at: datetime
@@ -199,6 +199,15 @@ def load_manifest(db_path: str | Path, run: str | None = None) -> ExperimentMani
         store.close()
 
 
+def _total_cost(run: Mapping[str, Any], results: Sequence[ItemResult]) -> float | None:
+    """USD over the items: 0.0 for a run of local judges only (not priced; also for runs stored
+    before reports carried 0.0), so the spec's ``f"${cost:.4f}"`` formats; the reports' sum, or
+    None when unknown, once a judge is hosted."""
+    cost = aggregate_completion_cost(r.report.completion_cost for r in results)
+    hosted = any(judge.get("backend") == "hosted" for judge in json.loads(run.get("judges_json") or "[]"))
+    return cost if cost is not None or hosted else 0.0
+
+
 def result_from_store(store: Store, run: Mapping[str, Any], db_path: str) -> tuple[EvalResult, RubricDataset]:
     """Build the result and dataset of ``run`` (a ``runs`` row) from its stored rows."""
     rows = store.item_rows(run["id"])
@@ -223,8 +232,7 @@ def result_from_store(store: Store, run: Mapping[str, Any], db_path: str) -> tup
         successful_items=len(results) - len(failed),
         failed_items=len(failed),
         total_token_usage=aggregate_token_usage(r.report.token_usage for r in results),
-        # Local engines are not priced: 0.0 rather than None, so the spec's f"${cost:.4f}" formats.
-        total_completion_cost=aggregate_completion_cost(r.report.completion_cost for r in results) or 0.0,
+        total_completion_cost=_total_cost(run, results),
         timing_stats=timing_stats([r.duration_seconds for r in results], wall, judgments),
         started_at=_parse_utc(run["started_utc"]),
         completed_at=_parse_utc(run["finished_utc"]) if run.get("finished_utc") else datetime.now(UTC),
