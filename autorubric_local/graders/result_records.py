@@ -19,7 +19,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from autorubric_local.core.reports import EnsembleCriterionReport
+from autorubric_local.core.reports import (
+    EnsembleCriterionReport,
+    EnsembleEvaluationReport,
+)
 from autorubric_local.core.scoring import criterion_contribution
 from autorubric_local.core.text import storable
 from autorubric_local.core.types import CannotAssessConfig, Criterion
@@ -68,9 +71,10 @@ def best_contribution(criterion: Criterion) -> float:
 
 
 def criterion_result_records(
-    graded: Sequence[GradedItem], item_ids: Sequence[str], cannot_assess: CannotAssessConfig
+    reports: Sequence[EnsembleEvaluationReport], item_ids: Sequence[str], cannot_assess: CannotAssessConfig
 ) -> list[dict[str, Any]]:
-    """``item_criteria`` rows of ``graded`` (``item_ids[i]`` is item ``i``'s stored id).
+    """``item_criteria`` rows of the items' ``reports`` (``item_ids[i]`` is item ``i``'s stored id;
+    a graded item's report, or one read back from ``items.report_json``).
 
     ``passed`` is 1 when the criterion earned its best possible contribution
     (:func:`best_contribution`), 0 when it did not, NULL when its final verdict is
@@ -80,8 +84,8 @@ def criterion_result_records(
     there). Items whose report has no per-criterion results (the whole item failed) have none.
     """
     rows: list[dict[str, Any]] = []
-    for entry, item_id in zip(graded, item_ids):
-        for index, report in enumerate(entry.report.report or []):
+    for item_report, item_id in zip(reports, item_ids):
+        for index, report in enumerate(item_report.report or []):
             rows.append(_criterion_row(item_id, index, report, cannot_assess))
     return rows
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from types import SimpleNamespace
 from typing import Any
 
 from autorubric_local.core.reports import EnsembleEvaluationReport
@@ -63,8 +62,7 @@ def _rebuilt_rows(store: Store, run: Mapping[str, Any]) -> list[dict[str, Any]]:
         if item.get("report_json") is None:
             continue
         report = EnsembleEvaluationReport.model_validate_json(item["report_json"])
-        graded = SimpleNamespace(report=report)
-        for record in criterion_result_records([graded], [item["item_id"]], cannot_assess):  # type: ignore[list-item]
+        for record in criterion_result_records([report], [item["item_id"]], cannot_assess):
             rows.append({
                 "run_name": run["name"], "run_id": run["id"], "item_index": item["item_index"],
                 **{column: record[column] for column in _RECORD_COLUMNS},

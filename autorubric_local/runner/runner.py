@@ -195,7 +195,7 @@ class EvalRunner:
         Raises
         ------
         InputError
-            Malformed dataset.
+            Malformed dataset (checked here only when a finished run of this name exists).
         """
         name = self.config.experiment_name
         if name is None or not self.config.resume:
@@ -203,12 +203,12 @@ class EvalRunner:
         path = self.config.database_path(name)
         if str(path) == MEMORY_DB or not Path(path).is_file():
             return None
-        planned = plan_dataset(self.dataset)
         store = Store.open(path)
         try:
             existing = store.find_run(name)
             if existing is None or existing["status"] != "finished":
-                return None
+                return None  # the common case: nothing planned or hashed here, run_sync does that once
+            planned = plan_dataset(self.dataset)
             adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
             if existing.get("content_hash") != content_hash(planned, self.grader.describe()):
                 return None
@@ -394,7 +394,8 @@ class EvalRunner:
         items, judgments = graded_item_records(
             graded, model_ids, first_index=0, judge_ids=[j.judge_id for j in self.grader.judges], item_extras=extras
         )
-        criteria = criterion_result_records(graded, [row["item_id"] for row in items], self.grader.cannot_assess_config)
+        criteria = criterion_result_records([g.report for g in graded], [row["item_id"] for row in items],
+                                            self.grader.cannot_assess_config)
         store.record_items(run_id, items, judgments, lease=owner, priors=contextual_prior_records(graded),
                            prompts=prompt_text_records(graded), criteria=criteria)
 
