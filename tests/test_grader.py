@@ -218,13 +218,28 @@ def test_generated_seed_is_kept_and_reproduces_shuffles() -> None:
 
 
 def test_shuffle_options_false_keeps_identity_order() -> None:
+    """No shuffle: options in their own order, and shuffle_order None (spec 003: "None ... when
+    shuffle_options is disabled"); the stored row keeps the shown order."""
     engine = ScriptedEngine(policy=favour("Basic"))
     graded = grade_one(grader_for(engine, shuffle_options=False), "x", [DEPTH])
     report = graded.report.report[0]
-    assert report.multi_choice_votes[0].shuffle_order == [0, 1, 2, 3] == report.shuffle_order
+    assert report.multi_choice_votes[0].shuffle_order is None
+    assert report.shuffle_order is None
+    assert graded.results[0].task.option_order == (0, 1, 2, 3)
     assert shown_options(score_requests(engine)[0].suffix) == ["Vague", "Basic", "Solid", "Expert"]
     assert report.final_multi_choice_verdict.selected_index == 1
     assert graded.results[0].chosen == 1
+
+
+def test_a_shuffle_that_lands_on_the_identity_is_still_recorded() -> None:
+    """With shuffling on, shuffle_order is the permutation drawn, the identity included (half
+    the shuffles of two options): None means no shuffle happened, not "identity"."""
+    two = Criterion(name="two", weight=1.0, requirement="Pick",
+                    options=[CriterionOption(label="a", value=0.0), CriterionOption(label="b", value=1.0)])
+    criteria = [two.model_copy(update={"name": f"two{i}"}) for i in range(8)]
+    graded = grade_one(grader_for(ScriptedEngine(policy=favour("a")), seed=5), "s", criteria)
+    orders = [r.shuffle_order for r in graded.report.report]
+    assert set(map(tuple, orders)) == {(0, 1), (1, 0)}  # type: ignore[arg-type]
 
 
 def test_auto_na_option_is_offered_and_can_be_chosen() -> None:

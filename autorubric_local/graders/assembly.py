@@ -100,7 +100,7 @@ def choice_vote(result: JudgmentResult, judge_id: str, weight: float) -> MultiCh
             reason=reason,
             weight=weight,
             na=True,
-            shuffle_order=order,
+            shuffle_order=order if result.task.shuffled else None,
             error=result.error,
         )
     by_original = _by_original(result.probabilities, order)
@@ -117,7 +117,7 @@ def choice_vote(result: JudgmentResult, judge_id: str, weight: float) -> MultiCh
         reason=reason,
         weight=weight,
         na=option.na,
-        shuffle_order=order,
+        shuffle_order=order if result.task.shuffled else None,
         label_probabilities={opt.label: p for opt, p in zip(options, by_original)},
         label_logprobs=None if logprobs is None else {opt.label: lp for opt, lp in zip(options, logprobs)},
         off_label_mass=result.off_label_mass,
@@ -146,7 +146,7 @@ def combined_choice_vote(results: Sequence[JudgmentResult], judge_id: str, weigh
     With several orders (cyclic permutations), the label distributions of the orders that
     did not fail are averaged in original option order and the vote is their argmax (ties,
     within 1e-9: :meth:`Criterion.worst_option_among`): a position-debiased verdict. ``shuffle_order`` is
-    the order of permutation 0. If every order failed, the vote is an error vote.
+    the order of permutation 0 (None when options were not shuffled). If every order failed, the vote is an error vote.
     """
     if len(results) == 1:
         return choice_vote(results[0], judge_id, weight)
@@ -173,7 +173,7 @@ def combined_choice_vote(results: Sequence[JudgmentResult], judge_id: str, weigh
         reason=" | ".join(r.explanation for r in answered if r.explanation),
         weight=weight,
         na=option.na,
-        shuffle_order=list(ordered[0].task.option_order or range(len(options))),
+        shuffle_order=list(ordered[0].task.option_order or range(len(options))) if ordered[0].task.shuffled else None,
         label_probabilities={opt.label: p for opt, p in zip(options, mean)},
         label_logprobs=None if logprobs is None else {opt.label: lp for opt, lp in zip(options, logprobs)},
         off_label_mass=math.fsum(masses) / len(masses) if masses else None,

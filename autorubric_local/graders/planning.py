@@ -102,6 +102,10 @@ class JudgmentTask:
         Label continuations in *shown* order (option numbers for multi-choice).
     permutation_index : int
         Which option order of the criterion this is (0 unless permutations are cyclic).
+    shuffled : bool
+        True when ``option_order`` comes from a seeded shuffle (``shuffle_options=True`` on a
+        multi-choice criterion). False: the options are in their own order (or a rotation of
+        it), and the vote's ``shuffle_order`` is None, as spec 003 has it.
     """
 
     item_index: int
@@ -113,6 +117,7 @@ class JudgmentTask:
     criterion_block: str
     turn_switch: str
     permutation_index: int = 0
+    shuffled: bool = False
 
     @property
     def suffix(self) -> str:
@@ -250,6 +255,7 @@ def plan_tasks(
                             criterion_block=(examples(original) if examples else "") + criterion_text(criterion, order),
                             turn_switch=parts.turn_switch,
                             permutation_index=permutation_index,
+                            shuffled=shuffle_options and order is not None,
                         )
                     )
     return tasks
