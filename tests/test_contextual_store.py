@@ -217,7 +217,7 @@ def test_a_migration_7_database_is_upgraded_and_keeps_every_row(tmp_path: Path, 
     assert (db["runs"].count, db["items"].count, db["metrics"].count) == (1, 1, 1)
     judgments = list(db["judgments"].rows_where(order_by="criterion_index"))
     new_columns = {"uncalibrated_label_probabilities_json": None, "contextual_prior_id": None,
-                   "prompt_prefix_id": None, "prompt_suffix_id": None}  # migrations 8 and 11
+                   "prompt_prefix_id": None, "prompt_suffix_id": None, "one_hot": None}  # migrations 8, 11, 13
     assert judgments[0] == {**OLD_JUDGMENT, **new_columns}
     assert judgments[1]["error"] == "unknown: boom" and judgments[1]["contextual_prior_id"] is None
     assert db["contextual_priors"].count == 0 and db["threshold_calibrations"].count == 0  # migrations 8, 9

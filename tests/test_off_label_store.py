@@ -178,7 +178,7 @@ def test_a_migration_6_database_is_upgraded_and_keeps_every_row(tmp_path: Path, 
     assert judgments[0] == {**OLD_JUDGMENT, "label_logprobs_json": None, "off_label_mass": None,
                             # migrations 8 and 11
                             "uncalibrated_label_probabilities_json": None, "contextual_prior_id": None,
-                            "prompt_prefix_id": None, "prompt_suffix_id": None}
+                            "prompt_prefix_id": None, "prompt_suffix_id": None, "one_hot": None}  # 13
     assert judgments[1]["error"] == "unknown: boom" and judgments[1]["off_label_mass"] is None
     (sweep_row,) = list(db["sweep_judgments"].rows)
     assert sweep_row == {**OLD_SWEEP_JUDGMENT, "label_probabilities_json": None, "label_logprobs_json": None,

@@ -92,6 +92,7 @@ EXPECTED_COLUMNS: dict[str, dict[str, str]] = {
         "contextual_prior_id": "TEXT",
         "prompt_prefix_id": "TEXT",
         "prompt_suffix_id": "TEXT",
+        "one_hot": "INTEGER",
     },
     "prompt_texts": {"id": "TEXT", "text": "TEXT"},
     "item_criteria": {

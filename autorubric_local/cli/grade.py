@@ -471,6 +471,7 @@ def _vote_json(vote: JudgeVote | MultiChoiceJudgeVote) -> dict[str, Any]:
         "verdict": answer,
         "label_probabilities": vote.label_probabilities,
         "label_logprobs": vote.label_logprobs,
+        "one_hot": vote.one_hot,
         "off_label_mass": vote.off_label_mass,
         "uncalibrated_label_probabilities": vote.uncalibrated_label_probabilities,
         "error": vote.error,

@@ -97,6 +97,8 @@ def _votes_table(judgments: list[dict[str, Any]]) -> Table:
     for j in judgments:
         probabilities = json.loads(j["label_probabilities_json"] or "{}")
         shown = ", ".join(f"{label} {p:.2f}" for label, p in probabilities.items())
+        if j.get("one_hot"):  # NULL (runs before migration 13) reads as not one-hot
+            shown += " (one-hot: no logprobs from the backend)"
         note = f"[red]error: {escape(j['error'])}[/red]" if j["error"] else escape(j["explanation"] or "")
         table.add_row(escape(j["item_id"]), escape(j["criterion_name"] or str(j["criterion_index"] + 1)),
                       escape(j["judge_id"]), str(j["permutation_index"]), escape(j["vote"] or ""), escape(shown), note)

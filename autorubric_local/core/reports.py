@@ -35,6 +35,13 @@ the vote's verdict was read from, so on a calibrated vote it is the *corrected* 
 and ``uncalibrated_label_probabilities`` (same keys) keeps the judge's own renormalised
 distribution before the correction; ``None`` on a vote that was not corrected.
 ``label_logprobs`` stay the engine's raw values either way.
+
+Extension: ``one_hot`` (bool) is True on a vote whose ``label_probabilities`` are not read from
+a distribution but set to 1 on the label the judge answered and 0 elsewhere, because its
+backend returned no label log-probabilities (a hosted or server judge without
+``top_logprobs``; ``engine.base.LabelScores.one_hot``). Such probabilities say nothing about
+the judge's confidence. A vote over several option orders is ``one_hot`` when any of its
+answered orders was. False on votes of runs stored before the field existed.
 """
 
 from __future__ import annotations
@@ -353,7 +360,8 @@ class JudgeVote(BaseModel):
     ``weight`` is the judge's voting weight; ``error`` (category-prefixed) marks a vote
     synthesised after a failed call; ``label_probabilities`` (extension) is keyed by
     ``"MET"``, ``"UNMET"``, ``"CANNOT_ASSESS"``; ``label_logprobs`` (raw, same keys),
-    ``off_label_mass`` and ``uncalibrated_label_probabilities`` as in the module docstring.
+    ``off_label_mass``, ``uncalibrated_label_probabilities`` and ``one_hot`` as in the module
+    docstring.
 
     Raises
     ------
@@ -375,6 +383,7 @@ class JudgeVote(BaseModel):
     label_logprobs: dict[str, float] | None = None
     off_label_mass: float | None = None
     uncalibrated_label_probabilities: dict[str, float] | None = None
+    one_hot: bool = False
 
     @model_validator(mode="after")
     def _check_label_probabilities(self) -> JudgeVote:
@@ -398,7 +407,8 @@ class MultiChoiceJudgeVote(BaseModel):
     with no option selected). ``label_probabilities`` (extension) is keyed by original
     option label in original order; the vote does not hold the criterion, so only the
     distribution is checked here, not the keys. ``label_logprobs`` (raw, the same keys),
-    ``off_label_mass`` and ``uncalibrated_label_probabilities`` as in the module docstring.
+    ``off_label_mass``, ``uncalibrated_label_probabilities`` and ``one_hot`` as in the module
+    docstring.
 
     Raises
     ------
@@ -424,6 +434,7 @@ class MultiChoiceJudgeVote(BaseModel):
     label_logprobs: dict[str, float] | None = None
     off_label_mass: float | None = None
     uncalibrated_label_probabilities: dict[str, float] | None = None
+    one_hot: bool = False
 
     @model_validator(mode="after")
     def _check_label_probabilities(self) -> MultiChoiceJudgeVote:

@@ -73,6 +73,7 @@ def binary_vote(result: JudgmentResult, judge_id: str, weight: float) -> JudgeVo
         label_logprobs=dict(zip(BINARY_LABELS, result.logprobs)) or None,
         off_label_mass=result.off_label_mass,
         uncalibrated_label_probabilities=None if uncalibrated is None else dict(zip(BINARY_LABELS, uncalibrated)),
+        one_hot=result.one_hot,
     )
 
 
@@ -122,6 +123,7 @@ def choice_vote(result: JudgmentResult, judge_id: str, weight: float) -> MultiCh
         label_logprobs=None if logprobs is None else {opt.label: lp for opt, lp in zip(options, logprobs)},
         off_label_mass=result.off_label_mass,
         uncalibrated_label_probabilities=None if own is None else {opt.label: p for opt, p in zip(options, own)},
+        one_hot=result.one_hot,
     )
 
 
@@ -178,6 +180,7 @@ def combined_choice_vote(results: Sequence[JudgmentResult], judge_id: str, weigh
         label_logprobs=None if logprobs is None else {opt.label: lp for opt, lp in zip(options, logprobs)},
         off_label_mass=math.fsum(masses) / len(masses) if masses else None,
         uncalibrated_label_probabilities=None if own is None else {opt.label: p for opt, p in zip(options, own)},
+        one_hot=any(r.one_hot for r in answered),
     )
 
 

@@ -77,6 +77,9 @@ class JudgmentResult:
         judgment: the suffix its labels were scored after (reasoning first: the suffix with
         the explanation), or the generation's suffix when that generation failed. None means
         ``task.suffix`` (verdict first). :attr:`prompt` is the whole text.
+    one_hot : bool
+        ``LabelScores.one_hot``: ``probabilities`` is one-hot on the judge's answer because the
+        backend returned no label log-probabilities (a hosted judge without ``top_logprobs``).
     """
 
     task: JudgmentTask
@@ -91,6 +94,7 @@ class JudgmentResult:
     logprobs: tuple[float, ...] = ()
     off_label_mass: float | None = None
     prompt_suffix: str | None = None
+    one_hot: bool = False
 
     @property
     def scored_suffix(self) -> str:
@@ -191,6 +195,7 @@ def run_tasks(
             explanation_error=generation.error,
             logprobs=base.logprobs,
             off_label_mass=base.off_label_mass,
+            one_hot=base.one_hot,
         )
     return results
 
@@ -238,7 +243,7 @@ def _from_scores(
     probabilities = scores.probabilities
     return JudgmentResult(
         task, probabilities, _argmax(probabilities), explanation, truncated, usage, seconds, None,
-        logprobs=tuple(scores.logprobs), off_label_mass=scores.off_label_mass,
+        logprobs=tuple(scores.logprobs), off_label_mass=scores.off_label_mass, one_hot=scores.one_hot,
     )
 
 

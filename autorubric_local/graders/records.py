@@ -102,8 +102,9 @@ def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id:
     """One judgment as a row: this judge's vote in this option order (not the aggregate).
 
     ``label_probabilities_json`` and ``label_logprobs_json`` (raw) are keyed by verdict name
-    or original option label; ``off_label_mass`` is the engine's, NULL when unknown. A
-    contextually calibrated judgment has the corrected distribution (its verdict's) in
+    or original option label; ``off_label_mass`` is the engine's, NULL when unknown; ``one_hot``
+    is 1 when those probabilities are one-hot (no log-probabilities from the backend), NULL on
+    an error row. A contextually calibrated judgment has the corrected distribution (its verdict's) in
     ``label_probabilities_json``, the judge's own in ``uncalibrated_label_probabilities_json``
     and its prior's id in ``contextual_prior_id``; when that prior could not be estimated, the
     judgment is an error row that still keeps the judge's own distribution and raw logprobs."""
@@ -123,6 +124,7 @@ def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id:
         "label_probabilities_json": None,
         "label_logprobs_json": None,
         "off_label_mass": result.off_label_mass,
+        "one_hot": None if result.error is not None or result.chosen is None else int(result.one_hot),
         "uncalibrated_label_probabilities_json": None,
         "contextual_prior_id": None if prior is None else prior.prior_id,
         "explanation": result.explanation,

@@ -82,6 +82,11 @@ Tables (units in column names):
   sweep); ``sweep_leases`` holds the lease of a sweep being written, with the columns and rules
   of ``run_leases`` (``sweep_id`` instead of ``run_id``). Sweeps written before it have NULL in
   the new columns and cannot be resumed.
+- Migration 13, one-hot label probabilities: ``judgments.one_hot`` (INTEGER, 1 when the row's
+  ``label_probabilities_json`` is one-hot on the judge's answer because the backend returned no
+  label log-probabilities, a hosted judge without ``top_logprobs``; 0 when they were read from
+  the judge's distribution; NULL on an error row and on every row written before migration 13)
+  and the ``judge_votes`` view gains that column.
 - ``run_leases`` (migration 5): the lease of a run being written, at most one per run:
   ``run_id`` (primary key), ``owner`` (``<host>:<pid>:<random hex>``, one per writer), ``pid``
   and ``host`` of the writing process, ``acquired_utc`` and ``heartbeat_utc`` (renewed with
@@ -298,9 +303,21 @@ def _migration_11(db: sqlite_utils.Database) -> None:
         pk=("run_id", "item_id", "criterion_index"),
         foreign_keys=[("run_id", "runs", "id")],
     )
-    for name, sql in VIEWS.items():
+    for name, sql in {**VIEWS, "judge_votes": _JUDGE_VOTES_11}.items():
         db.create_view(name, sql)
 
+
+_JUDGE_VOTES_11 = """
+        select r.name as run_name, j.run_id, i.item_index, j.item_id, j.criterion_index, j.criterion_name,
+               c.requirement, j.judge_id, j.model_id, j.permutation_index,
+               coalesce(j.verdict, j.selected_label) as vote, j.label_probabilities_json, j.off_label_mass,
+               j.explanation, j.error, j.duration_ms
+        from judgments j
+        join runs r on r.id = j.run_id
+        left join items i on i.run_id = j.run_id and i.item_id = j.item_id
+        left join item_criteria c
+            on c.run_id = j.run_id and c.item_id = j.item_id and c.criterion_index = j.criterion_index"""
+"""``judge_votes`` as migration 11 made it (migration 13 replaces it with :data:`VIEWS`'s)."""
 
 VIEWS: dict[str, str] = {
     "criterion_results": """
@@ -314,8 +331,8 @@ VIEWS: dict[str, str] = {
     "judge_votes": """
         select r.name as run_name, j.run_id, i.item_index, j.item_id, j.criterion_index, j.criterion_name,
                c.requirement, j.judge_id, j.model_id, j.permutation_index,
-               coalesce(j.verdict, j.selected_label) as vote, j.label_probabilities_json, j.off_label_mass,
-               j.explanation, j.error, j.duration_ms
+               coalesce(j.verdict, j.selected_label) as vote, j.label_probabilities_json, j.one_hot,
+               j.off_label_mass, j.explanation, j.error, j.duration_ms
         from judgments j
         join runs r on r.id = j.run_id
         left join items i on i.run_id = j.run_id and i.item_id = j.item_id
@@ -338,10 +355,11 @@ VIEWS: dict[str, str] = {
                r.wall_seconds, r.judges_json
         from runs r""",
 }
-"""The SQL views of migration 11 (name -> select), for users querying the file directly:
-``criterion_results`` (one row per item and criterion: final verdict or selected label,
-``passed``, ``contribution`` to the raw score, requirement text), ``judge_votes`` (one row per
-judgment: each judge's vote in each option order), ``judgment_prompts`` (each judgment's
+"""The SQL views (name -> select; of migration 11, ``judge_votes`` as migration 13 remade it),
+for users querying the file directly: ``criterion_results`` (one row per item and criterion:
+final verdict or selected label, ``passed``, ``contribution`` to the raw score, requirement
+text), ``judge_votes`` (one row per judgment: each judge's vote in each option order, with
+``one_hot``), ``judgment_prompts`` (each judgment's
 exact prompt as the model read it, ``prompt``, and as the engine received it, ``marked_prompt``,
 with the data's spans between U+FDD0 and U+FDD1: :mod:`autorubric_local.engine.user_text`) and ``run_summaries`` (one row per run: items done and failed, mean score,
 judgments and failed judgments)."""
@@ -360,6 +378,13 @@ def _migration_12(db: sqlite_utils.Database) -> None:
         foreign_keys=[("sweep_id", "sweeps", "id")],
     )
 
+
+def _migration_13(db: sqlite_utils.Database) -> None:
+    db.table("judgments").add_column("one_hot", int)
+    db.execute("drop view if exists judge_votes")
+    db.create_view("judge_votes", VIEWS["judge_votes"])
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
     (2, "runner checkpoints (item reports, content hash)", _migration_2),
@@ -373,6 +398,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...]
     (10, "rating-indeterminacy analyses and their figures", _migration_10),
     (11, "stored prompts, final per-criterion results, SQL views", _migration_11),
     (12, "resumable sweeps: content hash, plan and the sweep's lease", _migration_12),
+    (13, "judgments.one_hot: label probabilities that are one-hot (no logprobs from the backend)", _migration_13),
 )
 """Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
 
