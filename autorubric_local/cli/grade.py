@@ -192,11 +192,14 @@ def grade(
         else:
             started = time.perf_counter()
             names = ", ".join(sorted({j.llm_config.model for j in grader.judges}))
-            with console.status(f"loading judge {escape(names)} ..."):
-                for judge in grader.judges:
-                    grader.engine_for(judge)
-            load_seconds = time.perf_counter() - started
-            result = runner.run_sync()
+            try:
+                with console.status(f"loading judge {escape(names)} ..."):
+                    for judge in grader.judges:
+                        grader.engine_for(judge)
+                load_seconds = time.perf_counter() - started
+                result = runner.run_sync()
+            finally:
+                grader.release_engines()  # vLLM engines shut down cleanly, their memory returned
     except KeyboardInterrupt:
         console.print(f"interrupted: committed chunks are kept in {db_path}; run again with the same --run to resume",
                       markup=False)

@@ -372,7 +372,36 @@ class VLLMEngine(HFTextMixin):
         """One ``LLM.generate`` call over the whole list (outputs in input order)."""
         if not prompts:
             return []
+        if self.llm is None:
+            raise RuntimeError(f"vLLM judge {self.model_id}: the engine was closed (released); load it again")
         return list(self.llm.generate(prompts, params, use_tqdm=False))
+
+    def close(self) -> None:
+        """Shut the ``vllm.LLM`` down (:func:`shutdown_vllm`) and drop it: its device memory is
+        returned; the engine cannot score or generate afterwards (``RuntimeError``)."""
+        llm, self.llm = self.llm, None
+        if llm is not None:
+            shutdown_vllm(llm)
+
+
+def shutdown_vllm(llm: Any) -> bool:
+    """Shut down an offline ``vllm.LLM``'s engine core (V1: its engine-core process and workers,
+    which hold the weights and KV cache) so its memory goes back to the device.
+
+    Returns
+    -------
+    bool
+        True if a ``shutdown`` was found and called (``llm.llm_engine.engine_core.shutdown``,
+        else ``llm.llm_engine.shutdown``); False for a vLLM without either, whose memory is
+        returned when the ``LLM`` is garbage collected.
+    """
+    llm_engine = getattr(llm, "llm_engine", None)
+    for owner in (getattr(llm_engine, "engine_core", None), llm_engine):
+        shutdown = getattr(owner, "shutdown", None)
+        if callable(shutdown):
+            shutdown()
+            return True
+    return False
 
 
 def _label_trie(owner: int, label_ids: list[list[int]]) -> list[_Node]:

@@ -80,7 +80,8 @@ from autorubric_local.graders.planning import (
 )
 from autorubric_local.graders.prompts import PromptParts, render_item
 from autorubric_local.judges.config import LLMConfig
-from autorubric_local.judges.engines import load_engine
+from autorubric_local.judges.engines import load_engine, release_held, was_released
+from autorubric_local.judges.memory import check_explicit_shares, with_memory_shares
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ class JudgeSpec:
 
     Judges may be different models, or one model with different prompts: ``system_prompt``
     (extension) replaces the grader's system prompt for this judge only. Judges whose
-    ``llm_config`` load the same model share one engine and one engine workload.
+    ``llm_config`` load the same model share one engine and one engine workload. vLLM judges of
+    different models share the device memory (:mod:`autorubric_local.judges.memory`).
 
     Raises
     ------
@@ -182,6 +184,10 @@ class CriterionGrader:
     content_free_inputs : sequence of str, optional
         The content-free submissions (default :data:`.contextual.CONTENT_FREE_INPUTS`:
         ``""``, ``"N/A"``, ``"[SUBMISSION]"``); only with ``contextual_calibration``.
+
+    Engines load on first use and stay until :meth:`release_engines`; vLLM judges of different
+    engines split the device memory (:mod:`autorubric_local.judges.memory`; set shares over
+    1.0 in all are an ``InputError`` here).
     """
 
     def __init__(
@@ -216,6 +222,8 @@ class CriterionGrader:
             raise InputError("CriterionGrader: judges must not be empty")
         if len({j.judge_id for j in self.judges}) != len(self.judges):
             raise InputError("CriterionGrader: judge_id values must be unique")
+        check_explicit_shares([(j.judge_id, j.llm_config) for j in self.judges])
+        self._load_configs: dict[str, LLMConfig] | None = None
         self.system_prompt = system_prompt
         self.shuffle_options = shuffle_options
         self.seed_given = seed is not None
@@ -260,12 +268,25 @@ class CriterionGrader:
 
     # ------------------------------------------------------------------ engines
     def engine_for(self, judge: JudgeSpec) -> Engine:
-        """The judge's engine, loaded on first use (``LLMConfig.engine`` if given)."""
+        """The judge's engine, loaded on first use (``LLMConfig.engine`` if given) or again after
+        :meth:`release_engines`; a vLLM judge with its memory share
+        (:func:`~autorubric_local.judges.memory.with_memory_shares`, not in :meth:`describe`)."""
         engine = self._engines.get(judge.judge_id)
-        if engine is None:
-            engine = load_engine(judge.llm_config)
+        if engine is None or was_released(engine):
+            if self._load_configs is None:
+                self._load_configs = with_memory_shares([(j.judge_id, j.llm_config) for j in self.judges])
+            engine = load_engine(self._load_configs[judge.judge_id])
             self._engines[judge.judge_id] = engine
         return engine
+
+    def loaded_judges(self) -> frozenset[str]:
+        """Ids of the judges whose engine this grader holds (loaded and not released)."""
+        return frozenset(judge_id for judge_id, engine in self._engines.items() if not was_released(engine))
+
+    def release_engines(self, judge_ids: Sequence[str] | None = None) -> int:
+        """Drop and release the engines of ``judge_ids`` (default: all judges); returns how many
+        left the process cache (:func:`~autorubric_local.judges.engines.release_held`)."""
+        return release_held(self._engines, judge_ids)
 
     def describe(self) -> dict[str, Any]:
         """Every setting that can change a verdict or a score, as JSON-able data (for run

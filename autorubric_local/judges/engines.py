@@ -15,17 +15,23 @@ is refused before transformers or vLLM is asked to load it.
 GGUF files are de-quantised by transformers into float32 and written once as a safetensors
 folder under the cache directory (``$AUTORUBRIC_LOCAL_CACHE`` or ``~/.cache/autorubric-local``),
 keyed by the GGUF's content hash, so later loads take about a second instead of ~26 s.
-Loaded engines are shared within a process (one copy of the weights for many graders).
+Loaded engines are shared within a process (one copy of the weights for many graders) until
+they are released (:func:`release_engine`, :func:`release_engines`): the engine is shut down
+(vLLM: its engine-core process and workers), dropped from the cache, and its memory returned
+(``gc.collect()``, then ``torch.cuda.empty_cache()`` when CUDA is in use).
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import shutil
+import sys
 import tempfile
-from collections.abc import Iterator
+import weakref
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -39,6 +45,8 @@ from autorubric_local.judges.weights import cache_dir, file_sha256
 logger = logging.getLogger(__name__)
 
 _ENGINES: dict[tuple[Any, ...], Engine] = {}
+_RELEASED: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Engines released from :data:`_ENGINES` (weakly held): a grader that kept one loads it again."""
 
 LOCAL_BACKENDS: tuple[str, ...] = ("transformers", "vllm", "llamacpp")
 AUTO_CANDIDATES: tuple[str, ...] = ("transformers", "llamacpp")
@@ -311,6 +319,104 @@ def load_engine(config: LLMConfig) -> Engine:
         engine = _load_transformers(resolved, config, device, dtype)
         _ENGINES[key] = engine
     return engine
+
+
+def release_engine(engine: Engine) -> bool:
+    """Release one engine :func:`load_engine` loaded: shut it down and drop it from the cache.
+
+    The engine is shared by every config that loads it (same model and settings), so every
+    holder loses it: :func:`was_released` is then True for it, and
+    ``CriterionGrader.engine_for`` loads the model again instead of using it. A vLLM engine's
+    memory is returned at once (its engine-core process is shut down); a transformers model's
+    when the last reference to it is gone: drop yours, then call :func:`free_memory` (as
+    :func:`release_engines` and ``CriterionGrader.release_engines`` do).
+
+    Parameters
+    ----------
+    engine : Engine
+        An engine returned by :func:`load_engine`. An engine the caller built
+        (``LLMConfig.engine``) or a hosted engine (not cached) is not touched.
+
+    Returns
+    -------
+    bool
+        True if ``engine`` was in the cache and is now released, else False.
+    """
+    keys = [key for key, cached in _ENGINES.items() if cached is engine]
+    for key in keys:
+        del _ENGINES[key]
+    if keys:
+        _close(engine)
+    return bool(keys)
+
+
+def release_engines() -> int:
+    """Release every engine :func:`load_engine` loaded in this process (:func:`release_engine`),
+    then :func:`free_memory`.
+
+    Returns
+    -------
+    int
+        How many engines were released (0 when none was loaded).
+    """
+    count = len(_ENGINES)
+    while _ENGINES:  # no local reference outlives its engine's release
+        _close(_ENGINES.popitem()[1])
+    if count:
+        free_memory()
+    return count
+
+
+def release_held(held: dict[str, Engine], names: Iterable[str] | None = None) -> int:
+    """Pop the engines named ``names`` (default: all) from a holder's ``held`` mapping, release
+    them (:func:`release_engine`), then :func:`free_memory` once the holder's references are gone.
+    Engines not from :func:`load_engine` (``LLMConfig.engine``, hosted) are only popped.
+
+    Returns
+    -------
+    int
+        How many engines left the cache (an engine held under two names counts once).
+    """
+    chosen = list(held) if names is None else [name for name in names if name in held]
+    if not chosen:
+        return 0
+    dropped = [held.pop(name) for name in chosen]
+    released = sum(release_engine(engine) for engine in dropped)
+    del dropped  # the holder's last references: the models can be collected now
+    free_memory()
+    return released
+
+
+def loaded_engines() -> list[Engine]:
+    """The engines now held by :func:`load_engine`'s cache, in load order."""
+    return list(_ENGINES.values())
+
+
+def was_released(engine: Engine) -> bool:
+    """Whether ``engine`` was released by :func:`release_engine` or :func:`release_engines`
+    (it must not be used again: a vLLM engine is shut down)."""
+    try:
+        return engine in _RELEASED
+    except TypeError:  # an object that cannot be weakly referenced was never released
+        return False
+
+
+def _close(engine: Engine) -> None:
+    """Mark ``engine`` released and call its ``close()`` when it has one (vLLM: shutdown)."""
+    with contextlib.suppress(TypeError):
+        _RELEASED.add(engine)
+    close = getattr(engine, "close", None)
+    if callable(close):
+        close()
+
+
+def free_memory() -> None:
+    """Collect garbage, then give cached CUDA blocks back to the device when torch has
+    initialised CUDA (torch is not imported here when it is not loaded already)."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 def _resolve(model: str) -> ResolvedModel:

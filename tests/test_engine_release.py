@@ -1,0 +1,219 @@
+"""Engines of an ensemble are released when a run ends, and vLLM judges of different models
+split the device memory (``autorubric_local.judges.memory``).
+
+Two tiny random models (different weights, different folders) stand for two judges; releasing
+them must leave nothing that keeps a model alive. The vLLM path is checked on the arguments it
+would build (``vllm.LLM`` is not started).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import weakref
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.types import Criterion
+from autorubric_local.engine.scripted import ScriptedEngine
+from autorubric_local.engine.vllm_args import llm_kwargs
+from autorubric_local.engine.vllm_backend import shutdown_vllm
+from autorubric_local.graders.criterion_grader import CriterionGrader, JudgeSpec
+from autorubric_local.graders.planning import GradeItem
+from autorubric_local.judges import engines
+from autorubric_local.judges.config import LLMConfig
+from autorubric_local.judges.memory import (
+    CPU_TOTAL,
+    GPU_TOTAL,
+    vllm_memory_shares,
+    vllm_memory_total,
+)
+
+ITEM = GradeItem(submission="The cathode is NMC.", rubric=(Criterion(requirement="Names the cathode", weight=1.0),))
+
+
+@pytest.fixture(scope="module")
+def second_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Path:
+    """A second tiny judge: the same architecture and tokenizer with other random weights."""
+    from conftest import build_tiny_model, build_tiny_tokenizer
+
+    folder = tmp_path_factory.mktemp("tiny-judge-2")
+    tokenizer = build_tiny_tokenizer()
+    build_tiny_model(tokenizer, seed=1).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    config = json.loads((tiny_model_dir / "config.json").read_text(encoding="utf-8"))
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+def _two_model_grader(first: Path, second: Path) -> CriterionGrader:
+    return CriterionGrader(judges=[JudgeSpec(LLMConfig(model=str(first), device="cpu"), "a"),
+                                   JudgeSpec(LLMConfig(model=str(second), device="cpu"), "b")], seed=1)
+
+
+def _model_refs(grader: CriterionGrader) -> list[weakref.ref[Any]]:
+    """Weak references to the judges' torch models (the engine objects are not kept)."""
+    return [weakref.ref(grader.engine_for(judge).model) for judge in grader.judges]  # type: ignore[attr-defined]
+
+
+def test_two_models_are_released_and_collected(tiny_model_dir: Path, second_model_dir: Path) -> None:
+    grader = _two_model_grader(tiny_model_dir, second_model_dir)
+    graded = grader.grade_batch([ITEM])
+    assert graded[0].report.error is None
+    models = _model_refs(grader)
+    assert models[0]() is not models[1]()  # two models loaded side by side
+    held = {id(grader.engine_for(judge)) for judge in grader.judges}
+    assert held <= {id(engine) for engine in engines.loaded_engines()}
+    assert grader.loaded_judges() == {"a", "b"}
+
+    assert grader.release_engines() == 2
+    gc.collect()
+    assert [ref() for ref in models] == [None, None]  # nothing keeps either model alive
+    assert not held & {id(engine) for engine in engines.loaded_engines()}
+    assert grader.loaded_judges() == frozenset()
+    assert grader.release_engines() == 0
+
+
+def test_a_released_judge_loads_again_and_grades(tiny_model_dir: Path, second_model_dir: Path) -> None:
+    grader = _two_model_grader(tiny_model_dir, second_model_dir)
+    first = grader.grade_batch([ITEM])[0].report
+    old = weakref.ref(grader.engine_for(grader.judges[0]))
+    grader.release_engines()
+    again = grader.grade_batch([ITEM])[0].report  # loads both models again
+    assert old() is None
+    assert again.score == first.score
+    assert grader.loaded_judges() == {"a", "b"}
+    grader.release_engines()
+
+
+def test_a_grader_holding_a_released_engine_loads_it_again(tiny_model_dir: Path) -> None:
+    """Engines are shared in-process: a release by one grader reaches the other, which then
+    loads a fresh engine instead of using the released one."""
+    config = LLMConfig(model=str(tiny_model_dir), device="cpu")
+    keeper, releaser = CriterionGrader(config, seed=1), CriterionGrader(config, seed=1)
+    shared = keeper.engine_for(keeper.judges[0])
+    assert releaser.engine_for(releaser.judges[0]) is shared
+    assert releaser.release_engines() == 1
+    assert engines.was_released(shared)
+    assert keeper.loaded_judges() == frozenset()
+    assert keeper.engine_for(keeper.judges[0]) is not shared
+    keeper.release_engines()
+
+
+def test_release_calls_close_and_leaves_caller_built_engines_alone(monkeypatch: pytest.MonkeyPatch,
+                                                                   tiny_model_dir: Path) -> None:
+    closed: list[str] = []
+
+    class Closing(ScriptedEngine):
+        def close(self) -> None:
+            closed.append(self.model_id)
+
+    monkeypatch.setattr("autorubric_local.engine.vllm_backend.load_vllm",
+                        lambda folder, **kwargs: Closing(model_id=kwargs["model_id"]))
+    own = ScriptedEngine("own")
+    grader = CriterionGrader(judges=[JudgeSpec(LLMConfig(model=str(tiny_model_dir), backend="vllm"), "v"),
+                                     JudgeSpec(LLMConfig(model="mine", engine=own), "own")])
+    grader.engine_for(grader.judges[0])
+    assert grader.engine_for(grader.judges[1]) is own
+    assert grader.release_engines() == 1  # the caller's engine is dropped, not released
+    assert closed == [str(tiny_model_dir)]
+    assert not engines.was_released(own)
+
+
+def test_release_engines_empties_the_cache(tiny_model_dir: Path) -> None:
+    engine = engines.load_engine(LLMConfig(model=str(tiny_model_dir), device="cpu"))
+    assert engine in engines.loaded_engines()
+    assert engines.release_engines() >= 1
+    assert engines.loaded_engines() == []
+    assert engines.was_released(engine)
+    assert engines.release_engines() == 0
+
+
+def test_shutdown_vllm_calls_the_engine_core_shutdown() -> None:
+    calls: list[str] = []
+
+    class Core:
+        def shutdown(self) -> None:
+            calls.append("core")
+
+    class LLMEngine:
+        engine_core = Core()
+
+    class LLM:
+        llm_engine = LLMEngine()
+
+    assert shutdown_vllm(LLM())
+    assert calls == ["core"]
+    assert not shutdown_vllm(object())  # a vLLM without shutdown: left to the garbage collector
+
+
+# ----------------------------------------------------------------------------- memory shares
+
+def _vllm(model: str, share: float | None = None, **fields: Any) -> LLMConfig:
+    return LLMConfig(model=model, backend="vllm", gpu_memory_utilization=share, **fields)
+
+
+def test_distinct_vllm_models_split_the_budget() -> None:
+    judges = [("a", _vllm("qwen")), ("b", _vllm("llama")), ("c", LLMConfig(model="smol"))]
+    assert vllm_memory_shares(judges) == {"a": 0.45, "b": 0.45}
+    three = [("a", _vllm("qwen")), ("b", _vllm("llama")), ("c", _vllm("gemma"))]
+    assert vllm_memory_shares(three) == {"a": 0.3, "b": 0.3, "c": 0.3}
+    assert vllm_memory_shares(three, total=CPU_TOTAL) == {"a": 0.1, "b": 0.1, "c": 0.1}
+
+
+def test_judges_of_one_engine_count_once_and_a_lone_engine_keeps_its_default() -> None:
+    assert vllm_memory_shares([("a", _vllm("qwen")), ("b", _vllm("qwen"))]) == {}
+    same_twice = [("a", _vllm("qwen")), ("b", _vllm("qwen")), ("c", _vllm("llama"))]
+    assert vllm_memory_shares(same_twice) == {"a": 0.45, "b": 0.45, "c": 0.45}
+    other_seed = [("a", _vllm("qwen")), ("b", _vllm("qwen", seed=3))]  # two engines of one model
+    assert vllm_memory_shares(other_seed) == {"a": 0.45, "b": 0.45}
+
+
+def test_set_shares_are_kept_and_the_rest_is_split() -> None:
+    judges = [("a", _vllm("qwen", 0.5)), ("b", _vllm("llama")), ("c", _vllm("gemma"))]
+    assert vllm_memory_shares(judges) == {"b": 0.2, "c": 0.2}
+    assert vllm_memory_shares([("a", _vllm("qwen", 0.6)), ("b", _vllm("llama", 0.3))]) == {}
+
+
+def test_set_shares_over_one_are_refused_naming_the_judges() -> None:
+    with pytest.raises(InputError, match=r"add up to 1\.1.*qwen-judge: 0\.6.*llama-judge: 0\.5"):
+        CriterionGrader(judges=[JudgeSpec(_vllm("qwen", 0.6), "qwen-judge"),
+                                JudgeSpec(_vllm("llama", 0.5), "llama-judge")])
+    with pytest.raises(InputError, match=r"judges b have no gpu_memory_utilization share left"):
+        vllm_memory_shares([("a", _vllm("qwen", 0.9)), ("b", _vllm("llama"))])
+
+
+def test_the_budget_follows_the_vllm_platform() -> None:
+    assert vllm_memory_total([_vllm("q", device="cpu"), _vllm("l", device="cpu")]) == CPU_TOTAL
+    assert vllm_memory_total([_vllm("q", device="cuda")]) == GPU_TOTAL
+    assert vllm_memory_total([LLMConfig(model="smol")]) == GPU_TOTAL
+
+
+def test_the_share_reaches_the_vllm_arguments(monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path,
+                                              second_model_dir: Path) -> None:
+    """Each judge's engine is built with its share: the ``vllm.LLM`` keyword arguments (pure
+    :func:`llm_kwargs`, from what ``load_engine`` hands ``load_vllm``) carry it."""
+    built: dict[str, dict[str, Any]] = {}
+
+    def fake_load_vllm(folder: Path, **kwargs: Any) -> ScriptedEngine:
+        built[str(folder)] = llm_kwargs(folder, on_cpu=False, dtype=kwargs["dtype"], seed=kwargs["seed"],
+                                        context_length=kwargs["context_length"],
+                                        gpu_memory_utilization=kwargs["gpu_memory_utilization"],
+                                        engine_args=kwargs["engine_args"])
+        return ScriptedEngine(model_id=kwargs["model_id"])
+
+    monkeypatch.setattr("autorubric_local.engine.vllm_backend.load_vllm", fake_load_vllm)
+    grader = CriterionGrader(judges=[
+        JudgeSpec(_vllm(str(tiny_model_dir), device="cuda", engine_args={"max_num_seqs": 8}), "a"),
+        JudgeSpec(_vllm(str(second_model_dir), device="cuda"), "b"),
+    ])
+    for judge in grader.judges:
+        grader.engine_for(judge)
+    assert {folder: kwargs["gpu_memory_utilization"] for folder, kwargs in built.items()} == {
+        str(tiny_model_dir): 0.45, str(second_model_dir): 0.45}
+    assert built[str(tiny_model_dir)]["max_num_seqs"] == 8
+    assert grader.describe()["judges"][0]["llm_config"]["gpu_memory_utilization"] is None  # not in the run hash
+    assert grader.release_engines() == 2
