@@ -44,6 +44,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -101,25 +102,39 @@ def unshared_tokens(engine: TransformersEngine, tasks: Sequence[JudgmentTask]) -
     return sum(len(engine.prompt_tokens(t.prefix, t.suffix)) for t in tasks)
 
 
-def prefill_throughput(engine: TransformersEngine, repeats: int = 3) -> dict[str, float]:
-    """Best tokens/s per shape of a plain forward pass (last-position logits) over random ids."""
+def prefill_throughput(
+    engine: TransformersEngine, repeats: int = 3, shapes: Sequence[tuple[int, int]] = ((1, 2048), (4, 512))
+) -> dict[str, float]:
+    """Best tokens/s per ``(batch, length)`` shape of a plain forward pass (last-position logits)
+    over random ids below the model's vocabulary; on CUDA each pass is timed to its end
+    (``torch.cuda.synchronize``)."""
     import torch
 
     generator = torch.Generator().manual_seed(0)
     vocab = int(engine.model.config.vocab_size)
     best: dict[str, float] = {}
-    for batch, length in ((1, 2048), (4, 512)):
+    for batch, length in shapes:
         ids = torch.randint(0, vocab, (batch, length), generator=generator).to(engine.model.device)
         shape = f"{batch}x{length}"
         best[shape] = 0.0
         with torch.inference_mode():
             for attempt in range(repeats + 1):
+                _synchronize(ids)
                 start = time.perf_counter()
                 engine.model(input_ids=ids, use_cache=False, logits_to_keep=1)
+                _synchronize(ids)
                 seconds = time.perf_counter() - start
                 if attempt > 0:  # the first pass is a warm-up
                     best[shape] = max(best[shape], batch * length / seconds)
     return best
+
+
+def _synchronize(tensor: Any) -> None:
+    """Wait for the device of ``tensor`` (CUDA kernels run asynchronously); no-op on CPU."""
+    if tensor.is_cuda:
+        import torch
+
+        torch.cuda.synchronize(tensor.device)
 
 
 def warm_up(engine: TransformersEngine, tasks: Sequence[JudgmentTask]) -> None:
