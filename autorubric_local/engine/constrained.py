@@ -15,6 +15,7 @@ whichever backend generated it.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,21 +84,45 @@ class RegexGrammar:
 
         return Guide(self.index)
 
+    def allowed_ids(self, guide: Any, vocab: int, device: Any) -> Any:
+        """Long tensor of the token ids ``guide``'s state allows, in the grammar's own order.
+
+        Tokens past the logits' width ``vocab`` (padding rows of the embedding) and the banned
+        ones are left out. Built once per state, vocabulary width and device.
+        """
+        import torch
+
+        key = (guide.get_state(), vocab, str(device))
+        allowed = self._allowed.get(key)
+        if allowed is None:  # a grammar has few states: each state's token set is built once
+            allowed = torch.tensor(guide.get_tokens(), dtype=torch.long, device=device)
+            allowed = allowed[allowed < vocab]
+            if self.banned:
+                allowed = allowed[~torch.isin(allowed, torch.tensor(self.banned, device=allowed.device))]
+            self._allowed[key] = allowed
+        return allowed
+
+    def allowed_mask(self, guide: Any, vocab: int, device: Any) -> Any:
+        """Bool tensor (vocab,): True at the ids :meth:`allowed_ids` lists (built once per state)."""
+        import torch
+
+        key = ("mask", guide.get_state(), vocab, str(device))
+        mask = self._allowed.get(key)
+        if mask is None:
+            mask = torch.zeros(vocab, dtype=torch.bool, device=device)
+            mask[self.allowed_ids(guide, vocab, device)] = True
+            self._allowed[key] = mask
+        return mask
+
     def choose(self, guide: Any, logits: Any, sampler: Any = None) -> int:
         """Pick the next token of ``guide``'s branch from ``logits`` (shape (vocab,)) and advance.
 
         Tokens past the tokenizer's vocabulary (padding rows of the embedding) are never allowed.
+        Greedy ties go to the id listed first by the grammar (:meth:`allowed_ids`).
         """
         import torch
 
-        key = (guide.get_state(), logits.shape[-1], str(logits.device))
-        allowed = self._allowed.get(key)
-        if allowed is None:  # a grammar has few states: each state's token set is built once
-            allowed = torch.tensor(guide.get_tokens(), dtype=torch.long, device=logits.device)
-            allowed = allowed[allowed < logits.shape[-1]]
-            if self.banned:
-                allowed = allowed[~torch.isin(allowed, torch.tensor(self.banned, device=allowed.device))]
-            self._allowed[key] = allowed
+        allowed = self.allowed_ids(guide, logits.shape[-1], logits.device)
         scores = logits[allowed].float()
         if self.temperature > 0 and sampler is not None:
             probabilities = torch.softmax(scores / self.temperature, dim=-1).cpu()
@@ -107,6 +132,51 @@ class RegexGrammar:
         token = int(allowed[pick].item())
         guide.advance(token_id=token, return_tokens=False)
         return token
+
+
+def choose_tokens(grammars: Sequence[RegexGrammar], guides: Sequence[Any], logits: Any, sampler: Any = None) -> list[int]:
+    """Next token of every branch at once from ``logits`` (shape (n_branches, vocab)); advances each guide.
+
+    Row ``i`` is masked to what ``grammars[i]`` allows in ``guides[i]``'s state
+    (:meth:`RegexGrammar.allowed_mask`), then all rows are chosen in one tensor operation:
+
+    - greedy (no sampler, or temperature 0): the allowed token of highest logit; a tie is broken
+      as :meth:`RegexGrammar.choose` breaks it, so the tokens equal choosing branch by branch;
+    - sampling (a sampler and temperature > 0, the same for every grammar): one
+      ``torch.multinomial`` draw over the rows' softmax at that temperature, from the seeded CPU
+      ``sampler``. Reproducible for a seed, but not the draws of calling ``choose`` per branch.
+
+    Returns the chosen token ids, length n_branches.
+
+    Raises
+    ------
+    ValueError
+        If the grammars sample at different temperatures, or the lengths disagree.
+    """
+    import torch
+
+    if not (len(grammars) == len(guides) == logits.shape[0]):
+        raise ValueError(f"{len(grammars)} grammars, {len(guides)} guides, {logits.shape[0]} logit rows")
+    temperatures = {g.temperature for g in grammars}
+    if len(temperatures) > 1:
+        raise ValueError(f"grammars sample at different temperatures {sorted(temperatures)}")
+    vocab, device = logits.shape[-1], logits.device
+    mask = torch.stack([g.allowed_mask(guide, vocab, device) for g, guide in zip(grammars, guides)])
+    scores = logits.float().masked_fill(~mask, float("-inf"))
+    temperature = temperatures.pop()
+    if temperature > 0 and sampler is not None:
+        probabilities = torch.softmax(scores / temperature, dim=-1).cpu()
+        tokens = torch.multinomial(probabilities, 1, generator=sampler)[:, 0].tolist()
+    else:
+        best = scores.max(dim=-1)
+        tokens = best.indices.tolist()
+        tied = ((scores == best.values[:, None]).sum(-1) > 1).nonzero()[:, 0].tolist()
+        for row in tied:  # rare: resolve in the grammar's order, as choose does
+            allowed = grammars[row].allowed_ids(guides[row], vocab, device)
+            tokens[row] = int(allowed[int(torch.argmax(logits[row, allowed].float()))])
+    for guide, token in zip(guides, tokens):
+        guide.advance(token_id=token, return_tokens=False)
+    return tokens
 
 
 def seeded_sampler(temperature: float, seed: int | None) -> Any:

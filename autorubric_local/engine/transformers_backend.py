@@ -32,6 +32,7 @@ from autorubric_local.engine.base import (
     ScoreRequest,
     mass_outside,
 )
+from autorubric_local.engine.batched import Unit, run_units, trie_allowed
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat, SeamError
 from autorubric_local.engine.constrained import split_string_body
 from autorubric_local.engine.packing import (
@@ -71,6 +72,11 @@ class TransformersEngine(HFTextMixin):
     attention : "auto" | "plain"
         ``"auto"`` takes the packed-trie path where :func:`~.attention.plan_attention` proves
         it exact for this model; ``"plain"`` always runs ordinary sequences (:mod:`.plain`).
+    max_batch_tokens : int or None
+        Padded tokens (rows x longest row) per batched scoring pass, which stacks many prefix
+        groups' ``prefix + trie`` rows in one forward pass (:mod:`.batched`); 0 scores each
+        group alone (its prefix cache, then its trie chunks). None chooses by device
+        (:func:`default_batch_tokens`).
 
     Attributes
     ----------
@@ -92,9 +98,12 @@ class TransformersEngine(HFTextMixin):
         seed: int | None = None,
         prompt_format: PromptFormat = "auto",
         attention: str = "auto",
+        max_batch_tokens: int | None = None,
     ) -> None:
         if attention not in ("auto", "plain"):
             raise ValueError(f"attention must be 'auto' or 'plain', got {attention!r}")
+        if max_batch_tokens is not None and max_batch_tokens < 0:
+            raise ValueError(f"max_batch_tokens must be >= 0 or None, got {max_batch_tokens}")
         self.model = model
         self.tokenizer = tokenizer
         self.model_id = model_id
@@ -110,6 +119,8 @@ class TransformersEngine(HFTextMixin):
         self.attention: AttentionPlan = plan_attention(
             model, force_plain="requested" if attention == "plain" else None)
         self._packed_proven = False
+        self.max_batch_tokens = default_batch_tokens(model) if max_batch_tokens is None else max_batch_tokens
+        self._batched_proven = False
 
     @property
     def attention_path(self) -> str:
@@ -139,8 +150,61 @@ class TransformersEngine(HFTextMixin):
 
     # ------------------------------------------------------------------ scoring
     def score(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:
-        """Label log-probabilities for every request; see :class:`~.base.Engine`."""
-        return _per_prefix(requests, self._score_group)
+        """Label log-probabilities for every request; see :class:`~.base.Engine`.
+
+        Groups of requests sharing a prefix are scored many per forward pass when
+        ``max_batch_tokens`` > 0 and the packed path applies (:mod:`.batched`), else one group
+        at a time. If the first batched call raises (a transformers version without boolean
+        ``logits_to_keep``), batching is switched off for good and the work rerun per group.
+        """
+        if not (self.max_batch_tokens and self.attention.packed):
+            return _per_prefix(requests, self._score_group)
+        if self._batched_proven:
+            return self._score_batched(requests)
+        try:
+            results = self._score_batched(requests)
+        except (RuntimeError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            logger.warning("%s: batched scoring failed (%s: %s); scoring one prefix group at a time",
+                           self.model_id, type(exc).__name__, str(exc)[:300])
+            self.max_batch_tokens = 0
+            return _per_prefix(requests, self._score_group)
+        self._batched_proven = True
+        return results
+
+    def _score_batched(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:
+        """Every group whose trie fits one chunk as one row of batched passes (:mod:`.batched`);
+        a group needing several chunks keeps its prefix cache (:meth:`_score_packed`)."""
+        import torch
+
+        results: list[LabelScores | None] = [None] * len(requests)
+        units: list[Unit] = []
+        pending: list[tuple[list[int], list[Any], float]] = []  # indices, tokenized, seconds so far
+
+        def place(indices: list[int], scores: list[LabelScores]) -> None:
+            for index, result in zip(indices, scores):
+                results[index] = result
+
+        with torch.inference_mode():
+            for prefix, indices in _groups(requests).items():
+                start = time.perf_counter()
+                tokenized = self._tokenize_requests(prefix, [requests[i] for i in indices])
+                work = [t for t in tokenized if not isinstance(t, str)]
+                if not work:
+                    place(indices, _label_scores(tokenized, [], 0.0))
+                    continue
+                shared = _common_prefix_length([prompt for prompt, _ in work])
+                trees = [(prompt[shared:], labels) for prompt, labels in work]
+                if len(chunk_trie(trees, self.max_packed_tokens)) > 1:
+                    place(indices, _label_scores(tokenized, self._score_packed(work), time.perf_counter() - start))
+                    continue
+                units.append(Unit(work[0][0][:shared], pack_trie(shared, trees)))
+                pending.append((indices, tokenized, time.perf_counter() - start))
+            scored, seconds = run_units(self.model, self.attention, units, self.max_batch_tokens)
+        for unit, (indices, tokenized, prepared), rows, batch_seconds in zip(units, pending, scored, seconds):
+            work = [t for t in tokenized if not isinstance(t, str)]
+            usage = _packed_usage(work, unit.row.prefix_len, rows, prompt_shares(unit.row), node_shares(unit.row))
+            place(indices, _label_scores(tokenized, usage, prepared + batch_seconds))
+        return [r for r in results if r is not None]
 
     def _tokenize_requests(
         self, prefix: str, requests: Sequence[ScoreRequest]
@@ -168,19 +232,9 @@ class TransformersEngine(HFTextMixin):
         """Score requests sharing one prefix string (packed trie or plain path, :mod:`.attention`)."""
         start = time.perf_counter()
         tokenized = self._tokenize_requests(prefix, requests)
-        fits = [i for i, t in enumerate(tokenized) if not isinstance(t, str)]
-        results: list[LabelScores] = [
-            LabelScores((), error=t) if isinstance(t, str) else LabelScores(()) for t in tokenized
-        ]
-        if not fits:
-            return results
-        work = [tokenized[i] for i in fits]
-        scored = self._packed_or_plain(lambda: self._score_packed(work), lambda: self._score_each(work))
-        elapsed = time.perf_counter() - start
-        total = sum(share for *_, share in scored) or 1.0
-        for index, (logprobs, off_mass, usage, share) in zip(fits, scored):
-            results[index] = LabelScores(logprobs, usage=usage, seconds=elapsed * share / total, off_label_mass=off_mass)
-        return results
+        work = [t for t in tokenized if not isinstance(t, str)]
+        scored = self._packed_or_plain(lambda: self._score_packed(work), lambda: self._score_each(work)) if work else []
+        return _label_scores(tokenized, scored, time.perf_counter() - start)
 
     def _score_each(self, work: list[Any]) -> list[tuple[tuple[float, ...], float, TokenUsage, float]]:
         """Plain path: every request's prompt and labels as ordinary sequences."""
@@ -217,13 +271,7 @@ class TransformersEngine(HFTextMixin):
             row = pack_trie(shared, [trees[i] for i in chunk])
             for i, result, own, share in zip(chunk, self._score_row(row, cache), prompt_shares(row), node_shares(row)):
                 scored[i], computed[i], shares[i] = result, own, share
-        shares[0] += shared
-        out = []
-        for position, (prompt, _) in enumerate(work):
-            paid = computed[position] + (shared if position == 0 else 0)
-            usage = TokenUsage.of(prompt_tokens=len(prompt), cache_read_input_tokens=len(prompt) - paid)
-            out.append((scored[position][0], scored[position][1], usage, shares[position]))
-        return out
+        return _packed_usage(work, shared, scored, computed, shares)
 
     def _prefix_cache(self, prefix_ids: list[int]) -> Any:
         """Key/value cache of the prefix (empty for an empty prefix), every token kept.
@@ -281,20 +329,8 @@ class TransformersEngine(HFTextMixin):
         import torch
 
         n = len(row.token_ids)
-        parents = torch.tensor(row.parents, dtype=torch.long)
-        depths = torch.tensor(row.depths, dtype=torch.long)
-        table = torch.full((n, row.max_depth + 1), -1, dtype=torch.long)
-        # Walk every node up to the root at once, one depth level per step (deepest first).
-        walker = torch.arange(n)
-        rows = torch.arange(n)
-        for depth in range(row.max_depth, -1, -1):
-            here = depths[walker.clamp(min=0)] == depth
-            here &= walker >= 0
-            table[rows[here], depth] = walker[here]
-            walker = torch.where(here, parents[walker.clamp(min=0)], walker)
-        allowed = table.gather(1, depths[None, :].expand(n, n)) == torch.arange(n)[None, :]
         full = torch.ones(n, row.prefix_len + n, dtype=torch.bool)
-        full[:, row.prefix_len :] = allowed
+        full[:, row.prefix_len :] = trie_allowed(row)
         positions = torch.tensor(row.positions, dtype=torch.long)
         keys = torch.cat([torch.arange(row.prefix_len), positions])
         return additive_masks(self.attention, full, positions, keys, self.model.dtype, self.model.device)
@@ -375,10 +411,14 @@ class TransformersEngine(HFTextMixin):
     ) -> list[tuple[list[int], bool]]:
         """Decode one branch per ``(suffix_ids, max_new_tokens, regex)`` on top of the prefix cache.
 
+        Each step feeds one token per open branch in one forward pass and chooses every
+        branch's next token at once under its grammar's mask (:func:`~.constrained.choose_tokens`).
         The cache is restored after. Returns, per branch, the generated token ids and whether
         the grammar finished (the closing quote was produced) within the budget.
         """
         import torch
+
+        from autorubric_local.engine.constrained import choose_tokens
 
         device = self.model.device
         suffixes = [suffix for suffix, _, _ in branches]
@@ -386,7 +426,6 @@ class TransformersEngine(HFTextMixin):
         # The suffixes as one trie (shared starts computed once); each branch then decodes
         # below its suffix's last node.
         row = pack_trie(prefix_len, [(s, []) for s in suffixes])
-        own: list[list[int]] = [list(nodes) for nodes in row.suffix_nodes]  # row-relative keys
         keep = sorted(set(row.ends))
         output = self.model(
             input_ids=torch.tensor([row.token_ids], dtype=torch.long, device=device),
@@ -397,50 +436,42 @@ class TransformersEngine(HFTextMixin):
             logits_to_keep=torch.tensor(keep, device=device),
         )
         appended = len(row.token_ids)
-        key_positions = [*range(prefix_len), *row.positions]
+        # seen[b, k]: branch b sees appended key k (its suffix path, then its own tokens).
+        seen = torch.zeros(len(branches), appended + sum(budgets), dtype=torch.bool)
+        for branch, nodes in enumerate(row.suffix_nodes):
+            seen[branch, nodes] = True
+        key_positions = torch.tensor([*range(prefix_len), *row.positions])
+        last_suffix_position = torch.tensor([prefix_len + len(s) - 1 for s in suffixes])
         logits = output.logits[0][[keep.index(end) for end in row.ends]]
         grammars = [self._grammar_of(regex) for _, _, regex in branches]
         guides = [grammar.new_guide() for grammar in grammars]
         generated: list[list[int]] = [[] for _ in branches]
         active = list(range(len(branches)))
         sampler = self._sampler()
-        while active:
-            chosen = []
-            for row_index, branch in enumerate(active):
-                token = grammars[branch].choose(guides[branch], logits[row_index], sampler)
+        while True:
+            chosen = choose_tokens([grammars[b] for b in active], [guides[b] for b in active], logits, sampler)
+            for branch, token in zip(active, chosen):
                 generated[branch].append(token)
-                chosen.append(token)
-            still = [
-                (b, t)
-                for b, t in zip(active, chosen)
-                if not guides[b].is_finished() and len(generated[b]) < budgets[b]
-            ]
+            still = [(b, t) for b, t in zip(active, chosen)
+                     if not guides[b].is_finished() and len(generated[b]) < budgets[b]]
             if not still:
                 break
             active = [b for b, _ in still]
-            # Keys of each branch so far: prefix, its suffix and its generated tokens (already
-            # in the cache except the one being fed now, which is appended below).
+            # The token fed now is appended at slot `appended + i` for the i-th open branch.
+            rows = torch.tensor(active)
             n_new = len(active)
-            allowed = torch.zeros(n_new, prefix_len + appended + n_new, dtype=torch.bool)
-            allowed[:, :prefix_len] = True
-            for row_index, branch in enumerate(active):
-                allowed[row_index, [prefix_len + k for k in own[branch]]] = True
-                allowed[row_index, prefix_len + appended + row_index] = True
-            positions = [prefix_len + len(suffixes[b]) + len(generated[b]) - 1 for b in active]
-            key_positions.extend(positions)
-            mask = additive_masks(
-                self.attention, allowed, torch.tensor(positions), torch.tensor(key_positions),
-                self.model.dtype, device,
-            )
+            seen[rows, appended + torch.arange(n_new)] = True
+            allowed = torch.cat([torch.ones(n_new, prefix_len, dtype=torch.bool), seen[rows, : appended + n_new]], 1)
+            positions = last_suffix_position[rows] + torch.tensor([len(generated[b]) for b in active])
+            key_positions = torch.cat([key_positions, positions])
             output = self.model(
                 input_ids=torch.tensor([[t for _, t in still]], dtype=torch.long, device=device),
-                position_ids=torch.tensor([positions], device=device),
-                attention_mask=mask,
+                position_ids=positions[None].to(device),
+                attention_mask=additive_masks(
+                    self.attention, allowed, positions, key_positions, self.model.dtype, device),
                 past_key_values=cache,
                 use_cache=True,
             )
-            for row_index, branch in enumerate(active):
-                own[branch].append(appended + row_index)
             appended += n_new
             logits = output.logits[0]
         cache.crop(-appended)
@@ -472,19 +503,67 @@ def _common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
     return length
 
 
+ScoredWork = tuple[tuple[float, ...], float, TokenUsage, float]
+"""Per fitting request: ``(label logprobs, off-label mass, usage, time share)``."""
+
+
+def _packed_usage(
+    work: list[Any], shared: int, scored: list[tuple[tuple[float, ...], float]], computed: list[int],
+    shares: list[float],
+) -> list[ScoredWork]:
+    """Usage and time shares of a group scored as a packed trie (:meth:`TransformersEngine._score_packed`).
+
+    ``computed``: suffix tokens each request had computed; ``shares``: its row nodes
+    (fractional). The first request also pays the ``shared`` prefix tokens.
+    """
+    out = []
+    for position, ((prompt, _), (logprobs, off_mass), own, share) in enumerate(zip(work, scored, computed, shares)):
+        paid = own + (shared if position == 0 else 0)
+        usage = TokenUsage.of(prompt_tokens=len(prompt), cache_read_input_tokens=len(prompt) - paid)
+        out.append((logprobs, off_mass, usage, share + (shared if position == 0 else 0)))
+    return out
+
+
+def _label_scores(tokenized: list[Any], scored: list[ScoredWork], elapsed: float) -> list[LabelScores]:
+    """One group's results: errors where tokenizing failed, else the scores, ``elapsed`` seconds
+    split among the fitting requests by their time shares."""
+    total = sum(share for *_, share in scored) or 1.0
+    fitting = iter(scored)
+    results = []
+    for item in tokenized:
+        if isinstance(item, str):
+            results.append(LabelScores((), error=item))
+            continue
+        logprobs, off_mass, usage, share = next(fitting)
+        results.append(LabelScores(logprobs, usage=usage, seconds=elapsed * share / total, off_label_mass=off_mass))
+    return results
+
+
+def _groups(requests: Sequence[Any]) -> dict[str, list[int]]:
+    """Request indices per distinct prefix, in order of first appearance."""
+    by_prefix: dict[str, list[int]] = defaultdict(list)
+    for index, request in enumerate(requests):
+        by_prefix[request.prefix].append(index)
+    return by_prefix
+
+
 def _per_prefix(requests: Sequence[Any], run_group: Callable[[str, list[Any]], list[Any]]) -> list[Any]:
     """Run ``run_group(prefix, group)`` once per distinct prefix; results back in input order."""
     import torch
 
     results: list[Any] = [None] * len(requests)
-    by_prefix: dict[str, list[int]] = defaultdict(list)
-    for index, request in enumerate(requests):
-        by_prefix[request.prefix].append(index)
     with torch.inference_mode():
-        for prefix, indices in by_prefix.items():
+        for prefix, indices in _groups(requests).items():
             for index, result in zip(indices, run_group(prefix, [requests[i] for i in indices])):
                 results[index] = result
     return results
+
+
+def default_batch_tokens(model: Any) -> int:
+    """Default ``max_batch_tokens`` for ``model``'s device: 0 (one group per pass) on CPU,
+    16384 padded tokens per pass on an accelerator."""
+    device = getattr(model, "device", None)
+    return 0 if getattr(device, "type", "cpu") == "cpu" else 16384
 
 
 def from_transformers(model: Any, tokenizer: Any, **kwargs: Any) -> TransformersEngine:

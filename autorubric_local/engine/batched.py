@@ -1,0 +1,230 @@
+"""Batched packed scoring: many prefix groups in one forward pass (transformers backend).
+
+The per-group path (:meth:`.transformers_backend.TransformersEngine._score_packed`) runs each
+group of requests sharing a prefix alone: the prefix into a key/value cache (batch 1), then the
+group's token trie on top of it (batch 1). Here each group whose trie fits one chunk becomes one
+*unit*, the sequence ``prefix + trie row``, and units are stacked as right-padded rows of one
+forward pass (batch > 1), with no cache:
+
+- position ids per row: ``0 .. prefix_len - 1`` for the prefix, then the trie nodes' own
+  (``prefix_len + depth``), 0 for padding;
+- one 4D additive mask per row (:func:`unit_allowed`): the prefix is causal; a trie node sees the
+  whole prefix and its trie ancestors (itself included), exactly :func:`~.packing.may_attend`;
+  a padding slot sees only itself, so no softmax row is empty (no NaN) and no real token sees
+  padding. Sliding-window layers get the window on top (:func:`~.attention.additive_masks`);
+- logits only where a label token is predicted: ``logits_to_keep`` as a boolean
+  (batch, seq) mask, which transformers turns into the gathered hidden states before the model's
+  own LM head and logit post-processing (Gemma's final softcapping included).
+
+Rows are sized from a token budget: padded ``rows x longest row <= max_batch_tokens``, groups
+sorted by length so rows of one batch are alike (:func:`plan_batches`). A group whose trie needs
+several chunks keeps the per-group path (one prefix cache for all its chunks), since a unit
+would recompute its prefix once per chunk.
+
+Accounting is the per-group path's: per request, prompt tokens and cache reads as
+:func:`~.packing.prompt_shares` splits them; a batch's wall time is split among its units by
+their real tokens, then within a group by :func:`~.packing.node_shares`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from autorubric_local.engine.attention import AttentionPlan, additive_masks
+from autorubric_local.engine.base import mass_outside
+from autorubric_local.engine.packing import PackedRow
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One group's prefix and packed trie: one row of a batched forward pass.
+
+    Attributes
+    ----------
+    prefix_ids : list of int
+        Token ids of the group's common prompt start (the shared prefix).
+    row : PackedRow
+        The group's token trie after the prefix (``row.prefix_len == len(prefix_ids)``).
+    """
+
+    prefix_ids: list[int]
+    row: PackedRow
+
+    @property
+    def length(self) -> int:
+        """Real tokens of the row: prefix plus trie nodes."""
+        return len(self.prefix_ids) + len(self.row.token_ids)
+
+
+def plan_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
+    """Group unit indices into batches of at most ``max_tokens`` padded tokens.
+
+    Units are taken longest first (ties in input order); a batch grows while
+    ``rows x longest row <= max_tokens``. A unit longer than ``max_tokens`` gets a batch of its
+    own. Every index appears exactly once.
+
+    Parameters
+    ----------
+    lengths : sequence of int
+        Tokens of each unit (its row length before padding).
+    max_tokens : int
+        Padded tokens per batch, >= 1.
+
+    Raises
+    ------
+    ValueError
+        If ``max_tokens`` < 1.
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    for index in order:
+        if batches and (len(batches[-1]) + 1) * lengths[batches[-1][0]] <= max_tokens:
+            batches[-1].append(index)
+        else:
+            batches.append([index])
+    return batches
+
+
+def trie_allowed(row: PackedRow) -> torch.Tensor:
+    """Bool (n_nodes, n_nodes): node ``q`` may see node ``k`` iff ``k`` is ``q`` or its ancestor.
+
+    Vectorised :func:`~.packing.may_attend`: with ``A[n, d]`` the ancestor of node ``n`` at
+    depth ``d`` (:func:`~.packing.ancestor_table`), ``q`` sees ``k`` iff ``A[q, depth[k]] == k``.
+    """
+    import torch
+
+    n = len(row.token_ids)
+    parents = torch.tensor(row.parents, dtype=torch.long)
+    depths = torch.tensor(row.depths, dtype=torch.long)
+    table = torch.full((n, row.max_depth + 1), -1, dtype=torch.long)
+    # Walk every node up to the root at once, one depth level per step (deepest first).
+    walker = torch.arange(n)
+    rows = torch.arange(n)
+    for depth in range(row.max_depth, -1, -1):
+        here = depths[walker.clamp(min=0)] == depth
+        here &= walker >= 0
+        table[rows[here], depth] = walker[here]
+        walker = torch.where(here, parents[walker.clamp(min=0)], walker)
+    return table.gather(1, depths[None, :].expand(n, n)) == torch.arange(n)[None, :]
+
+
+def unit_allowed(unit: Unit, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention rule and position ids of one unit right-padded to ``width`` tokens.
+
+    Returns ``(allowed, positions)``: bool (width, width), True where query may see key (prefix
+    causal, trie nodes see the whole prefix and their ancestors, padding sees only itself), and
+    long (width,) position ids (0 for padding).
+    """
+    import torch
+
+    p, n = len(unit.prefix_ids), len(unit.row.token_ids)
+    allowed = torch.zeros(width, width, dtype=torch.bool)
+    allowed[:p, :p] = torch.ones(p, p, dtype=torch.bool).tril()
+    allowed[p : p + n, :p] = True
+    allowed[p : p + n, p : p + n] = trie_allowed(unit.row)
+    pad = torch.arange(p + n, width)
+    allowed[pad, pad] = True
+    positions = torch.zeros(width, dtype=torch.long)
+    positions[:p] = torch.arange(p)
+    positions[p : p + n] = torch.tensor(unit.row.positions, dtype=torch.long)
+    return allowed, positions
+
+
+def batch_masks(
+    plan: AttentionPlan, units: Sequence[Unit], width: int, dtype: Any, device: Any
+) -> tuple[torch.Tensor | dict[str, torch.Tensor], torch.Tensor]:
+    """Additive masks (rows, 1, width, width) and position ids (rows, width) of a batch.
+
+    One tensor, or one per layer type for models mixing full and sliding layers (as
+    :func:`~.attention.additive_masks`).
+    """
+    import torch
+
+    masks: list[Any] = []
+    positions: list[torch.Tensor] = []
+    for unit in units:
+        allowed, pos = unit_allowed(unit, width)
+        masks.append(additive_masks(plan, allowed, pos, pos, dtype, device))
+        positions.append(pos)
+    stacked_positions = torch.stack(positions).to(device)
+    if isinstance(masks[0], dict):
+        return {kind: torch.cat([m[kind] for m in masks]) for kind in masks[0]}, stacked_positions
+    return torch.cat(masks), stacked_positions
+
+
+def score_batch(model: Any, plan: AttentionPlan, units: Sequence[Unit]) -> list[list[tuple[tuple[float, ...], float]]]:
+    """One forward pass over ``units`` as right-padded rows; per unit, per tree of its row,
+    ``(label logprobs, off-label mass)`` as the per-group path computes them.
+
+    Raises
+    ------
+    RuntimeError
+        If the model returned logits of another shape than the kept positions (a transformers
+        version or model without boolean ``logits_to_keep``).
+    """
+    import torch
+
+    device = model.device
+    width = max(unit.length for unit in units)
+    input_ids = torch.zeros(len(units), width, dtype=torch.long)
+    keep = torch.zeros(len(units), width, dtype=torch.bool)
+    for b, unit in enumerate(units):
+        p = len(unit.prefix_ids)
+        input_ids[b, : unit.length] = torch.tensor([*unit.prefix_ids, *unit.row.token_ids], dtype=torch.long)
+        keep[b, [p + node for node in unit.row.keep_positions]] = True
+    mask, positions = batch_masks(plan, units, width, model.dtype, device)
+    n_kept = int(keep.sum())
+    logits = model(
+        input_ids=input_ids.to(device),
+        position_ids=positions,
+        attention_mask=mask,
+        use_cache=False,
+        logits_to_keep=keep.to(device),
+    ).logits
+    if logits.ndim != 2 or logits.shape[0] != n_kept:
+        raise RuntimeError(f"boolean logits_to_keep gave logits of shape {tuple(logits.shape)}, "
+                           f"expected ({n_kept}, vocab)")
+    logsoftmax = logits.float().log_softmax(-1).cpu()
+    out = []
+    offset = 0
+    for unit in units:
+        # Kept rows come in (row, position) order: this unit's kept nodes, sorted.
+        where = {node: offset + i for i, node in enumerate(unit.row.keep_positions)}
+        offset += len(where)
+        results = []
+        for tree, end in zip(unit.row.targets, unit.row.ends):
+            logprobs = tuple(float(sum(logsoftmax[where[node], token].item() for node, token in label))
+                             for label in tree)
+            firsts = {label[0][1] for label in tree}
+            results.append((logprobs, mass_outside([logsoftmax[where[end], t].item() for t in firsts])))
+        out.append(results)
+    return out
+
+
+def run_units(
+    model: Any, plan: AttentionPlan, units: Sequence[Unit], max_tokens: int
+) -> tuple[list[list[tuple[tuple[float, ...], float]]], list[float]]:
+    """Score every unit in batches of at most ``max_tokens`` padded tokens (:func:`plan_batches`).
+
+    Returns per unit (input order) its trees' results (:func:`score_batch`) and its seconds: the
+    wall time of its batch split among the batch's units by their real tokens.
+    """
+    results: list[list[tuple[tuple[float, ...], float]]] = [[] for _ in units]
+    seconds = [0.0] * len(units)
+    for batch in plan_batches([unit.length for unit in units], max_tokens):
+        start = time.perf_counter()
+        scored = score_batch(model, plan, [units[i] for i in batch])
+        elapsed = time.perf_counter() - start
+        real = sum(units[i].length for i in batch)
+        for i, result in zip(batch, scored):
+            results[i] = result
+            seconds[i] = elapsed * units[i].length / real
+    return results, seconds

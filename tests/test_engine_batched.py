@@ -1,0 +1,328 @@
+"""Batched scoring (many prefix groups per forward pass, :mod:`autorubric_local.engine.batched`) and
+batched branch decoding: batched rows equal the per-group path, plain one-prompt scoring and plain
+full-sequence forwards (max abs diff <= 1e-4), on the tiny Llama, a tiny sliding-window Gemma 3
+with final-logit softcapping, and (slow) SmolLM2.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from test_engine_transformers import (
+    BINARY,
+    CHOICE4,
+    TOL,
+    generate_requests,
+    make_prefix,
+    make_requests,
+    max_abs_diff,
+    reference_logprobs,
+    shared_start_requests,
+)
+
+from autorubric_local.engine import ScoreRequest, from_transformers
+from autorubric_local.engine.attention import AttentionPlan
+from autorubric_local.engine.batched import Unit, plan_batches, unit_allowed
+from autorubric_local.engine.constrained import (
+    JSON_SENTENCE_BODY_REGEX,
+    JSON_STRING_BODY_REGEX,
+    RegexGrammar,
+    choose_tokens,
+)
+from autorubric_local.engine.packing import may_attend, pack_trie
+from autorubric_local.engine.transformers_backend import default_batch_tokens
+
+torch = pytest.importorskip("torch")
+
+BUDGETS = [1, 300, 100_000]  # every group alone (oversize), a few per pass, all in one pass
+
+
+def engines(model: Any, tokenizer: Any, budget: int, **kwargs: Any) -> tuple[Any, Any, Any]:
+    """The batched engine under test, the per-group engine and the plain (one prompt) engine."""
+    return (
+        from_transformers(model, tokenizer, model_id="batched", max_batch_tokens=budget, **kwargs),
+        from_transformers(model, tokenizer, model_id="per-group", max_batch_tokens=0, **kwargs),
+        from_transformers(model, tokenizer, model_id="plain", attention="plain", **kwargs),
+    )
+
+
+def assert_equivalent(model: Any, tokenizer: Any, requests: list[ScoreRequest], budget: int, **kwargs: Any) -> Any:
+    """Batched == per-group == plain == full-sequence reference; usage as the per-group path."""
+    batched, per_group, plain = engines(model, tokenizer, budget, **kwargs)
+    got, grouped, alone = batched.score(requests), per_group.score(requests), plain.score(requests)
+    assert batched._batched_proven and batched.max_batch_tokens == budget  # it really ran batched
+    for request, result, other, single in zip(requests, got, grouped, alone):
+        assert result.error is None
+        assert max_abs_diff(result.logprobs, other.logprobs) <= TOL
+        assert max_abs_diff(result.logprobs, single.logprobs) <= TOL
+        assert max_abs_diff(result.logprobs, reference_logprobs(model, tokenizer, request)) <= TOL
+        assert abs(result.off_label_mass - other.off_label_mass) <= TOL
+        assert abs(result.off_label_mass - single.off_label_mass) <= TOL
+        assert result.usage == other.usage  # same per-request token accounting
+        assert result.seconds > 0
+    return got
+
+
+# ---------------------------------------------------------------------------- pure layout
+
+
+def test_plan_batches_respects_the_padded_budget() -> None:
+    rng = random.Random(0)
+    for _ in range(200):
+        lengths = [rng.randint(1, 50) for _ in range(rng.randint(0, 12))]
+        budget = rng.randint(1, 200)
+        batches = plan_batches(lengths, budget)
+        assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+        for batch in batches:
+            longest = max(lengths[i] for i in batch)
+            assert len(batch) * longest <= budget or len(batch) == 1
+            assert lengths[batch[0]] == longest  # longest first: rows of a batch are alike
+    assert plan_batches([5, 9, 5, 2], 18) == [[1, 0], [2, 3]]
+    with pytest.raises(ValueError, match="max_tokens must be >= 1, got 0"):
+        plan_batches([3], 0)
+
+
+def test_unit_mask_is_causal_prefix_trie_rule_and_isolated_padding() -> None:
+    """Prefix causal; a node sees the whole prefix and exactly :func:`may_attend`'s keys;
+    padding sees only itself, and nothing real sees padding."""
+    rng = random.Random(1)
+    for _ in range(30):
+        trees = [([rng.randrange(3) for _ in range(rng.randint(1, 5))],
+                  [[rng.randrange(3) for _ in range(rng.randint(1, 4))] for _ in range(rng.randint(0, 3))])
+                 for _ in range(rng.randint(1, 4))]
+        p = rng.randint(0, 4)
+        unit = Unit(list(range(p)), pack_trie(p, trees))
+        width = unit.length + rng.randint(0, 3)
+        allowed, positions = unit_allowed(unit, width)
+        rule = allowed.tolist()
+        n = len(unit.row.token_ids)
+        for q in range(width):
+            for k in range(width):
+                if q < p:
+                    expected = k <= q
+                elif q < p + n:
+                    expected = k < p or (p <= k < p + n and may_attend(unit.row, q - p, k - p))
+                else:
+                    expected = k == q
+                assert rule[q][k] == expected
+        assert positions.tolist() == [*range(p), *unit.row.positions, *[0] * (width - p - n)]
+
+
+def test_cpu_default_scores_one_group_per_pass(tiny_model: Any) -> None:
+    """Measured on the 2-core CPU (scripts/results/bench_engine_batched_2cpu_2026-11-24.txt):
+    batching is not faster there, so the CPU default keeps the per-group path."""
+    assert default_batch_tokens(tiny_model.model) == 0
+    assert from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="t").max_batch_tokens == 0
+    with pytest.raises(ValueError, match="max_batch_tokens must be >= 0 or None, got -1"):
+        from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="t", max_batch_tokens=-1)
+
+
+# ---------------------------------------------------------------------------- equivalence, tiny Llama
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_batched_rows_equal_single_rows(tiny_model: Any, budget: int) -> None:
+    """Three prefixes of different lengths (padding), binary and 4-option labels, shared
+    suffix starts, nested and duplicate suffixes, labels sharing first tokens."""
+    model, tokenizer = tiny_model.model, tiny_model.tokenizer
+    probe = from_transformers(model, tokenizer, model_id="probe")
+    requests = [*make_requests(probe), *shared_start_requests(probe, tokenizer)]
+    assert len({len(probe.tokens(r.prefix)) for r in requests}) >= 3
+    got = assert_equivalent(model, tokenizer, requests, budget)
+    assert max_abs_diff(got[-3].logprobs, got[-2].logprobs) <= TOL  # duplicates
+
+
+def test_eager_attention_batched_equals_single(tiny_eager_model: Any) -> None:
+    model, tokenizer = tiny_eager_model.model, tiny_eager_model.tokenizer
+    requests = make_requests(from_transformers(model, tokenizer, model_id="probe"))[:7]
+    assert_equivalent(model, tokenizer, requests, 400)
+
+
+def test_group_needing_several_chunks_keeps_its_prefix_cache(tiny_model: Any) -> None:
+    """With a small trie budget, groups whose trie needs several chunks run per group while the
+    others are batched; all results still equal the single rows."""
+    model, tokenizer = tiny_model.model, tiny_model.tokenizer
+    probe = from_transformers(model, tokenizer, model_id="probe")
+    one_long_group = [ScoreRequest(make_prefix(probe, "LFP is cheaper."), r.suffix, r.labels)
+                      for r in make_requests(probe)]
+    lone = [ScoreRequest(make_prefix(probe, "Short."), 'x {"criterion_status": "', BINARY)]
+    assert_equivalent(model, tokenizer, [*one_long_group, *lone], 4096, max_packed_tokens=60)
+
+
+def test_a_too_long_request_does_not_sink_the_batch(tiny_model: Any) -> None:
+    model, tokenizer = tiny_model.model, tiny_model.tokenizer
+    probe = from_transformers(model, tokenizer, model_id="probe")
+    requests = make_requests(probe)[:6]
+    context = max(len(probe.prompt_tokens(r.prefix, r.suffix)) for r in requests) + 8
+    too_long = ScoreRequest(requests[0].prefix, "many words " * 80 + '"', BINARY)
+    alone_too_long = ScoreRequest("<|im_start|>user\n" + "long text " * 80, '"', CHOICE4)
+    batch = [too_long, *requests[:3], alone_too_long, *requests[3:]]
+    engine = from_transformers(model, tokenizer, model_id="b", max_batch_tokens=4096, context_length=context)
+    results = engine.score(batch)
+    assert engine._batched_proven
+    for index in (0, 4):
+        assert results[index].error is not None and results[index].error.startswith("infrastructure:")
+        assert str(context) in results[index].error and results[index].logprobs == ()
+    for request, result in zip([r for i, r in enumerate(batch) if i not in (0, 4)],
+                               [r for i, r in enumerate(results) if i not in (0, 4)]):
+        assert result.error is None
+        assert max_abs_diff(result.logprobs, reference_logprobs(model, tokenizer, request)) <= TOL
+
+
+def test_results_in_input_order_and_empty(tiny_model: Any) -> None:
+    model, tokenizer = tiny_model.model, tiny_model.tokenizer
+    engine = from_transformers(model, tokenizer, model_id="b", max_batch_tokens=4096)
+    requests = make_requests(engine)
+    forward = engine.score(requests)
+    backward = engine.score(list(reversed(requests)))
+    for a, b in zip(forward, reversed(backward)):
+        assert max_abs_diff(a.logprobs, b.logprobs) <= TOL
+    assert engine.score([]) == []
+
+
+def test_a_failing_batched_pass_falls_back_to_one_group_at_a_time(
+    tiny_model: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transformers without boolean ``logits_to_keep`` raises on the first batched pass: the
+    engine switches batching off for good and scores per group, exactly."""
+    import autorubric_local.engine.transformers_backend as backend
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise IndexError("too many indices for tensor of dimension 3")
+
+    engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="b", max_batch_tokens=4096)
+    requests = make_requests(engine)[:4]
+    monkeypatch.setattr(backend, "run_units", refuse)
+    results = engine.score(requests)
+    assert engine.max_batch_tokens == 0 and engine.attention.packed
+    for request, result in zip(requests, results):
+        assert max_abs_diff(result.logprobs, reference_logprobs(tiny_model.model, tiny_model.tokenizer, request)) <= TOL
+
+
+# ---------------------------------------------------------------------------- sliding window + softcapping
+
+
+@pytest.fixture(scope="module")
+def tiny_gemma(tiny_model: Any) -> Any:
+    """A random 2-layer Gemma 3 (one sliding layer, window 8; one full layer) with final-logit
+    softcapping, on the tiny tokenizer: prompts run far past the window."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    tokenizer = tiny_model.tokenizer
+    config = Gemma3TextConfig(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"], final_logit_softcapping=3.0,
+        max_position_embeddings=512, initializer_range=0.2, attn_implementation="sdpa",
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(0)
+    return Gemma3ForCausalLM(config).to(torch.float32).eval()
+
+
+@pytest.mark.parametrize("budget", [300, 100_000])
+def test_sliding_window_batched_equals_single(tiny_gemma: Any, tiny_model: Any, budget: int) -> None:
+    tokenizer = tiny_model.tokenizer
+    probe = from_transformers(tiny_gemma, tokenizer, model_id="probe")
+    assert probe.attention.per_layer_type and probe.attention.window == 8
+    requests = make_requests(probe)
+    assert min(len(probe.prompt_tokens(r.prefix, r.suffix)) for r in requests) > 8 * 4
+    assert_equivalent(tiny_gemma, tokenizer, requests, budget)
+
+
+def test_ignoring_the_window_would_be_caught(tiny_gemma: Any, tiny_model: Any) -> None:
+    tokenizer = tiny_model.tokenizer
+    wrong = from_transformers(tiny_gemma, tokenizer, model_id="wrong", max_batch_tokens=100_000)
+    wrong.attention = AttentionPlan(True, None, ("full_attention",), "window ignored (wrong on purpose)")
+    request = make_requests(wrong)[0]
+    bad = wrong.score([request])[0]
+    assert max_abs_diff(bad.logprobs, reference_logprobs(tiny_gemma, tokenizer, request)) > 0.01
+
+
+# ---------------------------------------------------------------------------- batched decode step
+
+
+def test_choose_tokens_equals_choosing_branch_by_branch(tiny_model: Any) -> None:
+    """Greedy: one masked argmax over all rows gives what :meth:`RegexGrammar.choose` gives per
+    row, for branches of two grammars in different states, ties included."""
+    model, tokenizer = tiny_model.model, tiny_model.tokenizer
+    grammars = [RegexGrammar.from_transformers(model, tokenizer, regex)
+                for regex in (JSON_STRING_BODY_REGEX, JSON_SENTENCE_BODY_REGEX)]
+    vocab = model.config.vocab_size
+    generator = torch.Generator().manual_seed(0)
+    rng = random.Random(0)
+    for step in range(20):
+        picks = [grammars[k % 2] for k in range(8)]
+        batch_guides, single_guides = [], []
+        for k, grammar in enumerate(picks):  # both copies walk the same random allowed tokens
+            pair = grammar.new_guide(), grammar.new_guide()
+            for _ in range(k % 4):
+                allowed = grammar.allowed_ids(pair[0], vocab, "cpu").tolist()
+                token = allowed[rng.randrange(len(allowed))]
+                for guide in pair:
+                    guide.advance(token_id=token, return_tokens=False)
+            if pair[0].is_finished():
+                pair = grammar.new_guide(), grammar.new_guide()
+            batch_guides.append(pair[0])
+            single_guides.append(pair[1])
+        logits = torch.randn(8, vocab, generator=generator)
+        if step % 2:
+            logits = logits.round()  # many ties
+        chosen = choose_tokens(picks, batch_guides, logits)
+        assert chosen == [g.choose(guide, logits[k]) for k, (g, guide) in enumerate(zip(picks, single_guides))]
+        assert [g.get_state() for g in batch_guides] == [g.get_state() for g in single_guides]
+
+
+def test_choose_tokens_sampling_is_seeded_and_allowed(tiny_model: Any) -> None:
+    model, tokenizer = tiny_model.model, tiny_model.tokenizer
+    grammar = RegexGrammar.from_transformers(model, tokenizer, JSON_STRING_BODY_REGEX, temperature=1.0)
+    logits = torch.randn(6, model.config.vocab_size, generator=torch.Generator().manual_seed(1))
+
+    def draw(seed: int) -> list[int]:
+        return choose_tokens([grammar] * 6, [grammar.new_guide() for _ in range(6)], logits,
+                             torch.Generator().manual_seed(seed))
+
+    first = draw(3)
+    assert first == draw(3) and first != draw(4)
+    allowed = set(grammar.allowed_ids(grammar.new_guide(), model.config.vocab_size, "cpu").tolist())
+    assert set(first) <= allowed
+    with pytest.raises(ValueError, match="different temperatures"):
+        choose_tokens([grammar, RegexGrammar(grammar.index)], [grammar.new_guide()] * 2, logits[:2])
+
+
+def test_batched_decode_equals_one_branch_at_a_time(tiny_model: Any) -> None:
+    """All branches of a chunk decode in one step each; the tokens equal decoding each request in
+    its own call (one branch per step) and the plain path."""
+    model, tokenizer = tiny_model.model, tiny_model.tokenizer
+    engine = from_transformers(model, tokenizer, model_id="b")
+    plain = from_transformers(model, tokenizer, model_id="plain", attention="plain")
+    requests = generate_requests(engine, max_new_tokens=16)
+    together = engine.generate(requests)
+    for request, result in zip(requests, together):
+        (alone,) = engine.generate([request])
+        (single,) = plain.generate([request])
+        assert (result.text, result.truncated) == (alone.text, alone.truncated) == (single.text, single.truncated)
+        assert result.usage.completion_tokens == alone.usage.completion_tokens
+
+
+# ---------------------------------------------------------------------------- SmolLM2 (slow)
+
+
+@pytest.mark.slow
+def test_smollm2_batched_rows_equal_single_rows(smollm2_engine: Any) -> None:
+    engine = smollm2_engine
+    model, tokenizer = engine.model, engine.tokenizer
+    probe = from_transformers(model, tokenizer, model_id="probe", prompt_format=engine.prompt_format)
+    requests = [*make_requests(probe), *shared_start_requests(probe, tokenizer)]
+    for budget in (600, 100_000):
+        batched, per_group, plain = engines(model, tokenizer, budget, prompt_format=engine.prompt_format)
+        got, grouped, alone = batched.score(requests), per_group.score(requests), plain.score(requests)
+        assert batched._batched_proven
+        for result, other, single in zip(got, grouped, alone):
+            assert result.error is None
+            assert max_abs_diff(result.logprobs, other.logprobs) <= TOL
+            assert max_abs_diff(result.logprobs, single.logprobs) <= TOL
+            assert abs(result.off_label_mass - single.off_label_mass) <= TOL
+            assert result.usage == other.usage
