@@ -3,7 +3,7 @@ results (``load_result``, ``EvalResult.from_experiment``) and ``fill_ground_trut
 run: a second one is refused with ``RunLockedError``."""
 
 from autorubric_local.core.errors import RunLockedError
-from autorubric_local.runner.config import EvalConfig
+from autorubric_local.runner.config import DistributedConfig, EvalConfig
 from autorubric_local.runner.ground_truth import fill_ground_truth
 from autorubric_local.runner.results import (
     EvalResult,
@@ -23,6 +23,7 @@ from autorubric_local.runner.runner import (
 
 __all__ = [
     "ChunkReport",
+    "DistributedConfig",
     "EvalAbortedError",
     "EvalConfig",
     "EvalInterruptedError",

@@ -1,8 +1,9 @@
 """Settings of an evaluation run: :class:`EvalConfig` (spec 001, "EvalConfig Options").
 
 Extensions over AutoRubric: ``db_path`` (one SQLite file instead of ``experiments_dir/<name>``),
-``chunk_judgments`` (the memory budget of one engine workload) and the run lease's timing
-(``lease_timeout_seconds``, ``lease_heartbeat_seconds``). ``max_concurrent_items``
+``chunk_judgments`` (the memory budget of one engine workload), the run lease's timing
+(``lease_timeout_seconds``, ``lease_heartbeat_seconds``) and ``distributed``
+(:class:`DistributedConfig`: grade on Ray actors). ``max_concurrent_items``
 keeps its meaning of "items in flight": here, the most items sent to the engine in one chunk.
 """
 
@@ -26,6 +27,72 @@ DEFAULT_LEASE_HEARTBEAT_SECONDS = 10.0
 MEMORY_DB = ":memory:"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+RAY_LOCAL = "local"
+RAY_AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class DistributedConfig:
+    """Grade a run's chunks on Ray actors (:mod:`autorubric_local.runner.distributed`; needs the
+    ``[ray]`` extra). The driver still plans, chunks and commits every chunk to SQLite.
+
+    Parameters
+    ----------
+    address : str, default "local"
+        ``"local"``: start a Ray head in this process (``ray.init`` with ``workers * num_cpus``
+        CPUs), shut down after the run; ``"auto"``: join the cluster started on this machine
+        with ``ray start --head``; anything else: a cluster address (``HOST:PORT`` or
+        ``ray://HOST:PORT``). A process already connected to Ray (``ray.is_initialized()``)
+        uses that connection whatever the address.
+    workers : int >= 1, default 2
+        Ray actors, each holding every judge's engine (loaded on its node from the judge
+        config; weights are never shipped).
+    num_cpus : float >= 0, default 1
+        CPUs Ray reserves per actor (Ray also sets the actor's ``OMP_NUM_THREADS`` from it).
+    num_gpus : float >= 0, default 0
+        GPUs Ray reserves per actor (e.g. ``tensor_parallel_size`` of a vLLM judge).
+    chunks_per_worker : int >= 1, default 2
+        Chunks in flight per actor (one graded while the next one waits), bounding the
+        driver's queue to ``workers * chunks_per_worker`` chunks.
+    max_restarts : int >= -1, default 3
+        Ray restarts an actor whose process died this many times (-1: without limit); its
+        chunks in flight are then graded again (``max_task_retries``).
+    max_task_retries : int >= -1, default 3
+        Times Ray re-sends a chunk whose actor died while grading it (-1: without limit).
+
+    Raises
+    ------
+    InputError
+        A value out of range; the message names the field, the allowed values and the value.
+    """
+
+    address: str = RAY_LOCAL
+    workers: int = 2
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    chunks_per_worker: int = 2
+    max_restarts: int = 3
+    max_task_retries: int = 3
+
+    def __post_init__(self) -> None:
+        def bad(field: str, expected: str, value: object) -> None:
+            raise InputError(f"DistributedConfig.{field}: expected {expected}, got {value!r}")
+
+        if not isinstance(self.address, str) or not self.address.strip():
+            bad("address", "'local', 'auto' or a Ray address (HOST:PORT, ray://HOST:PORT)", self.address)
+        for name in ("workers", "chunks_per_worker"):
+            if not _positive_int(getattr(self, name)):
+                bad(name, "an integer >= 1", getattr(self, name))
+        for name in ("num_cpus", "num_gpus"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                    and value >= 0):
+                bad(name, "a number >= 0", value)
+        for name in ("max_restarts", "max_task_retries"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < -1:
+                bad(name, "an integer >= -1 (-1: without limit)", value)
 
 
 @dataclass(frozen=True)
@@ -61,6 +128,8 @@ class EvalConfig:
     lease_heartbeat_seconds : float > 0, default 10
         How often a background thread renews this run's lease (each committed chunk renews it
         too); must be less than ``lease_timeout_seconds``.
+    distributed : DistributedConfig or None, default None
+        Grade chunks on Ray actors instead of in this process; the stored run is the same.
 
     Raises
     ------
@@ -79,6 +148,7 @@ class EvalConfig:
     chunk_judgments: int = DEFAULT_CHUNK_JUDGMENTS
     lease_timeout_seconds: float = DEFAULT_LEASE_TIMEOUT_SECONDS
     lease_heartbeat_seconds: float = DEFAULT_LEASE_HEARTBEAT_SECONDS
+    distributed: DistributedConfig | None = None
 
     def __post_init__(self) -> None:
         for name in ("fail_fast", "show_progress", "resume"):
@@ -105,6 +175,8 @@ class EvalConfig:
             _bad("experiments_dir", "a non-empty path", self.experiments_dir)
         if self.db_path is not None and (not isinstance(self.db_path, (str, Path)) or not str(self.db_path)):
             _bad("db_path", "a non-empty path or None", self.db_path)
+        if self.distributed is not None and not isinstance(self.distributed, DistributedConfig):
+            _bad("distributed", "a DistributedConfig or None", self.distributed)
 
     def database_path(self, name: str) -> str | Path:
         """Where run ``name`` is stored: ``db_path``, else ``experiments_dir/<name>/results.sqlite``."""

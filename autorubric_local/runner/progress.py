@@ -1,4 +1,5 @@
-"""The runner's progress display: two rich bars (judgments, items), or nothing."""
+"""The runner's progress display: rich bars (judgments, items, and chunks for a distributed run),
+or nothing."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ class RunProgress:
         Of the whole run (already committed work counts as done).
     done_items, done_judgments : int
         Committed before this session (a resumed run starts part-way).
+    total_chunks : int, optional
+        Chunks this session grades; adds a ``chunks`` bar (distributed runs, whose chunks are
+        graded by several workers at once).
     console : rich Console, optional
         Defaults to stderr.
     """
@@ -45,9 +49,11 @@ class RunProgress:
         total_judgments: int,
         done_items: int = 0,
         done_judgments: int = 0,
+        total_chunks: int | None = None,
         console: Console | None = None,
     ) -> None:
         self._progress: Progress | None = None
+        self._chunks: TaskID | None = None
         if not enabled:
             return
         columns: list[ProgressColumn | str] = [
@@ -58,6 +64,8 @@ class RunProgress:
         self._progress = Progress(*columns, console=console or Console(stderr=True), transient=True)
         self._judgments: TaskID = self._progress.add_task("judgments", total=total_judgments, completed=done_judgments)
         self._items: TaskID = self._progress.add_task("items", total=total_items, completed=done_items)
+        if total_chunks is not None:
+            self._chunks = self._progress.add_task("chunks", total=total_chunks)
 
     def __enter__(self) -> Self:
         if self._progress is not None:
@@ -75,10 +83,13 @@ class RunProgress:
         if self._progress is not None:
             self._progress.advance(self._judgments, count)
 
-    def items_done(self, count: int, judgments: int | None = None) -> None:
-        """Advance the items bar after a committed chunk; ``judgments`` re-syncs the other bar."""
+    def items_done(self, count: int, judgments: int | None = None, chunks: int = 0) -> None:
+        """Advance the items bar after a committed chunk, and the chunks bar (if shown) by
+        ``chunks``; ``judgments`` re-syncs the judgments bar."""
         if self._progress is None:
             return
         self._progress.advance(self._items, count)
+        if self._chunks is not None and chunks:
+            self._progress.advance(self._chunks, chunks)
         if judgments is not None:
             self._progress.update(self._judgments, completed=judgments)

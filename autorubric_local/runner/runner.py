@@ -46,7 +46,6 @@ from autorubric_local.core.errors import AutorubricError
 from autorubric_local.core.reports import EnsembleEvaluationReport
 from autorubric_local.data.dataset import RubricDataset, rubric_to_json
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
-from autorubric_local.graders.planning import GradeItem
 from autorubric_local.graders.records import (
     contextual_prior_records,
     graded_item_records,
@@ -63,6 +62,13 @@ from autorubric_local.runner.checkpoint import (
     plan_dataset,
 )
 from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
+from autorubric_local.runner.executors import (
+    RUN_TIME_ERRORS,
+    ChunkExecutor,
+    EngineRecord,
+    LocalExecutor,
+    failed_item,
+)
 from autorubric_local.runner.progress import RunProgress
 from autorubric_local.runner.results import EvalResult, result_from_store
 from autorubric_local.store import Store
@@ -70,8 +76,8 @@ from autorubric_local.store.leases import LeaseOwner
 
 logger = logging.getLogger(__name__)
 
-RUN_TIME_ERRORS: tuple[type[BaseException], ...] = (AutorubricError, RuntimeError)
-"""Exceptions that fail one item (recorded as its error) rather than the run."""
+__all__ = ["RUN_TIME_ERRORS", "ChunkReport", "EvalAbortedError", "EvalInterruptedError", "EvalRunner",
+           "LeaseHeartbeat", "evaluate", "failed_item", "make_chunks"]
 
 
 class EvalInterruptedError(AutorubricError):
@@ -110,6 +116,10 @@ class EvalRunner:
         Recorded with the run (where the dataset came from).
     on_chunk : callable, optional
         Called with a :class:`ChunkReport` after each committed chunk.
+    executor : ChunkExecutor, optional
+        Where chunks are graded (:mod:`.executors`); default: this process
+        (:class:`~.executors.LocalExecutor`), or Ray actors when ``config.distributed`` is set
+        (:class:`~.distributed.RayExecutor`). Planning, chunking and commits stay here.
     """
 
     def __init__(
@@ -120,12 +130,14 @@ class EvalRunner:
         *,
         data_path: str | None = None,
         on_chunk: Callable[[ChunkReport], None] | None = None,
+        executor: ChunkExecutor | None = None,
     ) -> None:
         self.dataset = dataset
         self.grader = grader
         self.config = config or EvalConfig()
         self.data_path = data_path
         self.on_chunk = on_chunk
+        self.executor = executor
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -162,7 +174,21 @@ class EvalRunner:
         if finished is not None:
             return finished
         planned = plan_dataset(self.dataset)
-        model_ids = {judge.judge_id: self.grader.engine_for(judge).model_id for judge in self.grader.judges}
+        with self._executor() as executor:
+            return self._run_on(executor, planned)
+
+    def _executor(self) -> ChunkExecutor:
+        if self.executor is not None:
+            return self.executor
+        if self.config.distributed is not None:
+            # the one place ray is imported, and only for a distributed run
+            from autorubric_local.runner.distributed import RayExecutor
+
+            return RayExecutor(self.config.distributed)
+        return LocalExecutor()
+
+    def _run_on(self, executor: ChunkExecutor, planned: Sequence[PlannedItem]) -> EvalResult:
+        engines = executor.engines(self.grader)
         name = self.config.experiment_name or auto_name(self.dataset.name)
         path = self.config.database_path(name)
         if str(path) != MEMORY_DB:
@@ -170,10 +196,10 @@ class EvalRunner:
         owner = LeaseOwner.for_this_process()
         store = Store.open(path)
         try:
-            run_id, resumed = self._open_run(store, name, str(path), planned, model_ids, owner)
+            run_id, resumed = self._open_run(store, name, str(path), planned, engines, owner)
             try:
                 with LeaseHeartbeat(path, run_id, owner, self.config.lease_heartbeat_seconds):
-                    self._grade_pending(store, run_id, name, planned, model_ids, owner)
+                    self._grade_pending(store, run_id, name, planned, engines, owner, executor)
             finally:
                 store.release_run_lease(run_id, owner)  # already released when the run was marked
             row = store.find_run(run_id)
@@ -229,32 +255,37 @@ class EvalRunner:
         name: str,
         where: str,
         planned: Sequence[PlannedItem],
-        model_ids: dict[str, str],
+        engines: dict[str, EngineRecord],
         owner: LeaseOwner,
     ) -> tuple[str, int]:
         """Resume the stored run of this name or start one, holding its lease; returns (run id,
         items already done). The lease is given back if the run cannot be opened."""
         existing = store.find_run(name) if self.config.resume else None
         if existing is None:
-            return self._start_run(store, name, planned, model_ids, owner), 0
+            return self._start_run(store, name, planned, engines, owner), 0
         run_id = existing["id"]
         takeover = store.acquire_run_lease(run_id, owner, timeout_seconds=self.config.lease_timeout_seconds)
         if takeover is not None:
             logger.warning("run %r (%s): taking over a stale lease from pid %d on host %s: %s", name, run_id,
                            takeover.previous.pid, takeover.previous.host, takeover.reason)
         try:
-            return self._resume_run(store, run_id, where, planned, model_ids)
+            return self._resume_run(store, run_id, where, planned, engines)
         except BaseException:
             store.release_run_lease(run_id, owner)
             raise
 
     def _start_run(
-        self, store: Store, name: str, planned: Sequence[PlannedItem], model_ids: dict[str, str], owner: LeaseOwner
+        self,
+        store: Store,
+        name: str,
+        planned: Sequence[PlannedItem],
+        engines: dict[str, EngineRecord],
+        owner: LeaseOwner,
     ) -> str:
         """A new run holding ``owner``'s lease, with every planned item pending."""
         description = self.grader.describe()
         return store.start_run(
-            name=name, judges=self._judges(model_ids), grader=description,
+            name=name, judges=self._judges(engines), grader=description,
             rubric=None if self.dataset.rubric is None else rubric_to_json(self.dataset.rubric),
             data_path=self.data_path, content_hash=content_hash(planned, description),
             dataset=_header(self.dataset), items=[entry.row() for entry in planned],
@@ -262,7 +293,7 @@ class EvalRunner:
         )
 
     def _resume_run(
-        self, store: Store, run_id: str, where: str, planned: Sequence[PlannedItem], model_ids: dict[str, str]
+        self, store: Store, run_id: str, where: str, planned: Sequence[PlannedItem], engines: dict[str, EngineRecord]
     ) -> tuple[str, int]:
         """Check that the stored run (whose lease this runner holds) matches, and reopen it."""
         existing = store.find_run(run_id)  # read again under the lease
@@ -272,28 +303,20 @@ class EvalRunner:
         digest = content_hash(planned, description)
         check_resumable(existing, digest, description, planned, store.item_rows(run_id), where)
         store.plan_items(run_id, [entry.row() for entry in planned])  # refreshes ground truth; keeps reports
-        store.update_run(run_id, status="running", finished_utc=None, judges_json=json.dumps(self._judges(model_ids)),
+        store.update_run(run_id, status="running", finished_utc=None, judges_json=json.dumps(self._judges(engines)),
                          dataset_json=json.dumps(_header(self.dataset)))
         return run_id, len(store.done_item_ids(run_id))
 
-    def _judges(self, model_ids: dict[str, str]) -> list[dict[str, Any]]:
+    def _judges(self, engines: dict[str, EngineRecord]) -> list[dict[str, Any]]:
         """The run's ``judges_json``: per judge its id, model, loaded model id, weight, and the
         engine that ran: ``backend`` (``"transformers"``, ``"vllm"``, ``"llamacpp"``),
         ``attention_path`` (e.g. ``"packed-trie (sdpa, full attention)"``), ``prompt_format`` (``"chat"`` or ``"completion"``)
         and ``score_method`` (vLLM: ``"logprob_token_ids"`` or the slower ``"prompt_logprobs"``), read from the engine's attributes
         of those names (``backend`` from ``backend_name``); None for an engine that does not
-        declare them."""
-        entries = []
-        for j in self.grader.judges:
-            engine = self.grader.engine_for(j)
-            entries.append({
-                "judge_id": j.judge_id, "model": j.llm_config.model, "model_id": model_ids[j.judge_id],
-                "weight": j.weight, "backend": getattr(engine, "backend_name", None),
-                "attention_path": getattr(engine, "attention_path", None),
-                "prompt_format": getattr(engine, "prompt_format", None),
-                "score_method": getattr(engine, "score_method", None),
-            })
-        return entries
+        declare them (:func:`~.executors.engine_records`)."""
+        return [{"judge_id": j.judge_id, "model": j.llm_config.model, "model_id": engines[j.judge_id]["model_id"],
+                 "weight": j.weight, **{k: v for k, v in engines[j.judge_id].items() if k != "model_id"}}
+                for j in self.grader.judges]
 
     # ------------------------------------------------------------------------------- grading
 
@@ -303,8 +326,9 @@ class EvalRunner:
         run_id: str,
         name: str,
         planned: Sequence[PlannedItem],
-        model_ids: dict[str, str],
+        engines: dict[str, EngineRecord],
         owner: LeaseOwner,
+        executor: ChunkExecutor,
     ) -> None:
         done = store.done_item_ids(run_id)
         pending = [entry for entry in planned if entry.key not in done]
@@ -315,22 +339,25 @@ class EvalRunner:
             total_items=len(planned), total_judgments=sum(estimates.values()),
             done_items=len(planned) - len(pending),
             done_judgments=sum(estimates[e.key] for e in planned if e.key in done),
+            total_chunks=None if self.config.distributed is None else len(chunks),
         )
         completed = len(planned) - len(pending)
+        committed: set[int] = set()
         started = time.perf_counter()
         status = "failed"
         try:
-            with progress:
-                for index, chunk in enumerate(chunks):
-                    if self._stop.is_set():
-                        status = "interrupted"
-                        raise EvalInterruptedError(
-                            f"run {name!r} stopped after {completed} of {len(planned)} items; run it again to resume"
-                        )
-                    graded = self._grade_chunk(chunk, progress.judgments_done)
-                    self._commit(store, run_id, chunk, graded, model_ids, owner)
+            with progress, contextlib.closing(
+                executor.graded_chunks(self.grader, chunks, progress.judgments_done, self._stop)
+            ) as graded_chunks:
+                for index, graded in graded_chunks:
+                    if index in committed:  # an executor's bug; committing again would rewrite the rows
+                        logger.warning("run %r: chunk %d was handed back twice; kept the first", name, index)
+                        continue
+                    chunk = chunks[index]
+                    self._commit(store, run_id, chunk, graded, engines, owner)
+                    committed.add(index)
                     completed += len(chunk)
-                    progress.items_done(len(chunk))
+                    progress.items_done(len(chunk), chunks=1)
                     failures = [(e, g) for e, g in zip(chunk, graded) if g.report.error is not None]
                     if self.on_chunk is not None:
                         self.on_chunk(ChunkReport(run_id, name, index, len(chunk), sum(len(g.results) for g in graded),
@@ -342,6 +369,11 @@ class EvalRunner:
                             f"item {entry.index} ({entry.key!r}) failed: {failed.report.error} "
                             f"(fail_fast; {completed} items committed in run {name!r})"
                         )
+            if len(committed) < len(chunks):  # the executor stopped early: stop() was called
+                status = "interrupted"
+                raise EvalInterruptedError(
+                    f"run {name!r} stopped after {completed} of {len(planned)} items; run it again to resume"
+                )
             status = "finished"
         except KeyboardInterrupt:
             status = "interrupted"
@@ -349,33 +381,13 @@ class EvalRunner:
         finally:
             store.finish_run(run_id, status, wall_seconds=time.perf_counter() - started, lease=owner)
 
-    def _grade_chunk(self, chunk: Sequence[PlannedItem], progress: Callable[[int], None]) -> list[GradedItem]:
-        """Grade a chunk as one workload, then isolate failures: items that failed (the batch
-        raised, or all of an item's judgments failed, e.g. an engine call that failed for the
-        whole workload) are graded again one by one, so one bad item cannot fail its chunk."""
-        try:
-            graded = self.grader.grade_batch(
-                [entry.grade_item for entry in chunk],
-                graded_inputs=[entry.graded_input for entry in chunk],
-                progress=progress,
-            )
-        except RUN_TIME_ERRORS as exc:
-            if len(chunk) == 1:
-                return [failed_item(chunk[0].grade_item, exc)]
-            return [graded for entry in chunk for graded in self._grade_chunk([entry], progress)]
-        if len(chunk) > 1:
-            for position, result in enumerate(graded):
-                if result.report.error is not None:
-                    graded[position] = self._grade_chunk([chunk[position]], progress)[0]
-        return graded
-
     def _commit(
         self,
         store: Store,
         run_id: str,
         chunk: Sequence[PlannedItem],
         graded: Sequence[GradedItem],
-        model_ids: dict[str, str],
+        engines: dict[str, EngineRecord],
         owner: LeaseOwner,
     ) -> None:
         """Store a chunk's items, reports, judgments and contextual priors in one transaction that
@@ -391,6 +403,7 @@ class EvalRunner:
             }
             for entry, result in zip(chunk, graded)
         ]
+        model_ids = {judge_id: record["model_id"] for judge_id, record in engines.items()}
         items, judgments = graded_item_records(
             graded, model_ids, first_index=0, judge_ids=[j.judge_id for j in self.grader.judges], item_extras=extras
         )
@@ -466,12 +479,6 @@ def _stored_as_planned(
     fields = ("item_index", "item_json", "ground_truth_json")
     stored = {row["item_id"]: tuple(row.get(f) for f in fields) for row in rows}
     return all(stored.get(entry.key) == tuple(entry.row()[f] for f in fields) for entry in planned)
-
-
-def failed_item(item: GradeItem, exc: BaseException) -> GradedItem:
-    """An item whose grading raised: no score, the error kept, no judgments."""
-    report = EnsembleEvaluationReport(score=None, error=f"{type(exc).__name__}: {exc}", completion_cost=0.0)
-    return GradedItem(item, report, ())
 
 
 def make_chunks(

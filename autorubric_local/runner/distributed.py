@@ -1,0 +1,273 @@
+"""Grade a run's chunks on Ray actors: :class:`RayExecutor` (``EvalConfig(distributed=...)``,
+``autorubric-local grade --ray``). Needs the ``[ray]`` extra; this module is the only one that
+imports Ray, and only the runner imports it, lazily, when a run asks for it.
+
+How a distributed run goes: the driver (the process running
+:class:`~autorubric_local.runner.runner.EvalRunner`) plans and chunks the dataset exactly as a
+local run does. :class:`RayExecutor` starts ``workers`` actors (:class:`GraderWorker`), each sent
+a copy of the grader without its engines (judge configs, prompts, seed: never weights), so each
+actor loads the judges' models from its own node's files. Chunks go to the actors through a
+bounded queue (``chunks_per_worker`` in flight per actor); each returned chunk of
+:class:`~autorubric_local.graders.criterion_grader.GradedItem` objects is committed by the driver
+alone, in one transaction, exactly as a local run commits it: same rows, content hash, resume.
+
+Failures use Ray's own mechanisms: actors are created with ``max_restarts`` and their calls with
+``max_task_retries``, so when an actor's process dies its chunks in flight are graded again by
+the restarted actor (at-least-once grading; the driver commits each chunk index once). A driver
+that dies leaves its committed chunks in SQLite and a resume grades the rest.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from autorubric_local.core.errors import EngineError, InputError
+from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
+from autorubric_local.runner.checkpoint import PlannedItem
+from autorubric_local.runner.config import RAY_AUTO, RAY_LOCAL, DistributedConfig
+from autorubric_local.runner.executors import EngineRecord, engine_records, grade_chunk
+
+logger = logging.getLogger(__name__)
+
+RAY_MISSING = "distributed grading needs Ray: pip install 'autorubric-local[ray]' (or scripts/setup_ray.sh)"
+
+
+def import_ray() -> Any:
+    """The ``ray`` module.
+
+    Raises
+    ------
+    EngineError
+        Ray is not installed (the message says how to install the extra).
+    """
+    try:
+        import ray
+    except ImportError as exc:
+        raise EngineError(RAY_MISSING) from exc
+    return ray
+
+
+def shippable_grader(grader: CriterionGrader) -> CriterionGrader:
+    """A copy of ``grader`` to send to workers: its settings and judge configs, without loaded
+    engines (each worker loads its own from the judges' ``LLMConfig``).
+
+    Raises
+    ------
+    InputError
+        A judge's ``LLMConfig.engine`` holds an engine object built in this process: it cannot
+        be sent to another process (weights, open devices); give the judge by ``model`` instead.
+    """
+    built = [j.judge_id for j in grader.judges if j.llm_config.engine is not None]
+    if built:
+        raise InputError(
+            f"distributed grading sends judge configs to Ray workers, which load the models themselves; judges "
+            f"{built} have LLMConfig.engine (an engine object built in this process), which cannot be shipped. "
+            "Give them by model (preset, model folder or .gguf file present on every node) instead"
+        )
+    shipped = copy.copy(grader)
+    shipped._engines = {}  # loaded models stay in this process; the copy loads its own
+    shipped._priors = dict(grader._priors)
+    shipped._examples = dict(grader._examples)
+    return shipped
+
+
+class GraderWorker:
+    """What one Ray actor holds: a grader whose engines are loaded in the actor's process.
+
+    Parameters
+    ----------
+    grader : CriterionGrader
+        From :func:`shippable_grader`; its judges' engines are loaded here, at construction
+        (again after each restart of the actor).
+    """
+
+    def __init__(self, grader: CriterionGrader) -> None:
+        self.grader = grader
+        self.records = engine_records(grader)
+
+    def engines(self) -> tuple[str, int, dict[str, EngineRecord]]:
+        """``(host, pid, engine records)`` of this actor (:func:`~.executors.engine_records`)."""
+        return socket.gethostname(), os.getpid(), self.records
+
+    def grade(self, seed: int, chunk: Sequence[PlannedItem]) -> tuple[int, list[GradedItem]]:
+        """``(pid, graded items in chunk order)``: ``chunk`` through
+        :func:`~.executors.grade_chunk` with the option-shuffle ``seed`` of the run."""
+        self.grader.seed = seed
+        return os.getpid(), grade_chunk(self.grader, chunk, _no_progress)
+
+
+def _no_progress(_: int) -> None:
+    return None
+
+
+class RayExecutor:
+    """Grades chunks on ``settings.workers`` Ray actors (module docstring); a context manager
+    around one run: the actors are killed on exit, and a Ray head this executor started is shut
+    down.
+
+    Parameters
+    ----------
+    settings : DistributedConfig
+
+    Attributes
+    ----------
+    chunks_by_pid : dict of int to int
+        How many chunks each actor process handed back (a restarted actor has a new pid).
+    hosts : dict of int to str
+        The host of each actor process seen at start-up.
+    """
+
+    def __init__(self, settings: DistributedConfig) -> None:
+        self.settings = settings
+        self.chunks_by_pid: dict[int, int] = {}
+        self.hosts: dict[int, str] = {}
+        self._ray: Any = None
+        self._started_ray = False
+        self._actors: list[Any] = []
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Kill the actors (chunks in flight are dropped: never committed) and shut down a Ray
+        head that :meth:`connect` started."""
+        ray, self._ray = self._ray, None
+        if ray is None:
+            return
+        for actor in self._actors:
+            ray.kill(actor, no_restart=True)
+        self._actors = []
+        if self._started_ray:
+            ray.shutdown()
+            self._started_ray = False
+
+    def connect(self) -> Any:
+        """Connect to Ray as ``settings.address`` says (:class:`DistributedConfig`); return ``ray``.
+
+        Raises
+        ------
+        EngineError
+            Ray is not installed, or no cluster answers at the address.
+        """
+        if self._ray is not None:
+            return self._ray
+        ray = import_ray()
+        if not ray.is_initialized():
+            address = self.settings.address
+            try:
+                if address == RAY_LOCAL:
+                    cpus = max(1, math.ceil(self.settings.workers * self.settings.num_cpus))
+                    gpus = math.ceil(self.settings.workers * self.settings.num_gpus)
+                    ray.init(num_cpus=cpus, num_gpus=gpus, include_dashboard=False,
+                             logging_level=logging.WARNING)
+                else:
+                    ray.init(address=None if address == RAY_AUTO else address, logging_level=logging.WARNING)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise EngineError(f"Ray: could not connect to {address!r}: {exc}") from exc
+            self._started_ray = address == RAY_LOCAL
+        self._ray = ray
+        return ray
+
+    # ------------------------------------------------------------------ the executor protocol
+
+    def engines(self, grader: CriterionGrader) -> dict[str, EngineRecord]:
+        """Start the actors and wait until each has loaded every judge; return their engine
+        records (the same on every actor).
+
+        Raises
+        ------
+        InputError
+            As :func:`shippable_grader`.
+        EngineError
+            Ray is missing or unreachable, an actor could not load a judge (the message holds
+            its error), or two actors loaded different models for one judge (their nodes hold
+            different files).
+        """
+        shipped = shippable_grader(grader)
+        ray = self.connect()
+        s = self.settings
+        worker = ray.remote(GraderWorker).options(
+            num_cpus=s.num_cpus, num_gpus=s.num_gpus, max_restarts=s.max_restarts, max_task_retries=s.max_task_retries
+        )
+        # The grader goes by value (not ray.put): a restarted actor is built again from these arguments.
+        self._actors = [worker.remote(shipped) for _ in range(s.workers)]
+        try:
+            answers = ray.get([actor.engines.remote() for actor in self._actors])
+        except ray.exceptions.RayError as exc:
+            raise EngineError(f"a Ray worker could not load the judges: {exc}") from exc
+        self.hosts = {pid: host for host, pid, _ in answers}
+        first = answers[0][2]
+        for host, pid, records in answers[1:]:
+            if records != first:
+                raise EngineError(f"Ray workers loaded different judges: {answers[0][0]} (pid {answers[0][1]}) "
+                                  f"{first} but {host} (pid {pid}) {records}; every node needs the same model files")
+        return first
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the actors as they are now, one per actor (asks each actor)."""
+        ray = self.connect()
+        return [pid for _, pid, _ in ray.get([actor.engines.remote() for actor in self._actors])]
+
+    def graded_chunks(
+        self,
+        grader: CriterionGrader,
+        chunks: Sequence[Sequence[PlannedItem]],
+        progress: Callable[[int], None],
+        stop: threading.Event,
+    ) -> Iterator[tuple[int, list[GradedItem]]]:
+        """``(chunk index, graded items)`` in completion order, each chunk once (the
+        :class:`~.executors.ChunkExecutor` protocol). Each actor holds at most
+        ``chunks_per_worker`` chunks; a freed actor gets the next chunk. ``progress`` gets a
+        chunk's judgments when it comes back.
+
+        Raises
+        ------
+        EngineError
+            An actor died more often than ``max_restarts`` allows, or a chunk was lost more
+            often than ``max_task_retries`` allows (chunks committed so far are kept).
+        """
+        ray = self.connect()
+        if not self._actors:
+            raise RuntimeError("RayExecutor.graded_chunks before engines()")
+        seed = grader.seed
+        queue = list(enumerate(chunks))[::-1]  # popped from the end: chunk 0 first
+        load = [0] * len(self._actors)
+        in_flight: dict[Any, tuple[int, int]] = {}  # object ref -> (chunk index, actor index)
+        while queue or in_flight:
+            while queue and not stop.is_set():
+                actor = min(range(len(load)), key=load.__getitem__)
+                if load[actor] >= self.settings.chunks_per_worker:
+                    break
+                index, chunk = queue.pop()
+                in_flight[self._actors[actor].grade.remote(seed, list(chunk))] = (index, actor)
+                load[actor] += 1
+            if not in_flight:
+                return
+            (ref,), _ = ray.wait(list(in_flight), num_returns=1)
+            index, actor = in_flight.pop(ref)
+            load[actor] -= 1
+            try:
+                pid, graded = ray.get(ref)
+            except ray.exceptions.RayActorError as exc:
+                raise EngineError(f"Ray worker {actor} died while grading chunk {index} and could not be restarted "
+                                  f"(max_restarts={self.settings.max_restarts}): {exc}") from exc
+            except ray.exceptions.ObjectLostError as exc:
+                raise EngineError(f"chunk {index}: its result was lost: {exc}") from exc
+            self.chunks_by_pid[pid] = self.chunks_by_pid.get(pid, 0) + 1
+            progress(sum(len(item.results) for item in graded))
+            yield index, graded

@@ -1,0 +1,144 @@
+"""Where a run's chunks are graded: :class:`LocalExecutor` (this process, one chunk at a time) or
+:class:`~autorubric_local.runner.distributed.RayExecutor` (Ray actors elsewhere).
+
+:class:`~autorubric_local.runner.runner.EvalRunner` plans, chunks and commits; an executor only
+loads the judges and turns chunks into graded items (:func:`grade_chunk`, the same function on
+every executor), so a run's stored rows do not depend on where it was graded. The runner is the
+only writer: it commits each chunk an executor hands back, in one transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+from autorubric_local.core.errors import AutorubricError
+from autorubric_local.core.reports import EnsembleEvaluationReport
+from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
+from autorubric_local.graders.planning import GradeItem
+from autorubric_local.runner.checkpoint import PlannedItem
+
+RUN_TIME_ERRORS: tuple[type[BaseException], ...] = (AutorubricError, RuntimeError)
+"""Exceptions that fail one item (recorded as its error) rather than the run."""
+
+EngineRecord = dict[str, Any]
+"""What a run records of a judge's loaded engine (:func:`engine_records`)."""
+
+
+def engine_records(grader: CriterionGrader) -> dict[str, EngineRecord]:
+    """Load every judge's engine and describe it: ``{judge id: {"model_id", "backend",
+    "attention_path", "prompt_format", "score_method"}}``, read from the engine's attributes of
+    those names (``backend`` from ``backend_name``; None where an engine does not declare one).
+
+    Raises
+    ------
+    ModelNotFoundError, EngineError, InputError
+        As :func:`~autorubric_local.judges.engines.load_engine`.
+    """
+    records: dict[str, EngineRecord] = {}
+    for judge in grader.judges:
+        engine = grader.engine_for(judge)
+        records[judge.judge_id] = {
+            "model_id": engine.model_id,
+            "backend": getattr(engine, "backend_name", None),
+            "attention_path": getattr(engine, "attention_path", None),
+            "prompt_format": getattr(engine, "prompt_format", None),
+            "score_method": getattr(engine, "score_method", None),
+        }
+    return records
+
+
+def failed_item(item: GradeItem, exc: BaseException) -> GradedItem:
+    """An item whose grading raised: no score, the error kept, no judgments."""
+    report = EnsembleEvaluationReport(score=None, error=f"{type(exc).__name__}: {exc}", completion_cost=0.0)
+    return GradedItem(item, report, ())
+
+
+def grade_chunk(
+    grader: CriterionGrader, chunk: Sequence[PlannedItem], progress: Callable[[int], None]
+) -> list[GradedItem]:
+    """Grade a chunk as one workload, then isolate failures: items that failed (the batch
+    raised, or all of an item's judgments failed, e.g. an engine call that failed for the
+    whole workload) are graded again one by one, so one bad item cannot fail its chunk.
+
+    Returns one :class:`GradedItem` per entry of ``chunk``, in its order; ``progress`` gets the
+    number of judgments after each engine pass. Only exceptions outside
+    :data:`RUN_TIME_ERRORS` (bugs) propagate.
+    """
+    try:
+        graded = grader.grade_batch(
+            [entry.grade_item for entry in chunk],
+            graded_inputs=[entry.graded_input for entry in chunk],
+            progress=progress,
+        )
+    except RUN_TIME_ERRORS as exc:
+        if len(chunk) == 1:
+            return [failed_item(chunk[0].grade_item, exc)]
+        return [graded for entry in chunk for graded in grade_chunk(grader, [entry], progress)]
+    if len(chunk) > 1:
+        for position, result in enumerate(graded):
+            if result.report.error is not None:
+                graded[position] = grade_chunk(grader, [chunk[position]], progress)[0]
+    return graded
+
+
+class ChunkExecutor(Protocol):
+    """Grades a run's chunks for :class:`~autorubric_local.runner.runner.EvalRunner`.
+
+    Used as a context manager around one run: ``engines`` first (loads the judges, wherever
+    they run), then ``graded_chunks`` once.
+    """
+
+    def engines(self, grader: CriterionGrader) -> dict[str, EngineRecord]:
+        """:func:`engine_records` of the judges as this executor loads them."""
+        ...
+
+    def graded_chunks(
+        self,
+        grader: CriterionGrader,
+        chunks: Sequence[Sequence[PlannedItem]],
+        progress: Callable[[int], None],
+        stop: threading.Event,
+    ) -> Iterator[tuple[int, list[GradedItem]]]:
+        """``(chunk index, graded items in chunk order)`` for each chunk, each index once, in
+        any order. Once ``stop`` is set no new chunk is started; chunks already started are
+        still yielded. ``grader.seed`` is read here (a resumed run adopts its stored seed
+        after :meth:`engines`)."""
+        ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+
+class LocalExecutor:
+    """Grades chunks in this process, in order, one at a time (the default executor)."""
+
+    def engines(self, grader: CriterionGrader) -> dict[str, EngineRecord]:
+        """:func:`engine_records` (loads the judges in this process)."""
+        return engine_records(grader)
+
+    def graded_chunks(
+        self,
+        grader: CriterionGrader,
+        chunks: Sequence[Sequence[PlannedItem]],
+        progress: Callable[[int], None],
+        stop: threading.Event,
+    ) -> Iterator[tuple[int, list[GradedItem]]]:
+        """Each chunk through :func:`grade_chunk`, in order, until ``stop`` is set."""
+        for index, chunk in enumerate(chunks):
+            if stop.is_set():
+                return
+            yield index, grade_chunk(grader, chunk, progress)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None

@@ -1,0 +1,189 @@
+"""Distributed grading on a real local Ray cluster (one ``ray.init`` on 127.0.0.1 for the module):
+a run graded by two Ray actors stores exactly what a local run stores (items, reports, judgments,
+probabilities; only timings differ), an actor killed by its PID mid-run loses and duplicates
+nothing, and a driver killed with SIGKILL resumes from the database.
+
+The judge is the tiny random test model saved as a model folder (``tiny_model_dir``): actors load
+it from its path, as a node loads a judge from its own files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlite_utils
+
+ray = pytest.importorskip(
+    "ray", reason="Ray is not installed (pip install 'autorubric-local[ray]' or scripts/setup_ray.sh)"
+)
+
+sys.path.insert(0, str(Path(__file__).parent))
+import crash_worker  # noqa: E402
+import ray_crash_worker  # noqa: E402
+
+from autorubric_local.core.errors import EngineError  # noqa: E402
+from autorubric_local.graders import CriterionGrader  # noqa: E402
+from autorubric_local.judges.config import LLMConfig  # noqa: E402
+from autorubric_local.runner import (  # noqa: E402
+    ChunkReport,
+    DistributedConfig,
+    EvalConfig,
+    EvalRunner,
+    load_result,
+)
+from autorubric_local.runner.distributed import RayExecutor  # noqa: E402
+
+N_ITEMS = 24
+CHUNK_JUDGMENTS = 9  # 3 items of 3 criteria per chunk: 8 chunks
+N_CHUNKS = 8
+WORKER = Path(__file__).parent / "ray_crash_worker.py"
+VOLATILE = ("run_id", "graded_utc", "engine_seconds", "duration_ms")
+"""Columns that hold timings or the run's own id: the only ones allowed to differ between runs."""
+
+
+@pytest.fixture(scope="module")
+def ray_address() -> Any:
+    """A local Ray head with 4 logical CPUs (2 actors of 1 CPU, and room for a second driver's)."""
+    ray.init(num_cpus=4, include_dashboard=False, logging_level=logging.WARNING,
+             object_store_memory=256 * 1024 * 1024)
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+def config(db_path: Path, name: str, distributed: DistributedConfig | None = None) -> EvalConfig:
+    return EvalConfig(db_path=db_path, experiment_name=name, chunk_judgments=CHUNK_JUDGMENTS, show_progress=False,
+                      distributed=distributed)
+
+
+def stored(db_path: Path, name: str) -> dict[str, Any]:
+    """Everything a run stored, without timings: the run's hashes and judges, and every row of
+    its items, judgments, criteria and prompts (reports without ``device_seconds``)."""
+    db = sqlite_utils.Database(db_path)
+    run = next(db["runs"].rows_where("name = ?", [name]))
+    out: dict[str, Any] = {key: run[key] for key in ("content_hash", "judges_json", "grader_json", "status",
+                                                     "total_items")}
+    for table in ("items", "judgments", "item_criteria"):
+        rows = []
+        for row in db[table].rows_where("run_id = ?", [run["id"]]):
+            row = {k: v for k, v in row.items() if k not in VOLATILE}
+            if row.get("report_json"):
+                report = json.loads(row["report_json"])
+                report.pop("device_seconds")
+                row["report_json"] = report
+            rows.append(row)
+        out[table] = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
+    return out
+
+
+def assert_same_as_reference(db_path: Path, name: str, reference: dict[str, Any]) -> None:
+    got = stored(db_path, name)
+    assert len(got["items"]) == N_ITEMS and all(row["report_json"] for row in got["items"])
+    keys = [(r["item_id"], r["criterion_index"], r["judge_id"], r["permutation_index"]) for r in got["judgments"]]
+    assert len(keys) == N_ITEMS * 3 and len(set(keys)) == len(keys)  # none missing, none twice
+    assert got == reference
+
+
+def grader(model_dir: Path) -> CriterionGrader:
+    return ray_crash_worker.build_grader(str(model_dir))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> dict[str, Any]:
+    """The rows of a local (in-process) run of the dataset with the same seed and chunks."""
+    db_path = tmp_path_factory.mktemp("reference") / "results.sqlite"
+    EvalRunner(crash_worker.build_dataset(N_ITEMS), grader(tiny_model_dir), config(db_path, "crashy")).run_sync()
+    return stored(db_path, "crashy")
+
+
+def test_two_actors_store_what_a_local_run_stores(
+    tmp_path: Path, tiny_model_dir: Path, ray_address: str, reference: dict[str, Any]
+) -> None:
+    db_path = tmp_path / "results.sqlite"
+    executor = RayExecutor(DistributedConfig(workers=2))
+    chunks: list[ChunkReport] = []
+    result = EvalRunner(crash_worker.build_dataset(N_ITEMS), grader(tiny_model_dir),
+                        config(db_path, "crashy", DistributedConfig(workers=2)), on_chunk=chunks.append,
+                        executor=executor).run_sync()
+    assert result.successful_items == N_ITEMS
+    assert sorted(c.chunk_index for c in chunks) == list(range(N_CHUNKS))  # each chunk committed once
+    # graded by two actor processes, not here
+    assert len(executor.chunks_by_pid) == 2 and os.getpid() not in executor.chunks_by_pid
+    assert sum(executor.chunks_by_pid.values()) == N_CHUNKS
+    assert_same_as_reference(db_path, "crashy", reference)
+
+
+def test_an_actor_killed_mid_run_loses_and_duplicates_nothing(
+    tmp_path: Path, tiny_model_dir: Path, ray_address: str, reference: dict[str, Any]
+) -> None:
+    db_path = tmp_path / "results.sqlite"
+    settings = DistributedConfig(workers=2, max_restarts=1, max_task_retries=-1)
+    executor = RayExecutor(settings)
+    killed: list[int] = []
+    chunks: list[ChunkReport] = []
+
+    def kill_an_actor(chunk: ChunkReport) -> None:
+        chunks.append(chunk)
+        if not killed:  # after the first commit, each actor holds chunks in flight
+            killed.append(min(executor.hosts))
+            os.kill(killed[0], signal.SIGKILL)
+
+    EvalRunner(crash_worker.build_dataset(N_ITEMS), grader(tiny_model_dir), config(db_path, "crashy", settings),
+               on_chunk=kill_an_actor, executor=executor).run_sync()
+    assert sorted(c.chunk_index for c in chunks) == list(range(N_CHUNKS))
+    restarted = set(executor.chunks_by_pid) - set(executor.hosts)
+    assert len(restarted) == 1  # Ray restarted the killed actor, which graded its chunks again
+    assert sum(executor.chunks_by_pid.values()) == N_CHUNKS
+    assert_same_as_reference(db_path, "crashy", reference)
+
+
+def test_a_driver_killed_with_sigkill_resumes_from_the_database(
+    tmp_path: Path, tiny_model_dir: Path, ray_address: str, reference: dict[str, Any]
+) -> None:
+    db_path = tmp_path / "results.sqlite"
+    args = [sys.executable, str(WORKER), str(db_path), "crashy", str(tiny_model_dir), str(N_ITEMS),
+            str(CHUNK_JUDGMENTS), ray_address]
+    env = {**os.environ, "RAY_CRASH_WORKER_HOLD_AFTER": "2"}
+    driver = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert driver.stdout is not None
+    seen = 0
+    for line in driver.stdout:
+        seen += line.startswith("committed")
+        if seen == 2:  # the driver holds here; the actors hold chunks in flight
+            driver.send_signal(signal.SIGKILL)
+            break
+    driver.wait(timeout=60)
+    assert seen == 2, driver.stderr.read() if driver.stderr else ""
+    assert driver.returncode == -signal.SIGKILL
+    db = sqlite_utils.Database(db_path)
+    done = db.execute("select count(*) from items where report_json is not null").fetchone()[0]
+    assert done == 6  # two whole chunks, nothing of the chunks in flight
+    assert db["judgments"].count == done * 3
+    assert next(iter(db["runs"].rows))["status"] == "running"
+
+    resumed = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    lines = resumed.stdout.split()
+    assert lines[-1] == "done"
+    assert lines.count("committed") == N_CHUNKS - 2  # only what was missing was graded
+    assert sqlite_utils.Database(db_path)["runs"].count == 1
+    assert_same_as_reference(db_path, "crashy", reference)
+    assert load_result(db_path, "crashy")[0].status == "finished"
+
+
+def test_a_judge_a_worker_cannot_load_is_an_engine_error(tmp_path: Path, ray_address: str) -> None:
+    missing = tmp_path / "no-such-model"
+    bad = CriterionGrader(LLMConfig(model=str(missing), backend="transformers"), seed=1)
+    runner = EvalRunner(crash_worker.build_dataset(3), bad,
+                        config(tmp_path / "results.sqlite", "bad", DistributedConfig(workers=1)))
+    with pytest.raises(EngineError, match="could not load the judges") as caught:
+        runner.run_sync()
+    assert str(missing) in str(caught.value)
+    assert not (tmp_path / "results.sqlite").exists()  # refused before a run was opened

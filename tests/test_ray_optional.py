@@ -1,0 +1,186 @@
+"""Distributed grading without Ray: the base install never imports it, a distributed run without
+it says how to install it, its settings are validated, engines built in-process are refused, and
+the runner's chunk loop commits what any executor hands back exactly once. (Runs on Ray itself:
+tests/test_ray_distributed.py.)"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlite_utils
+
+sys.path.insert(0, str(Path(__file__).parent))
+import crash_worker  # noqa: E402
+
+from autorubric_local.core.errors import EngineError, InputError  # noqa: E402
+from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem  # noqa: E402
+from autorubric_local.runner import (  # noqa: E402
+    ChunkReport,
+    DistributedConfig,
+    EvalConfig,
+    EvalInterruptedError,
+    EvalRunner,
+)
+from autorubric_local.runner.checkpoint import PlannedItem  # noqa: E402
+from autorubric_local.runner.distributed import shippable_grader  # noqa: E402
+from autorubric_local.runner.executors import LocalExecutor  # noqa: E402
+from autorubric_local.store import Store  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          cwd=REPO, timeout=120, check=False)
+
+
+def test_the_package_and_a_local_run_never_import_ray(tmp_path: Path) -> None:
+    done = run_python(f"""
+        import sys
+        sys.path.insert(0, "tests")
+        import autorubric_local, autorubric_local.runner, autorubric_local.cli
+        import crash_worker
+        from autorubric_local.runner import EvalConfig, EvalRunner
+        config = EvalConfig(db_path={str(tmp_path / "r.sqlite")!r}, show_progress=False)
+        result = EvalRunner(crash_worker.build_dataset(4), crash_worker.build_grader(), config).run_sync()
+        assert result.successful_items == 4
+        print(sorted(name for name in sys.modules if name == "ray" or name.startswith("ray.")))
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_distributed_run_without_ray_says_how_to_install_it(tmp_path: Path, tiny_model_dir: Path) -> None:
+    done = run_python(f"""
+        import sys
+        sys.modules["ray"] = None  # as if not installed: import ray raises ImportError
+        sys.path.insert(0, "tests")
+        import crash_worker
+        from autorubric_local.core.errors import EngineError
+        from autorubric_local.graders import CriterionGrader
+        from autorubric_local.judges.config import LLMConfig
+        from autorubric_local.runner import DistributedConfig, EvalConfig, EvalRunner
+        grader = CriterionGrader(LLMConfig(model={str(tiny_model_dir)!r}, backend="transformers"), seed=1)
+        config = EvalConfig(db_path={str(tmp_path / "r.sqlite")!r}, show_progress=False,
+                            distributed=DistributedConfig())
+        try:
+            EvalRunner(crash_worker.build_dataset(2), grader, config).run_sync()
+        except EngineError as exc:
+            print(exc)
+    """)
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'autorubric-local[ray]'" in done.stdout
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+@pytest.mark.parametrize(("field", "value", "expected"), [
+    ("workers", 0, "an integer >= 1"),
+    ("workers", 1.5, "an integer >= 1"),
+    ("chunks_per_worker", 0, "an integer >= 1"),
+    ("num_cpus", -1, "a number >= 0"),
+    ("num_gpus", float("nan"), "a number >= 0"),
+    ("max_restarts", -2, "an integer >= -1"),
+    ("max_task_retries", True, "an integer >= -1"),
+    ("address", " ", "'local', 'auto' or a Ray address"),
+])
+def test_distributed_settings_name_the_field_and_the_value(field: str, value: Any, expected: str) -> None:
+    with pytest.raises(InputError, match=rf"DistributedConfig\.{field}: expected {expected}.*got {value!r}"):
+        DistributedConfig(**{field: value})
+
+
+def test_eval_config_takes_only_a_distributed_config() -> None:
+    with pytest.raises(InputError, match=r"EvalConfig\.distributed: expected a DistributedConfig or None"):
+        EvalConfig(distributed="auto")  # type: ignore[arg-type]
+
+
+def test_an_engine_built_in_this_process_cannot_be_shipped(tmp_path: Path) -> None:
+    grader = crash_worker.build_grader()  # LLMConfig(engine=ScriptedEngine(...))
+    with pytest.raises(InputError, match=r"judges \['scripted'\] have LLMConfig.engine .* cannot be shipped"):
+        shippable_grader(grader)
+    config = EvalConfig(db_path=tmp_path / "r.sqlite", show_progress=False, distributed=DistributedConfig())
+    with pytest.raises(InputError, match="cannot be shipped"):
+        EvalRunner(crash_worker.build_dataset(2), grader, config).run_sync()
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_the_shipped_grader_has_the_settings_and_no_engines(tiny_model_dir: Path) -> None:
+    from autorubric_local.judges.config import LLMConfig
+
+    grader = CriterionGrader(LLMConfig(model=str(tiny_model_dir), backend="transformers"), seed=5,
+                             permutations="cyclic")
+    grader.engine_for(grader.judges[0])
+    shipped = shippable_grader(grader)
+    assert shipped.describe() == grader.describe()
+    assert shipped._engines == {} and grader._engines  # the caller's grader keeps its engine
+
+
+class ReplayingExecutor(LocalExecutor):
+    """Grades like the local executor, but hands chunk 0 back twice, and stops after ``limit``."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+
+    def graded_chunks(
+        self,
+        grader: CriterionGrader,
+        chunks: Sequence[Sequence[PlannedItem]],
+        progress: Callable[[int], None],
+        stop: threading.Event,
+    ) -> Iterator[tuple[int, list[GradedItem]]]:
+        for count, (index, graded) in enumerate(super().graded_chunks(grader, chunks, progress, stop)):
+            if self.limit is not None and count == self.limit:
+                return
+            yield index, graded
+            if index == 0:
+                yield index, graded
+
+
+def test_a_chunk_handed_back_twice_is_committed_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db_path = tmp_path / "r.sqlite"
+    chunks: list[ChunkReport] = []
+    commits: list[list[str]] = []
+    record_items = Store.record_items
+
+    def counting(self: Store, run_id: str, items: Any, *args: Any, **kwargs: Any) -> None:
+        commits.append([row["item_id"] for row in items])
+        record_items(self, run_id, items, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "record_items", counting)
+    config = EvalConfig(db_path=db_path, experiment_name="twice", chunk_judgments=9, show_progress=False)
+    with caplog.at_level(logging.WARNING, logger="autorubric_local.runner.runner"):
+        result = EvalRunner(crash_worker.build_dataset(9), crash_worker.build_grader(), config,
+                            on_chunk=chunks.append, executor=ReplayingExecutor()).run_sync()
+    assert [c.chunk_index for c in chunks] == [0, 1, 2]
+    assert len(commits) == 3 and len({item for chunk in commits for item in chunk}) == 9
+    assert result.successful_items == 9
+    assert "chunk 0 was handed back twice" in caplog.text
+    assert sqlite_utils.Database(db_path)["judgments"].count == 27
+
+
+def test_an_executor_that_stops_early_leaves_an_interrupted_run(tmp_path: Path) -> None:
+    db_path = tmp_path / "r.sqlite"
+    config = EvalConfig(db_path=db_path, experiment_name="early", chunk_judgments=9, show_progress=False)
+    with pytest.raises(EvalInterruptedError, match="stopped after 3 of 9 items"):
+        EvalRunner(crash_worker.build_dataset(9), crash_worker.build_grader(), config,
+                   executor=ReplayingExecutor(limit=1)).run_sync()
+    assert next(iter(sqlite_utils.Database(db_path)["runs"].rows))["status"] == "interrupted"
+    result = EvalRunner(crash_worker.build_dataset(9), crash_worker.build_grader(), config).run_sync()
+    assert (result.resumed_items, result.successful_items) == (3, 9)
+
+
+def test_without_ray_the_distributed_executor_is_an_engine_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autorubric_local.runner.distributed import import_ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(EngineError, match=r"pip install 'autorubric-local\[ray\]'"):
+        import_ray()
