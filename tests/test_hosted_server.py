@@ -116,6 +116,7 @@ def test_structured_verdicts_and_label_probabilities_from_the_server(fresh: Coun
 def test_explain_mode_grades_with_one_call_per_judgment(fresh: CountingProxy) -> None:
     result = grade(hosted(fresh), mode="explain")
     assert fresh.requests == len(RUBRIC)
+    assert result.completion_cost is None  # LiteLLM has no price for the server's model: unknown, not 0.0
     for report in result.report:
         vote = report.votes[0]
         assert vote.error is None
@@ -211,6 +212,10 @@ def test_local_and_hosted_judges_in_one_ensemble(fresh: CountingProxy) -> None:
     result = grade(judges=[JudgeSpec(llm_config=local, judge_id="local"),
                            JudgeSpec(llm_config=hosted(fresh), judge_id="server")])
     assert fresh.requests == len(RUBRIC)
+    assert result.completion_cost is None  # the local judge adds 0.0, the server's calls are unpriced
+    declared = grade(hosted(fresh, extra_params={"response_format_type": "json_object", "input_cost_per_token": 0.0,
+                                                 "output_cost_per_token": 0.0}))
+    assert declared.completion_cost == 0.0  # a price given per token (here: free) makes it known
     for report in result.report:
         assert [v.judge_id for v in report.votes] == ["local", "server"]
         assert [v.error for v in report.votes] == [None, None]

@@ -17,7 +17,7 @@ from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import Criterion, CriterionVerdict
 from autorubric_local.data.dataset import DataItem, RubricDataset
-from autorubric_local.engine import ScoreRequest, ScriptedEngine
+from autorubric_local.engine import LabelScores, ScoreRequest, ScriptedEngine
 from autorubric_local.graders import CriterionGrader
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.judges.config import LLMConfig
@@ -384,9 +384,12 @@ def test_total_completion_cost_is_a_float_that_formats(tmp_path: Path) -> None:
     _, _ = load_result(tmp_path / "r.sqlite")
 
 
-def test_a_hosted_judge_makes_the_cost_unknown_not_zero(tmp_path: Path) -> None:
-    # Hosted calls may be priced; their prices are not summed into reports, so 0.0 would be wrong.
-    engine = ScriptedEngine(policy=crash_worker.make_policy(0.0))
+def test_a_call_of_unknown_price_makes_the_cost_unknown_not_zero(tmp_path: Path) -> None:
+    # A hosted call LiteLLM cannot price (cost_usd None): a sum without it would understate the cost.
+    def unpriced(request: ScoreRequest) -> LabelScores:
+        return LabelScores(tuple(crash_worker.make_policy(0.0)(request)), cost_usd=None)
+
+    engine = ScriptedEngine(policy=unpriced)
     engine.backend_name = "hosted"  # type: ignore[attr-defined]
     hosted = CriterionGrader(LLMConfig(model="scripted", engine=engine), seed=11)
     result = run(crash_worker.build_dataset(2), hosted, config(tmp_path))

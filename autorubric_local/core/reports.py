@@ -534,9 +534,11 @@ class EnsembleEvaluationReport(BaseModel):
     agree on).
 
     Extension: ``device_seconds``, the local cost of the grade: the engine time (seconds) of
-    its judgments, summed. ``completion_cost`` (USD) is 0.0 when every judge is local (not priced; a
-float, so ``f"${report.completion_cost:.4f}"`` works), None when a judge is hosted (the prices
-of its calls are not summed into reports) and on a report built without a grader.
+    its judgments, summed. ``completion_cost`` (USD) is the sum of the prices of its judge calls
+    (``graders.assembly.completion_cost``): local engines are not priced and add 0.0 (so a grade by
+    local judges is 0.0, a float, and ``f"${report.completion_cost:.4f}"`` works), a hosted call
+    adds LiteLLM's price; None when a call's price is unknown (a model LiteLLM has no price for,
+    such as a self-hosted server's) and on a report built without a grader.
     ``input_truncated_tokens`` and ``judged_submission`` are set when the submission was cut to
     fit a judge's context (``LLMConfig.on_overflow="truncate"``): how many of its tokens were
     cut, and the text the judges read (head, marker, tail).

@@ -117,6 +117,11 @@ class LabelScores:
         True when the backend could not read label probabilities and reports only the label
         it chose: log-probability 0 for that label and :data:`ONE_HOT_FLOOR` for the others (a
         hosted model that returns no ``top_logprobs``; ``engine/hosted_backend.py``).
+    cost_usd : float >= 0 or None
+        Price of the request's calls in USD: 0.0 for a local engine (not priced; its cost is
+        ``seconds`` of device time) and for an answer served from a cache; a hosted call's
+        price from LiteLLM; None when a call was made whose price is unknown (LiteLLM has no
+        price for the model, as for a self-hosted server).
     """
 
     logprobs: tuple[float, ...]
@@ -125,6 +130,7 @@ class LabelScores:
     error: str | None = None
     off_label_mass: float | None = None
     one_hot: bool = False
+    cost_usd: float | None = 0.0
 
     @property
     def probabilities(self) -> tuple[float, ...]:
@@ -136,7 +142,7 @@ class LabelScores:
 class Generation:
     """Result of a :class:`GenerateRequest`: the body of a JSON string, unescaped form kept.
 
-    ``usage`` and ``seconds`` as in :class:`LabelScores`.
+    ``usage``, ``seconds`` and ``cost_usd`` as in :class:`LabelScores`.
     """
 
     text: str
@@ -144,6 +150,7 @@ class Generation:
     usage: TokenUsage = field(default_factory=TokenUsage)
     seconds: float = 0.0
     error: str | None = None
+    cost_usd: float | None = 0.0
 
 
 def label_distribution(logprobs: Sequence[float]) -> tuple[float, ...]:
@@ -158,6 +165,13 @@ def label_distribution(logprobs: Sequence[float]) -> tuple[float, ...]:
     weights = [math.exp(lp - top) for lp in logprobs]
     total = sum(weights)
     return tuple(w / total for w in weights)
+
+
+def add_costs(*costs: float | None) -> float | None:
+    """Total USD of several calls: the sum, or None when any of them is unknown (None)."""
+    if any(cost is None for cost in costs):
+        return None
+    return math.fsum(costs)  # type: ignore[arg-type]
 
 
 def mass_outside(first_token_logprobs: Sequence[float]) -> float:

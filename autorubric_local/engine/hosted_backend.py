@@ -14,6 +14,8 @@ It implements :class:`~.base.Engine` for ``LLMConfig(backend="hosted")``:
   (``LabelScores.one_hot``; :mod:`~.hosted_labels`). An answer that does not validate is
   retried (``max_retries``) and then the judgment fails with a ``parse:`` error (never a
   guessed verdict); a failed call fails it with an ``infrastructure:`` error.
+- Every result carries the call's price, ``cost_usd`` (:attr:`GenerateResult.cost`); an
+  answer used a second time (explain mode) or served from the response cache costs 0.0.
 - :meth:`HostedEngine.generate` returns the explanation of the same answer: the engine keeps
   each answer (by messages) so explain mode costs one call per judgment. The explanation is
   the server's own, written with its verdict; it is not conditioned on a verdict chosen by
@@ -130,19 +132,21 @@ class HostedEngine:
         try:
             result, kept = await self._answer(request.prefix + request.suffix, key)
         except Exception as exc:  # recorded on this judgment, by category; the batch goes on
-            return LabelScores((), seconds=time.perf_counter() - started,
+            return LabelScores((), seconds=time.perf_counter() - started, cost_usd=_failed_cost(exc),
                                error=f"{error_category(exc)}: {type(exc).__name__}: {exc}")
         usage = TokenUsage() if kept else (result.usage or TokenUsage())
+        cost = 0.0 if kept else result.cost
         seconds = time.perf_counter() - started
         verdict = _verdict_value(result.parsed)
         if verdict not in values:
-            return LabelScores((), usage=usage, seconds=seconds,
+            return LabelScores((), usage=usage, seconds=seconds, cost_usd=cost,
                                error=f"parse: the answer {verdict!r} is not one of the allowed labels {list(values)}")
         chosen = values.index(verdict)
         logprobs = read_label_logprobs(result.content, key, values, chosen, result.logprobs)
         if logprobs is None:
-            return LabelScores(one_hot(len(values), chosen), usage=usage, seconds=seconds, one_hot=True)
-        return LabelScores(logprobs, usage=usage, seconds=seconds)
+            return LabelScores(one_hot(len(values), chosen), usage=usage, seconds=seconds, one_hot=True,
+                               cost_usd=cost)
+        return LabelScores(logprobs, usage=usage, seconds=seconds, cost_usd=cost)
 
     async def _generate_one(self, request: GenerateRequest) -> Generation:
         started = time.perf_counter()
@@ -152,13 +156,20 @@ class HostedEngine:
         try:
             result, kept = await self._answer(prompt, key)
         except Exception as exc:  # recorded on this judgment, by category
-            return Generation("", seconds=time.perf_counter() - started,
+            return Generation("", seconds=time.perf_counter() - started, cost_usd=_failed_cost(exc),
                               error=f"{error_category(exc)}: {type(exc).__name__}: {exc}")
         explanation = result.parsed.explanation
         stem = opener.rsplit('"explanation": "', 1)[1] if '"explanation": "' in opener else ""
         text = explanation[len(stem):] if explanation.startswith(stem) else (": " + explanation if stem else explanation)
         return Generation(text, usage=TokenUsage() if kept else (result.usage or TokenUsage()),
-                          seconds=time.perf_counter() - started)
+                          seconds=time.perf_counter() - started, cost_usd=0.0 if kept else result.cost)
+
+
+def _failed_cost(exc: BaseException) -> float | None:
+    """USD of a failed call: what its responses cost when none validated
+    (:attr:`ResponseParseError.cost`); 0.0 when no response came back (LiteLLM prices
+    responses; a request that failed gets no price)."""
+    return exc.cost if isinstance(exc, ResponseParseError) else 0.0
 
 
 def _answer_key(messages: list[dict[str, str]], opener: str) -> str:

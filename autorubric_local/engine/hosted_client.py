@@ -45,6 +45,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from autorubric_local.core.reports import TokenUsage
+from autorubric_local.engine.base import add_costs
 from autorubric_local.engine.hosted_types import GenerateResult, thinking_config
 from autorubric_local.engine.litellm_loader import is_transient, load_litellm
 from autorubric_local.engine.rate_limit import provider_key, request_slot
@@ -92,11 +93,15 @@ class ResponseParseError(ValueError):
     ----------
     content : str
         The last response text.
+    cost : float or None
+        USD of every response received for the call (they are billed though none validated);
+        None when a price is unknown.
     """
 
-    def __init__(self, message: str, content: str) -> None:
+    def __init__(self, message: str, content: str, cost: float | None = 0.0) -> None:
         super().__init__(message)
         self.content = content
+        self.cost = cost
 
 
 def backoff_seconds(attempt: int) -> float:
@@ -214,6 +219,7 @@ class LLMClient:
                 return _result(body, response_format, raw=None, cost=0.0, cached=True)
         limit_key = provider_key(settings["model"], settings["api_base"])
         attempts = settings["max_retries"] + 1
+        spent: float | None = 0.0  # USD of the responses received so far (None once one is unpriced)
         for attempt in range(attempts):
             try:
                 async with request_slot(limit_key, settings["max_parallel_requests"]):
@@ -224,9 +230,11 @@ class LLMClient:
                     continue
                 raise
             body = _body(response)
+            spent = add_costs(spent, _cost(response))
             try:
-                result = _result(body, response_format, raw=response, cost=_cost(response), cached=False)
-            except ResponseParseError:
+                result = _result(body, response_format, raw=response, cost=spent, cached=False)
+            except ResponseParseError as exc:
+                exc.cost = spent
                 if attempt + 1 < attempts:
                     await asyncio.sleep(backoff_seconds(attempt))
                     continue
@@ -366,7 +374,14 @@ def _result(body: dict[str, Any], response_format: type[BaseModel] | None, *, ra
 
 
 def _cost(response: Any) -> float | None:
-    """USD of one response by ``litellm.completion_cost``; None when LiteLLM has no price for the model."""
+    """USD of one response: the ``response_cost`` LiteLLM computed for it (which honours
+    per-call prices such as ``extra_params={"input_cost_per_token": ...,
+    "output_cost_per_token": ...}``), else ``litellm.completion_cost``; None when LiteLLM has no
+    price for the model (a self-hosted server's model, unless its price is given that way)."""
+    hidden = getattr(response, "_hidden_params", None) or {}
+    known = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    if known is not None:
+        return float(known)
     litellm = load_litellm()
     try:
         return float(litellm.completion_cost(completion_response=response))

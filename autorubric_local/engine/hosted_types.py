@@ -114,8 +114,12 @@ class GenerateResult:
         Token counts reported by the server (``prompt_tokens``, ``completion_tokens``,
         ``total_tokens``; cached prompt tokens as ``cache_read_input_tokens``).
     cost : float or None
-        USD from ``litellm.completion_cost``; None when LiteLLM does not know the model's price
-        (any self-hosted server). 0.0 for a response served from the response cache.
+        USD of the call from LiteLLM's pricing (the response's ``response_cost``, else
+        ``litellm.completion_cost``), summed over every response received for it (a response
+        that did not validate and was retried is billed too); None when LiteLLM does not know
+        the model's price (a self-hosted server's model, unless ``extra_params`` gives
+        ``input_cost_per_token`` and ``output_cost_per_token``). 0.0 for a response served from
+        the response cache.
     parsed : pydantic model or None
         The validated ``response_format`` instance, when one was requested.
     cached : bool

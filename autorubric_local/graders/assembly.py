@@ -37,6 +37,7 @@ from autorubric_local.core.reports import (
 )
 from autorubric_local.core.scoring import raw_and_normalized
 from autorubric_local.core.types import CannotAssessConfig, Criterion, CriterionVerdict
+from autorubric_local.engine.base import add_costs
 from autorubric_local.graders.aggregation import (
     aggregate_binary,
     aggregate_multi_choice,
@@ -273,6 +274,15 @@ def token_usage(results: Sequence[JudgmentResult]) -> TokenUsage:
     return TokenUsage.combine(r.usage for r in results)
 
 
+def completion_cost(results: Sequence[JudgmentResult]) -> float | None:
+    """USD of ``results``' engine calls: the sum of their ``cost_usd``, or None when any is
+    unknown (a hosted call LiteLLM cannot price, e.g. a self-hosted server's model without
+    ``input_cost_per_token``/``output_cost_per_token`` in ``extra_params``): a partial sum would
+    understate it. Local engines are not priced and count 0.0 (their cost is the device time,
+    ``device_seconds``), so a grade by local judges only costs 0.0, a float that formats."""
+    return add_costs(*(r.cost_usd for r in results))
+
+
 def _score(
     criteria: Sequence[EnsembleCriterionReport],
     cannot_assess: CannotAssessConfig,
@@ -281,11 +291,6 @@ def _score(
 ) -> tuple[float, float]:
     raw, normalized = raw_and_normalized(criteria, cannot_assess)
     return raw, (max(0.0, normalized - penalty) if normalize else raw - penalty)
-
-
-LOCAL_COMPLETION_COST = 0.0
-"""``completion_cost`` (USD) of a grade by local engines: they are not priced; their cost is the
-device time in ``device_seconds``."""
 
 
 def evaluation_report(
@@ -297,12 +302,10 @@ def evaluation_report(
     normalize: bool,
     length_penalty: LengthPenalty | None,
     graded_input: ThinkingOutputDict,
-    completion_cost: float | None = LOCAL_COMPLETION_COST,
 ) -> EnsembleEvaluationReport:
     """The item's report: score through the one scorer, then the length penalty.
 
-    ``completion_cost`` (USD) is the report's: :data:`LOCAL_COMPLETION_COST` when every judge
-    runs locally, None when a judge is hosted (its calls' prices are not summed into reports).
+    ``completion_cost`` (USD) is the sum of the judgments' ``cost_usd`` (:func:`completion_cost`).
 
     ``judge_criteria`` maps each judge id to that judge's own single-vote criterion reports;
     they give ``judge_scores`` (each judge's score over the rubric, same scoring rules; None
@@ -311,6 +314,7 @@ def evaluation_report(
     set (spec 003, ``EvaluationReport.score``).
     """
     usage = token_usage(results)
+    cost = completion_cost(results)
     seconds = sum(r.seconds for r in results)
     failures = [r.error for r in results if r.error is not None]
     if results and len(failures) == len(results):
@@ -320,7 +324,7 @@ def evaluation_report(
             judge_scores={judge_id: None for judge_id in judge_criteria},
             error=f"all {len(results)} judgments failed; first: {failures[0]}",
             token_usage=usage,
-            completion_cost=completion_cost,
+            completion_cost=cost,
             device_seconds=seconds,
         )
     penalty = compute_length_penalty(graded_input, length_penalty) if length_penalty else 0.0
@@ -339,6 +343,6 @@ def evaluation_report(
         mean_agreement=sum(agreements) / len(agreements) if agreements else None,
         cannot_assess_count=sum(1 for c in criteria if c.is_na),
         token_usage=usage,
-        completion_cost=completion_cost,
+        completion_cost=cost,
         device_seconds=seconds,
     )

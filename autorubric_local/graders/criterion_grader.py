@@ -40,7 +40,6 @@ from autorubric_local.data.dataset import RubricDataset
 from autorubric_local.engine.base import Engine
 from autorubric_local.graders.aggregation import Strategies, check_criterion_override
 from autorubric_local.graders.assembly import (
-    LOCAL_COMPLETION_COST,
     binary_criterion_report,
     binary_vote,
     choice_criterion_report,
@@ -572,15 +571,8 @@ class CriterionGrader:
             normalize=self.normalize,
             length_penalty=self.length_penalty,
             graded_input=graded_input,
-            completion_cost=self._completion_cost(),
         )
         return GradedItem(item, report, tuple(item_results))
-
-    def _completion_cost(self) -> float | None:
-        """A report's ``completion_cost``: 0.0 when every judge runs locally (not priced), None
-        when a judge is hosted (the price of its calls is not summed into reports, so it is unknown)."""
-        hosted = any(getattr(self.engine_for(j), "backend_name", None) == "hosted" for j in self.judges)
-        return None if hosted else LOCAL_COMPLETION_COST
 
     @staticmethod
     def _vote(judge: JudgeSpec, judged: list[JudgmentResult]) -> JudgeVote | MultiChoiceJudgeVote:

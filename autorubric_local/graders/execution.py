@@ -29,6 +29,7 @@ from autorubric_local.engine.base import (
     Generation,
     LabelScores,
     ScoreRequest,
+    add_costs,
 )
 from autorubric_local.graders.planning import JudgmentTask
 from autorubric_local.graders.prompts import (
@@ -80,6 +81,9 @@ class JudgmentResult:
     one_hot : bool
         ``LabelScores.one_hot``: ``probabilities`` is one-hot on the judge's answer because the
         backend returned no label log-probabilities (a hosted judge without ``top_logprobs``).
+    cost_usd : float or None
+        USD of the task's engine calls (``LabelScores.cost_usd``, ``Generation.cost_usd``):
+        0.0 for a local engine, None when a call's price is unknown.
     """
 
     task: JudgmentTask
@@ -95,6 +99,7 @@ class JudgmentResult:
     off_label_mass: float | None = None
     prompt_suffix: str | None = None
     one_hot: bool = False
+    cost_usd: float | None = 0.0
 
     @property
     def scored_suffix(self) -> str:
@@ -111,9 +116,17 @@ def _argmax(values: Sequence[float]) -> int:
     return max(range(len(values)), key=lambda i: (values[i], -i))
 
 
-def _add(a: LabelScores | Generation, b: LabelScores | Generation) -> tuple[TokenUsage, float]:
-    """Usage and seconds of two engine calls together."""
-    return a.usage + b.usage, a.seconds + b.seconds
+Spent = tuple[TokenUsage, float, float | None]
+"""What engine calls cost: token usage, seconds and USD (None: unknown price)."""
+
+
+def _spent(call: LabelScores | Generation) -> Spent:
+    return call.usage, call.seconds, call.cost_usd
+
+
+def _add(a: LabelScores | Generation, b: LabelScores | Generation) -> Spent:
+    """Usage, seconds and USD of two engine calls together."""
+    return a.usage + b.usage, a.seconds + b.seconds, add_costs(a.cost_usd, b.cost_usd)
 
 
 def _checked(results: list, expected: int, what: str) -> list:
@@ -166,7 +179,7 @@ def run_tasks(
     if reasoning_first:
         return _run_reasoning_first(engine, tasks, explanation_tokens, explanation_style)
     scores = _score(engine, [ScoreRequest(t.prefix, t.suffix, t.labels()) for t in tasks])
-    results = [_from_scores(t, s, None, False, (s.usage, s.seconds)) for t, s in zip(tasks, scores)]
+    results = [_from_scores(t, s, None, False, _spent(s)) for t, s in zip(tasks, scores)]
     if mode is JudgeMode.SCORE:
         return results
     pending = [i for i, r in enumerate(results) if r.error is None]
@@ -191,6 +204,7 @@ def run_tasks(
             explanation_truncated=generation.truncated,
             usage=base.usage + generation.usage,
             seconds=base.seconds + generation.seconds,
+            cost_usd=add_costs(base.cost_usd, generation.cost_usd),
             error=None,
             explanation_error=generation.error,
             logprobs=base.logprobs,
@@ -215,7 +229,7 @@ def _run_reasoning_first(
         if generation.error is not None:
             results[i] = JudgmentResult(
                 tasks[i], (), None, None, False, generation.usage, generation.seconds, generation.error,
-                prompt_suffix=tasks[i].reasoning_suffix(None, style),
+                prompt_suffix=tasks[i].reasoning_suffix(None, style), cost_usd=generation.cost_usd,
             )
     requests = [
         ScoreRequest(tasks[i].prefix, tasks[i].reasoning_suffix(start + generations[i].text), tasks[i].labels(True))
@@ -234,16 +248,17 @@ def _from_scores(
     scores: LabelScores,
     explanation: str | None,
     truncated: bool,
-    cost: tuple[TokenUsage, float],
+    spent: Spent,
 ) -> JudgmentResult:
-    usage, seconds = cost
+    usage, seconds, cost_usd = spent
     error = scores.error or _invalid(scores)
     if error is not None:
-        return JudgmentResult(task, (), None, explanation, truncated, usage, seconds, error)
+        return JudgmentResult(task, (), None, explanation, truncated, usage, seconds, error, cost_usd=cost_usd)
     probabilities = scores.probabilities
     return JudgmentResult(
         task, probabilities, _argmax(probabilities), explanation, truncated, usage, seconds, None,
         logprobs=tuple(scores.logprobs), off_label_mass=scores.off_label_mass, one_hot=scores.one_hot,
+        cost_usd=cost_usd,
     )
 
 
