@@ -187,3 +187,26 @@ def test_a_judge_a_worker_cannot_load_is_an_engine_error(tmp_path: Path, ray_add
         runner.run_sync()
     assert str(missing) in str(caught.value)
     assert not (tmp_path / "results.sqlite").exists()  # refused before a run was opened
+
+
+def test_grade_ray_grades_the_example_like_a_local_grade(tmp_path: Path, tiny_model_dir: Path, ray_address: str) -> None:
+    from click.testing import CliRunner
+
+    from autorubric_local.cli import main
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    common = ["grade", str(examples / "battery_rubric.yaml"), str(examples / "battery_submissions.jsonl"), "--model",
+              str(tiny_model_dir), "--backend", "transformers", "--limit", "4", "--seed", "5", "--chunk-judgments",
+              "8", "--run", "battery", "--json", "--no-progress"]
+    local = CliRunner().invoke(main, [*common, "--db", str(tmp_path / "local.sqlite")])
+    assert local.exit_code == 0, local.output
+    distributed = CliRunner().invoke(main, [*common, "--db", str(tmp_path / "ray.sqlite"), "--ray", ray_address,
+                                            "--workers", "2"])
+    assert distributed.exit_code == 0, distributed.output
+    assert "grading on 2 Ray workers" in distributed.stderr
+
+    def without_timing(output: str) -> list[dict[str, Any]]:
+        return [{k: v for k, v in item.items() if k != "device_seconds"} for item in json.loads(output)]
+
+    assert without_timing(distributed.stdout) == without_timing(local.stdout)
+    assert len(json.loads(distributed.stdout)) == 4

@@ -184,3 +184,31 @@ def test_without_ray_the_distributed_executor_is_an_engine_error(monkeypatch: py
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(EngineError, match=r"pip install 'autorubric-local\[ray\]'"):
         import_ray()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--workers", "3"], "--workers only apply with --ray"),
+    (["--worker-gpus", "1", "--worker-cpus", "2"], "--worker-cpus, --worker-gpus only apply with --ray"),
+    (["--ray", " "], "DistributedConfig.address"),
+])
+def test_grade_refuses_worker_options_that_do_not_apply(args: list[str], message: str, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from autorubric_local.cli import main
+
+    result = CliRunner().invoke(main, ["grade", str(REPO / "examples" / "battery_rubric.yaml"),
+                                       str(REPO / "examples" / "battery_submissions.jsonl"),
+                                       "--db", str(tmp_path / "r.sqlite"), *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_grade_help_documents_the_ray_options() -> None:
+    from click.testing import CliRunner
+
+    from autorubric_local.cli import main
+
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(main, ["grade", "--help"])
+    for option in ("--ray", "--workers", "--worker-cpus", "--worker-gpus", "ray start --head"):
+        assert option in result.output

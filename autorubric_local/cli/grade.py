@@ -37,7 +37,7 @@ from autorubric_local.graders.criterion_grader import CriterionGrader
 from autorubric_local.graders.panel_file import load_judges_file
 from autorubric_local.judges.config import DEFAULT_MODEL, LLMConfig
 from autorubric_local.judges.engines import check_backend_support
-from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
+from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS, DistributedConfig
 
 if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.runner.results import EvalResult
@@ -83,6 +83,17 @@ DEFAULT_OFF_LABEL_THRESHOLD = 0.5
               help="Continue the run named by --run (only missing items are graded), or start a new one.")
 @click.option("--chunk-judgments", type=click.IntRange(min=1), default=DEFAULT_CHUNK_JUDGMENTS,
               show_default=True, help="Most judgments per engine chunk; each chunk is committed at once.")
+@click.option("--ray", "ray_address", default=None, metavar="local|auto|ADDRESS",
+              help="Grade chunks on Ray actors (the [ray] extra): 'local' starts a Ray head in this process, "
+                   "'auto' joins the cluster started on this machine by `ray start --head`, ADDRESS (HOST:PORT) "
+                   "another one. Each actor loads the judges from its own node's files; this process plans and "
+                   "commits every chunk to --db, so resume and results are those of a local run.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Ray actors with --ray, each holding every judge. [default: 2]")
+@click.option("--worker-cpus", type=click.FloatRange(min=0), default=None,
+              help="CPUs Ray reserves per actor with --ray (its torch threads). [default: 1]")
+@click.option("--worker-gpus", type=click.FloatRange(min=0), default=None,
+              help="GPUs Ray reserves per actor with --ray (e.g. the judge's tensor parallel size). [default: 0]")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON instead of a table.")
 @click.option("--jsonl", "as_jsonl", is_flag=True,
@@ -115,6 +126,10 @@ def grade(
     run_name: str | None,
     resume: bool,
     chunk_judgments: int,
+    ray_address: str | None,
+    workers: int | None,
+    worker_cpus: float | None,
+    worker_gpus: float | None,
     no_progress: bool,
     as_json: bool,
     as_jsonl: bool,
@@ -146,6 +161,11 @@ def grade(
 
         autorubric-local grade q1.json --model qwen2.5-7b-instruct --backend vllm --tensor-parallel-size 2 --engine-arg max_num_seqs=128
 
+    On a Ray cluster (`ray start --head` on one box, `ray start --address=HEAD:6379` on the
+    others; every node holds the model files), 4 actors, this process committing:
+
+        autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl --ray auto --workers 4 --run battery-ray
+
     A judge that answers MET for nearly everything, its label prior corrected:
 
         autorubric-local grade q1.json --run q1-cc --contextual-calibration
@@ -170,6 +190,7 @@ def grade(
         raise click.UsageError(f"expected [RUBRIC] DATA, got {len(paths)} paths")
     if as_json and as_jsonl:
         raise click.UsageError("give --json or --jsonl, not both")
+    distributed = _distributed(ray_address, workers, worker_cpus, worker_gpus)
     rubric_path, data_path = (None, paths[0]) if len(paths) == 1 else paths
     rubric = None if rubric_path is None else load_rubric(rubric_path)
     try:
@@ -180,7 +201,7 @@ def grade(
         grader = _make_grader(model, judges_path, permutations, mode, explanation_first, seed, not no_shuffle,
                               contextual_calibration, engine)
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume,
-                            chunk_judgments=chunk_judgments, show_progress=not no_progress)
+                            chunk_judgments=chunk_judgments, show_progress=not no_progress, distributed=distributed)
         streamed: set[str] = set()
         on_chunk = (lambda chunk: _stream(chunk.graded, streamed)) if as_jsonl else None
         runner = EvalRunner(dataset, grader, config, data_path=str(data_path), on_chunk=on_chunk)
@@ -193,10 +214,14 @@ def grade(
             started = time.perf_counter()
             names = ", ".join(sorted({j.llm_config.model for j in grader.judges}))
             try:
-                with console.status(f"loading judge {escape(names)} ..."):
-                    for judge in grader.judges:
-                        grader.engine_for(judge)
-                load_seconds = time.perf_counter() - started
+                if distributed is None:
+                    with console.status(f"loading judge {escape(names)} ..."):
+                        for judge in grader.judges:
+                            grader.engine_for(judge)
+                    load_seconds = time.perf_counter() - started
+                else:  # the actors load the judges; their start-up counts as grading time
+                    console.print(f"grading on {distributed.workers} Ray workers ({distributed.address}), each "
+                                  f"loading judge {names} from its own files; committing to {db_path}", markup=False)
                 result = runner.run_sync()
             finally:
                 grader.release_engines()  # vLLM engines shut down cleanly, their memory returned
@@ -237,6 +262,30 @@ def _stream(graded: Sequence[tuple[str, EnsembleEvaluationReport]], streamed: se
             streamed.add(item_id)
             click.echo(json.dumps(_item_json(item_id, report)))
     sys.stdout.flush()
+
+
+def _distributed(
+    address: str | None, workers: int | None, cpus: float | None, gpus: float | None
+) -> DistributedConfig | None:
+    """The ``DistributedConfig`` of --ray, --workers, --worker-cpus and --worker-gpus (None
+    without --ray).
+
+    Raises
+    ------
+    click.UsageError
+        A worker option without --ray.
+    """
+    if address is None:
+        given = [name for name, value in (("--workers", workers), ("--worker-cpus", cpus), ("--worker-gpus", gpus))
+                 if value is not None]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} only apply with --ray local|auto|ADDRESS")
+        return None
+    settings = {"workers": workers, "num_cpus": cpus, "num_gpus": gpus}
+    try:
+        return DistributedConfig(address=address, **{k: v for k, v in settings.items() if v is not None})
+    except InputError as exc:
+        raise click.UsageError(str(exc)) from exc
 
 
 def _failures(result: EvalResult) -> tuple[int, int]:
