@@ -244,3 +244,39 @@ def test_smollm2_on_two_actors_stores_what_a_local_run_stores(tmp_path: Path, ra
     local, distributed = stored(db_path, "local"), stored(db_path, "ray")
     assert len(distributed["judgments"]) == 4 * 8
     assert distributed == local
+
+
+def test_a_stored_sweep_on_two_actors_stores_what_a_local_sweep_stores(
+    tmp_path: Path, tiny_model_dir: Path, ray_address: str
+) -> None:
+    import sweep_crash_worker as sweeps
+
+    from autorubric_local.bias.stored import SweepChunkReport, run_stored_sweep
+    from autorubric_local.graders.criterion_grader import JudgeSpec
+
+    judges = [JudgeSpec(LLMConfig(model=str(tiny_model_dir), device="cpu", backend="transformers"), "tiny")]
+    db_path = tmp_path / "sweeps.sqlite"
+
+    def sweep(name: str, distributed: DistributedConfig | None, on_chunk: Any = None) -> Any:
+        settings = EvalConfig(db_path=db_path, experiment_name=name, chunk_judgments=sweeps.ROTATIONS_PER_ITEM,
+                              show_progress=False, distributed=distributed)
+        return run_stored_sweep(sweeps.ITEMS, judges, sweeps.SETTINGS, settings, on_chunk=on_chunk)
+
+    local = sweep("local", None)
+    chunks: list[SweepChunkReport] = []
+    distributed = sweep("ray", DistributedConfig(workers=2), chunks.append)
+    assert sorted(c.chunk_index for c in chunks) == list(range(sweeps.N_ITEMS))  # one item per chunk, each once
+    assert distributed.result.aggregates == local.result.aggregates
+    db = sqlite_utils.Database(db_path)
+    ids = {row["name"]: row["id"] for row in db["sweeps"].rows}
+    assert db.execute("select content_hash from sweeps where name = 'ray'").fetchone() == \
+        db.execute("select content_hash from sweeps where name = 'local'").fetchone()
+    for table in ("sweep_judgments", "sweep_scores", "sweep_aggregates"):
+        def rows(name: str) -> list[dict[str, Any]]:
+            found = [{k: v for k, v in row.items() if k not in ("sweep_id", "duration_ms")}
+                     for row in db[table].rows_where("sweep_id = ?", [ids[name]])]
+            return sorted(found, key=lambda r: json.dumps(r, sort_keys=True))
+
+        assert rows("ray") == rows("local") and rows("local"), table
+    assert db.execute("select count(*) from sweep_judgments where sweep_id = ?", [ids["ray"]]).fetchone()[0] == \
+        sweeps.N_ITEMS * sweeps.ROTATIONS_PER_ITEM

@@ -212,3 +212,20 @@ def test_grade_help_documents_the_ray_options() -> None:
     result = CliRunner(env={"COLUMNS": "200"}).invoke(main, ["grade", "--help"])
     for option in ("--ray", "--workers", "--worker-cpus", "--worker-gpus", "ray start --head"):
         assert option in result.output
+
+
+def test_sweep_takes_the_same_ray_options(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from autorubric_local.cli import main
+
+    runner = CliRunner(env={"COLUMNS": "200"})
+    for command in ("sweep", "sweep-select"):
+        help_text = runner.invoke(main, [command, "--help"]).output
+        assert all(option in help_text for option in ("--ray", "--workers", "--worker-cpus", "--worker-gpus"))
+    result = runner.invoke(main, ["sweep", str(REPO / "examples" / "battery_rubric.yaml"),
+                                  str(REPO / "examples" / "battery_submissions.jsonl"),
+                                  "--db", str(tmp_path / "r.sqlite"), "--workers", "2"])
+    assert result.exit_code == 2
+    assert "--workers only apply with --ray" in result.output
+    assert not (tmp_path / "r.sqlite").exists()

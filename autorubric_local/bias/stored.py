@@ -3,7 +3,9 @@
 How :func:`run_stored_sweep` goes (as :class:`~autorubric_local.runner.EvalRunner` does for a run):
 
 1. The input is checked (:func:`.sweep.check_sweep_input`), the unrelated options drawn and
-   every judge's engine loaded, all before the database is touched.
+   every judge's engine loaded, all before the database is touched: in this process, or with
+   ``EvalConfig.distributed`` in Ray actors, which then judge the chunks while this process
+   commits them (:mod:`.executors`, :mod:`.distributed`).
 2. The sweep is opened: resumed when the database has a sweep of that name (and ``resume``),
    after checking its content hash (:func:`.checkpoint.check_sweep_resumable`: a changed
    rubric, setting, judge or item is refused with what changed); otherwise started. Opening
@@ -28,6 +30,7 @@ again). Ctrl-C marks the sweep ``interrupted``; run it again with the same name 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +44,11 @@ from autorubric_local.bias.checkpoint import (
     sweep_content_hash,
     sweep_plan,
 )
+from autorubric_local.bias.executors import (
+    LocalSweepExecutor,
+    PlannedJudge,
+    SweepExecutor,
+)
 from autorubric_local.bias.records import (
     aggregate_rows,
     judgment_rows,
@@ -48,13 +56,10 @@ from autorubric_local.bias.records import (
     score_rows,
 )
 from autorubric_local.bias.sweep import (
-    LoadedJudge,
     PlannedRotation,
     SweepResult,
     build_cells,
     check_sweep_input,
-    judge_chunk,
-    load_judge,
     sweep_chunks,
 )
 from autorubric_local.bias.unrelated import UnrelatedOption, sample_unrelated_options
@@ -158,30 +163,40 @@ def run_stored_sweep(
     config = config or EvalConfig(show_progress=False)
     check_sweep_input(items, judges, preferred, config.chunk_judgments)
     unrelated = sample_unrelated_options(items, settings.seed) if settings.unrelated_option else None
-    loaded = [load_judge(items, judge, settings, unrelated) for judge in judges]
-    name = name or config.experiment_name or auto_name("sweep")
-    path = config.database_path(name)
-    if str(path) != MEMORY_DB:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    plan = sweep_plan(items, judges, settings, preferred)
-    judges_json = [{"judge_id": j.judge_id, "model": j.llm_config.model, "system_prompt": j.system_prompt,
-                    "model_id": getattr(loaded[k].engine, "model_id", None),
-                    "backend": getattr(loaded[k].engine, "backend_name", None)} for k, j in enumerate(judges)]
-    owner = LeaseOwner.for_this_process()
-    store = Store.open(path)
-    try:
-        row = {"kind": settings.kind.value, "config": settings.to_dict(), "judges": judges_json, "rubric": rubric,
-               "data_path": data_path, "total_items": len(items)}
-        sweep_id, resumed = _open_sweep(store, name, str(path), config, plan, owner, row)
+    with sweep_executor(config) as executor:
+        loaded = executor.load(items, judges, settings, unrelated)
+        name = name or config.experiment_name or auto_name("sweep")
+        path = config.database_path(name)
+        if str(path) != MEMORY_DB:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        plan = sweep_plan(items, judges, settings, preferred)
+        judges_json = [{"judge_id": j.judge_id, "model": j.llm_config.model, "system_prompt": j.system_prompt,
+                        "model_id": loaded[k].model_id, "backend": loaded[k].backend} for k, j in enumerate(judges)]
+        owner = LeaseOwner.for_this_process()
+        store = Store.open(path)
         try:
-            with SweepLeaseHeartbeat(path, sweep_id, owner, config.lease_heartbeat_seconds):
-                result = _sweep(store, sweep_id, name, items, loaded, settings, config, unrelated, preferred,
-                                owner, on_chunk)
+            row = {"kind": settings.kind.value, "config": settings.to_dict(), "judges": judges_json, "rubric": rubric,
+                   "data_path": data_path, "total_items": len(items)}
+            sweep_id, resumed = _open_sweep(store, name, str(path), config, plan, owner, row)
+            try:
+                with SweepLeaseHeartbeat(path, sweep_id, owner, config.lease_heartbeat_seconds):
+                    result = _sweep(store, sweep_id, name, items, loaded, settings, config, unrelated, preferred,
+                                    owner, on_chunk, executor)
+            finally:
+                store.release_sweep_lease(sweep_id, owner)  # already released when the sweep was marked
         finally:
-            store.release_sweep_lease(sweep_id, owner)  # already released when the sweep was marked
-    finally:
-        store.close()
-    return StoredSweep(sweep_id, name, result, resumed)
+            store.close()
+        return StoredSweep(sweep_id, name, result, resumed)
+
+
+def sweep_executor(config: EvalConfig) -> SweepExecutor:
+    """:class:`~.executors.LocalSweepExecutor`, or a :class:`~.distributed.RaySweepExecutor`
+    when ``config.distributed`` is set (the only place a sweep imports that module)."""
+    if config.distributed is None:
+        return LocalSweepExecutor()
+    from autorubric_local.bias.distributed import RaySweepExecutor
+
+    return RaySweepExecutor(config.distributed)
 
 
 def _open_sweep(
@@ -223,9 +238,10 @@ def _pending(planned: Sequence[PlannedRotation], stored: Sequence[Mapping[str, A
 
 
 def _sweep(
-    store: Store, sweep_id: str, name: str, items: Sequence[GradeItem], judges: Sequence[LoadedJudge],
+    store: Store, sweep_id: str, name: str, items: Sequence[GradeItem], judges: Sequence[PlannedJudge],
     settings: SweepSettings, config: EvalConfig, unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
     preferred: Sequence[int | None] | None, owner: LeaseOwner, on_chunk: Callable[[SweepChunkReport], None] | None,
+    executor: SweepExecutor,
 ) -> SweepResult:
     """Judge and commit every pending chunk, then score every cell from the stored rows."""
     item_ids = [item.item_id or f"item-{i}" for i, item in enumerate(items)]
@@ -233,14 +249,15 @@ def _sweep(
     seconds: dict[str, float] = {}
     status = "failed"
     try:
-        for judge in judges:
+        for judge_index, judge in enumerate(judges):
             judge_id = judge.spec.judge_id
             pending = _pending(judge.planned, store.sweep_judgments(sweep_id, judge_id), item_ids)
             total = len({task.item_index for task, _ in judge.planned})
             completed = total - len({task.item_index for task, _ in pending})
             judge_started = time.perf_counter()
-            for index, chunk in enumerate(sweep_chunks(pending, config.chunk_judgments)):
-                results = judge_chunk(judge.engine, chunk, judge.spec.llm_config.thinking_budget)
+            chunks = sweep_chunks(pending, config.chunk_judgments)
+            for index, results in executor.judged_chunks(judge_index, chunks, threading.Event()):
+                chunk = chunks[index]
                 cells = build_cells(items, judge_id, chunk, results, unrelated, preferred)
                 store.record_sweep_chunk(sweep_id, judgment_rows(cells), score_rows(cells), lease=owner)
                 n_items = len({task.item_index for task, _ in chunk})

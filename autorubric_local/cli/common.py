@@ -1,11 +1,13 @@
-"""Helpers shared by the CLI commands: error mapping, the rubric loader, and option checks that
-run before any judge is loaded (``--run``/``--name``, ``--db``)."""
+"""Helpers shared by the CLI commands: error mapping, the rubric loader, option checks that
+run before any judge is loaded (``--run``/``--name``, ``--db``) and the Ray options (``--ray``,
+``--workers``, ``--worker-cpus``, ``--worker-gpus``)."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 import sys
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +16,7 @@ import click
 from rich.console import Console
 
 from autorubric_local.core.errors import AutorubricError, InputError
+from autorubric_local.runner.config import DistributedConfig
 
 if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.core.rubric import Rubric
@@ -186,3 +189,49 @@ def plain_console(stderr: bool = False) -> Console:
     if stream.isatty():
         return Console(stderr=stderr)
     return Console(stderr=stderr, width=100_000, soft_wrap=True)
+
+
+def ray_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--ray``, ``--workers``, ``--worker-cpus``, ``--worker-gpus`` (read them with
+    :func:`distributed_config`)."""
+    options = [
+        click.option("--ray", "ray_address", default=None, metavar="local|auto|ADDRESS",
+                     help="Grade chunks on Ray actors (the [ray] extra): 'local' starts a Ray head in this process, "
+                          "'auto' joins the cluster started on this machine by `ray start --head`, ADDRESS "
+                          "(HOST:PORT) another one. Each actor loads the judges from its own node's files; this "
+                          "process plans and commits every chunk to --db, so resume and results are those of a "
+                          "local run."),
+        click.option("--workers", type=click.IntRange(min=1), default=None,
+                     help="Ray actors with --ray, each holding every judge. [default: 2]"),
+        click.option("--worker-cpus", type=click.FloatRange(min=0), default=None,
+                     help="CPUs Ray reserves per actor with --ray (its torch threads). [default: 1]"),
+        click.option("--worker-gpus", type=click.FloatRange(min=0), default=None,
+                     help="GPUs Ray reserves per actor with --ray (e.g. the judge's tensor parallel size). "
+                          "[default: 0]"),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def distributed_config(
+    ray_address: str | None, workers: int | None, worker_cpus: float | None, worker_gpus: float | None
+) -> DistributedConfig | None:
+    """The ``DistributedConfig`` of :func:`ray_options` (None without --ray).
+
+    Raises
+    ------
+    click.UsageError
+        A worker option without --ray, or a value ``DistributedConfig`` refuses.
+    """
+    if ray_address is None:
+        given = [name for name, value in (("--workers", workers), ("--worker-cpus", worker_cpus),
+                                          ("--worker-gpus", worker_gpus)) if value is not None]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} only apply with --ray local|auto|ADDRESS")
+        return None
+    settings = {"workers": workers, "num_cpus": worker_cpus, "num_gpus": worker_gpus}
+    try:
+        return DistributedConfig(address=ray_address, **{k: v for k, v in settings.items() if v is not None})
+    except InputError as exc:
+        raise click.UsageError(str(exc)) from exc

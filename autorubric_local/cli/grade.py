@@ -20,9 +20,11 @@ from rich.table import Table
 
 from autorubric_local.cli.common import (
     database_option,
+    distributed_config,
     fail,
     load_rubric,
     plain_console,
+    ray_options,
     run_name_option,
 )
 from autorubric_local.core.errors import AutorubricError, InputError
@@ -37,7 +39,7 @@ from autorubric_local.graders.criterion_grader import CriterionGrader
 from autorubric_local.graders.panel_file import load_judges_file
 from autorubric_local.judges.config import DEFAULT_MODEL, LLMConfig
 from autorubric_local.judges.engines import check_backend_support
-from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS, DistributedConfig
+from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
 if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.runner.results import EvalResult
@@ -83,17 +85,7 @@ DEFAULT_OFF_LABEL_THRESHOLD = 0.5
               help="Continue the run named by --run (only missing items are graded), or start a new one.")
 @click.option("--chunk-judgments", type=click.IntRange(min=1), default=DEFAULT_CHUNK_JUDGMENTS,
               show_default=True, help="Most judgments per engine chunk; each chunk is committed at once.")
-@click.option("--ray", "ray_address", default=None, metavar="local|auto|ADDRESS",
-              help="Grade chunks on Ray actors (the [ray] extra): 'local' starts a Ray head in this process, "
-                   "'auto' joins the cluster started on this machine by `ray start --head`, ADDRESS (HOST:PORT) "
-                   "another one. Each actor loads the judges from its own node's files; this process plans and "
-                   "commits every chunk to --db, so resume and results are those of a local run.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Ray actors with --ray, each holding every judge. [default: 2]")
-@click.option("--worker-cpus", type=click.FloatRange(min=0), default=None,
-              help="CPUs Ray reserves per actor with --ray (its torch threads). [default: 1]")
-@click.option("--worker-gpus", type=click.FloatRange(min=0), default=None,
-              help="GPUs Ray reserves per actor with --ray (e.g. the judge's tensor parallel size). [default: 0]")
+@ray_options
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON instead of a table.")
 @click.option("--jsonl", "as_jsonl", is_flag=True,
@@ -184,13 +176,14 @@ def grade(
     """
     from autorubric_local.data.submissions import load_grading_data
     from autorubric_local.runner import EvalConfig, EvalRunner
+    from autorubric_local.runner.distributed import RayExecutor
 
     console = Console(stderr=True)
     if len(paths) > 2:
         raise click.UsageError(f"expected [RUBRIC] DATA, got {len(paths)} paths")
     if as_json and as_jsonl:
         raise click.UsageError("give --json or --jsonl, not both")
-    distributed = _distributed(ray_address, workers, worker_cpus, worker_gpus)
+    distributed = distributed_config(ray_address, workers, worker_cpus, worker_gpus)
     rubric_path, data_path = (None, paths[0]) if len(paths) == 1 else paths
     rubric = None if rubric_path is None else load_rubric(rubric_path)
     try:
@@ -204,7 +197,8 @@ def grade(
                             chunk_judgments=chunk_judgments, show_progress=not no_progress, distributed=distributed)
         streamed: set[str] = set()
         on_chunk = (lambda chunk: _stream(chunk.graded, streamed)) if as_jsonl else None
-        runner = EvalRunner(dataset, grader, config, data_path=str(data_path), on_chunk=on_chunk)
+        executor = None if distributed is None else RayExecutor(distributed)  # imports ray only when it starts
+        runner = EvalRunner(dataset, grader, config, data_path=str(data_path), on_chunk=on_chunk, executor=executor)
         load_seconds = 0.0
         result = runner.finished_result()
         if result is not None:
@@ -219,10 +213,12 @@ def grade(
                         for judge in grader.judges:
                             grader.engine_for(judge)
                     load_seconds = time.perf_counter() - started
-                else:  # the actors load the judges; their start-up counts as grading time
+                else:  # the actors load the judges when the run starts
                     console.print(f"grading on {distributed.workers} Ray workers ({distributed.address}), each "
                                   f"loading judge {names} from its own files; committing to {db_path}", markup=False)
                 result = runner.run_sync()
+                if executor is not None:
+                    load_seconds = executor.startup_seconds
             finally:
                 grader.release_engines()  # vLLM engines shut down cleanly, their memory returned
     except KeyboardInterrupt:
@@ -262,30 +258,6 @@ def _stream(graded: Sequence[tuple[str, EnsembleEvaluationReport]], streamed: se
             streamed.add(item_id)
             click.echo(json.dumps(_item_json(item_id, report)))
     sys.stdout.flush()
-
-
-def _distributed(
-    address: str | None, workers: int | None, cpus: float | None, gpus: float | None
-) -> DistributedConfig | None:
-    """The ``DistributedConfig`` of --ray, --workers, --worker-cpus and --worker-gpus (None
-    without --ray).
-
-    Raises
-    ------
-    click.UsageError
-        A worker option without --ray.
-    """
-    if address is None:
-        given = [name for name, value in (("--workers", workers), ("--worker-cpus", cpus), ("--worker-gpus", gpus))
-                 if value is not None]
-        if given:
-            raise click.UsageError(f"{', '.join(given)} only apply with --ray local|auto|ADDRESS")
-        return None
-    settings = {"workers": workers, "num_cpus": cpus, "num_gpus": gpus}
-    try:
-        return DistributedConfig(address=address, **{k: v for k, v in settings.items() if v is not None})
-    except InputError as exc:
-        raise click.UsageError(str(exc)) from exc
 
 
 def _failures(result: EvalResult) -> tuple[int, int]:

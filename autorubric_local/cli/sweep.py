@@ -19,9 +19,11 @@ from autorubric_local.bias.aggregate import Estimate, SweepAggregate
 from autorubric_local.bias.sweep import SweepKind, SweepResult, SweepSettings
 from autorubric_local.cli.common import (
     database_option,
+    distributed_config,
     fail,
     load_rubric,
     name_option,
+    ray_options,
     run_name_option,
 )
 from autorubric_local.core.errors import AutorubricError
@@ -65,7 +67,7 @@ def _sweep_options(command: Callable[..., Any]) -> Callable[..., Any]:
     ]
     for option in reversed(options):
         command = option(command)
-    return command
+    return ray_options(command)
 
 
 @click.command()
@@ -83,6 +85,10 @@ def sweep(rubric_path: Path, data_path: Path, **options: Any) -> None:
     Example:
 
         autorubric-local sweep examples/battery_rubric.yaml examples/battery_submissions.jsonl --run battery-bias --json
+
+    On Ray actors (--ray local|auto|ADDRESS; this process commits each chunk):
+
+        autorubric-local sweep examples/battery_rubric.yaml examples/battery_submissions.jsonl --run battery-bias --ray auto --workers 4
 
     Results go to the SQLite file --db after every chunk; after a crash or Ctrl-C, run the same
     command with the same --run NAME to judge only what is missing.
@@ -145,12 +151,14 @@ def _run(
     data_path: Path, *, model: str, judges_path: Path | None, unrelated_option: bool, db_path: Path,
     plot_dir: Path | None, seed: int, no_shuffle: bool, n_bootstrap: int, limit: int | None,
     run_name: str | None, name: str | None, resume: bool, chunk_judgments: int, as_json: bool,
+    ray_address: str | None, workers: int | None, worker_cpus: float | None, worker_gpus: float | None,
 ) -> None:
     from autorubric_local.bias.report import sweep_to_dict
     from autorubric_local.bias.stored import SweepChunkReport, run_stored_sweep
     from autorubric_local.runner.config import EvalConfig
 
     console = Console(stderr=True)
+    distributed = distributed_config(ray_address, workers, worker_cpus, worker_gpus)
     if name is not None:
         if run_name is not None and run_name != name:
             raise click.UsageError(f"--name is a deprecated alias of --run; got --run {run_name!r} and --name {name!r}")
@@ -166,7 +174,7 @@ def _run(
         settings = SweepSettings(kind=kind, seed=seed, shuffle_options=not no_shuffle,
                                  unrelated_option=unrelated_option, n_bootstrap=n_bootstrap)
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume,
-                            chunk_judgments=chunk_judgments, show_progress=False)
+                            chunk_judgments=chunk_judgments, show_progress=False, distributed=distributed)
         with console.status(f"sweeping {len(items)} items with {len(judges)} judge(s) ..."):
             stored = run_stored_sweep(items, judges, settings, config, name=name, preferred=preferred,
                                       rubric=rubric, data_path=str(data_path), on_chunk=report)

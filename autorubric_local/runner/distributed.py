@@ -25,12 +25,17 @@ import math
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Self
 
 from autorubric_local.core.errors import EngineError, InputError
-from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
+from autorubric_local.graders.criterion_grader import (
+    CriterionGrader,
+    GradedItem,
+    JudgeSpec,
+)
 from autorubric_local.runner.checkpoint import PlannedItem
 from autorubric_local.runner.config import RAY_AUTO, RAY_LOCAL, DistributedConfig
 from autorubric_local.runner.executors import EngineRecord, engine_records, grade_chunk
@@ -55,9 +60,8 @@ def import_ray() -> Any:
     return ray
 
 
-def shippable_grader(grader: CriterionGrader) -> CriterionGrader:
-    """A copy of ``grader`` to send to workers: its settings and judge configs, without loaded
-    engines (each worker loads its own from the judges' ``LLMConfig``).
+def refuse_built_engines(judges: Sequence[JudgeSpec]) -> None:
+    """Refuse judges that cannot be sent to Ray workers.
 
     Raises
     ------
@@ -65,13 +69,25 @@ def shippable_grader(grader: CriterionGrader) -> CriterionGrader:
         A judge's ``LLMConfig.engine`` holds an engine object built in this process: it cannot
         be sent to another process (weights, open devices); give the judge by ``model`` instead.
     """
-    built = [j.judge_id for j in grader.judges if j.llm_config.engine is not None]
+    built = [j.judge_id for j in judges if j.llm_config.engine is not None]
     if built:
         raise InputError(
             f"distributed grading sends judge configs to Ray workers, which load the models themselves; judges "
             f"{built} have LLMConfig.engine (an engine object built in this process), which cannot be shipped. "
             "Give them by model (preset, model folder or .gguf file present on every node) instead"
         )
+
+
+def shippable_grader(grader: CriterionGrader) -> CriterionGrader:
+    """A copy of ``grader`` to send to workers: its settings and judge configs, without loaded
+    engines (each worker loads its own from the judges' ``LLMConfig``).
+
+    Raises
+    ------
+    InputError
+        As :func:`refuse_built_engines`.
+    """
+    refuse_built_engines(grader.judges)
     shipped = copy.copy(grader)
     shipped._engines = {}  # loaded models stay in this process; the copy loads its own
     shipped._priors = dict(grader._priors)
@@ -80,7 +96,7 @@ def shippable_grader(grader: CriterionGrader) -> CriterionGrader:
 
 
 class GraderWorker:
-    """What one Ray actor holds: a grader whose engines are loaded in the actor's process.
+    """What one Ray actor holds for a run: a grader whose engines are loaded in the actor's process.
 
     Parameters
     ----------
@@ -93,11 +109,11 @@ class GraderWorker:
         self.grader = grader
         self.records = engine_records(grader)
 
-    def engines(self) -> tuple[str, int, dict[str, EngineRecord]]:
+    def ready(self) -> tuple[str, int, dict[str, EngineRecord]]:
         """``(host, pid, engine records)`` of this actor (:func:`~.executors.engine_records`)."""
         return socket.gethostname(), os.getpid(), self.records
 
-    def grade(self, seed: int, chunk: Sequence[PlannedItem]) -> tuple[int, list[GradedItem]]:
+    def grade(self, chunk: Sequence[PlannedItem], seed: int) -> tuple[int, list[GradedItem]]:
         """``(pid, graded items in chunk order)``: ``chunk`` through
         :func:`~.executors.grade_chunk` with the option-shuffle ``seed`` of the run."""
         self.grader.seed = seed
@@ -108,10 +124,13 @@ def _no_progress(_: int) -> None:
     return None
 
 
-class RayExecutor:
-    """Grades chunks on ``settings.workers`` Ray actors (module docstring); a context manager
-    around one run: the actors are killed on exit, and a Ray head this executor started is shut
-    down.
+class RayActors:
+    """A pool of ``settings.workers`` Ray actors of one class and a bounded queue of chunks to
+    them; a context manager: the actors are killed on exit, and a Ray head this pool started is
+    shut down. :class:`RayExecutor` (runs) and the bias sweeps' executor are built on it.
+
+    An actor class for the pool has a ``ready()`` method answering ``(host, pid, payload)`` and
+    chunk methods answering ``(pid, result)``.
 
     Parameters
     ----------
@@ -123,17 +142,18 @@ class RayExecutor:
         How many chunks each actor process handed back (a restarted actor has a new pid).
     hosts : dict of int to str
         The host of each actor process seen at start-up.
+    startup_seconds : float
+        How long :meth:`start` took (connecting to Ray, the actors loading the judges).
     """
 
     def __init__(self, settings: DistributedConfig) -> None:
         self.settings = settings
         self.chunks_by_pid: dict[int, int] = {}
         self.hosts: dict[int, str] = {}
+        self.startup_seconds = 0.0
         self._ray: Any = None
         self._started_ray = False
         self._actors: list[Any] = []
-
-    # ------------------------------------------------------------------ lifecycle
 
     def __enter__(self) -> Self:
         return self
@@ -183,68 +203,53 @@ class RayExecutor:
         self._ray = ray
         return ray
 
-    # ------------------------------------------------------------------ the executor protocol
-
-    def engines(self, grader: CriterionGrader) -> dict[str, EngineRecord]:
-        """Start the actors and wait until each has loaded every judge; return their engine
-        records (the same on every actor).
+    def start(self, worker_class: type, *args: Any) -> list[tuple[str, int, Any]]:
+        """Start the actors (``worker_class(*args)`` in each, sent by value: a restarted actor is
+        built again from them) and wait until each is ready; their ``ready()`` answers.
 
         Raises
         ------
-        InputError
-            As :func:`shippable_grader`.
         EngineError
-            Ray is missing or unreachable, an actor could not load a judge (the message holds
-            its error), or two actors loaded different models for one judge (their nodes hold
-            different files).
+            Ray is missing or unreachable, or an actor could not start (the message holds its
+            error, e.g. a judge it could not load).
         """
-        shipped = shippable_grader(grader)
+        started = time.perf_counter()
         ray = self.connect()
         s = self.settings
-        worker = ray.remote(GraderWorker).options(
+        actor_class = ray.remote(worker_class).options(
             num_cpus=s.num_cpus, num_gpus=s.num_gpus, max_restarts=s.max_restarts, max_task_retries=s.max_task_retries
         )
-        # The grader goes by value (not ray.put): a restarted actor is built again from these arguments.
-        self._actors = [worker.remote(shipped) for _ in range(s.workers)]
+        self._actors = [actor_class.remote(*args) for _ in range(s.workers)]
         try:
-            answers = ray.get([actor.engines.remote() for actor in self._actors])
+            answers = ray.get([actor.ready.remote() for actor in self._actors])
         except ray.exceptions.RayError as exc:
             raise EngineError(f"a Ray worker could not load the judges: {exc}") from exc
         self.hosts = {pid: host for host, pid, _ in answers}
-        first = answers[0][2]
-        for host, pid, records in answers[1:]:
-            if records != first:
-                raise EngineError(f"Ray workers loaded different judges: {answers[0][0]} (pid {answers[0][1]}) "
-                                  f"{first} but {host} (pid {pid}) {records}; every node needs the same model files")
-        return first
+        self.startup_seconds = time.perf_counter() - started
+        return answers
 
     def worker_pids(self) -> list[int]:
         """Process ids of the actors as they are now, one per actor (asks each actor)."""
         ray = self.connect()
-        return [pid for _, pid, _ in ray.get([actor.engines.remote() for actor in self._actors])]
+        return [pid for _, pid, _ in ray.get([actor.ready.remote() for actor in self._actors])]
 
-    def graded_chunks(
-        self,
-        grader: CriterionGrader,
-        chunks: Sequence[Sequence[PlannedItem]],
-        progress: Callable[[int], None],
-        stop: threading.Event,
-    ) -> Iterator[tuple[int, list[GradedItem]]]:
-        """``(chunk index, graded items)`` in completion order, each chunk once (the
-        :class:`~.executors.ChunkExecutor` protocol). Each actor holds at most
-        ``chunks_per_worker`` chunks; a freed actor gets the next chunk. ``progress`` gets a
-        chunk's judgments when it comes back.
+    def dispatch(
+        self, method: str, chunks: Sequence[Any], args: tuple[Any, ...], stop: threading.Event
+    ) -> Iterator[tuple[int, Any]]:
+        """``(chunk index, result)`` of ``actor.method(chunk, *args)`` for every chunk, in
+        completion order, each chunk once. Each actor holds at most ``chunks_per_worker`` chunks;
+        a freed actor gets the next one. Once ``stop`` is set no chunk is sent; chunks already
+        sent are still yielded.
 
         Raises
         ------
         EngineError
             An actor died more often than ``max_restarts`` allows, or a chunk was lost more
-            often than ``max_task_retries`` allows (chunks committed so far are kept).
+            often than ``max_task_retries`` allows.
         """
         ray = self.connect()
         if not self._actors:
-            raise RuntimeError("RayExecutor.graded_chunks before engines()")
-        seed = grader.seed
+            raise RuntimeError("RayActors.dispatch before start()")
         queue = list(enumerate(chunks))[::-1]  # popped from the end: chunk 0 first
         load = [0] * len(self._actors)
         in_flight: dict[Any, tuple[int, int]] = {}  # object ref -> (chunk index, actor index)
@@ -254,7 +259,7 @@ class RayExecutor:
                 if load[actor] >= self.settings.chunks_per_worker:
                     break
                 index, chunk = queue.pop()
-                in_flight[self._actors[actor].grade.remote(seed, list(chunk))] = (index, actor)
+                in_flight[getattr(self._actors[actor], method).remote(list(chunk), *args)] = (index, actor)
                 load[actor] += 1
             if not in_flight:
                 return
@@ -262,12 +267,66 @@ class RayExecutor:
             index, actor = in_flight.pop(ref)
             load[actor] -= 1
             try:
-                pid, graded = ray.get(ref)
+                pid, result = ray.get(ref)
             except ray.exceptions.RayActorError as exc:
                 raise EngineError(f"Ray worker {actor} died while grading chunk {index} and could not be restarted "
                                   f"(max_restarts={self.settings.max_restarts}): {exc}") from exc
             except ray.exceptions.ObjectLostError as exc:
                 raise EngineError(f"chunk {index}: its result was lost: {exc}") from exc
             self.chunks_by_pid[pid] = self.chunks_by_pid.get(pid, 0) + 1
+            yield index, result
+
+
+def same_everywhere(answers: Sequence[tuple[str, int, Any]], what: str) -> Any:
+    """The payload every actor answered ``ready()`` with.
+
+    Raises
+    ------
+    EngineError
+        Two actors answered differently (their nodes hold different model files).
+    """
+    host, pid, first = answers[0]
+    for other_host, other_pid, payload in answers[1:]:
+        if payload != first:
+            raise EngineError(f"Ray workers loaded different {what}: {host} (pid {pid}) {first} but {other_host} "
+                              f"(pid {other_pid}) {payload}; every node needs the same model files")
+    return first
+
+
+class RayExecutor(RayActors):
+    """Grades a run's chunks on ``settings.workers`` Ray actors (:class:`GraderWorker`; module
+    docstring): the :class:`~.executors.ChunkExecutor` of a distributed run."""
+
+    def engines(self, grader: CriterionGrader) -> dict[str, EngineRecord]:
+        """Start the actors with :func:`shippable_grader`'s copy of ``grader`` and wait until
+        each has loaded every judge; return their engine records (the same on every actor).
+
+        Raises
+        ------
+        InputError
+            As :func:`shippable_grader` (before Ray is asked for anything).
+        EngineError
+            As :meth:`RayActors.start`, or two actors loaded different models for one judge.
+        """
+        shipped = shippable_grader(grader)
+        return same_everywhere(self.start(GraderWorker, shipped), "judges")
+
+    def graded_chunks(
+        self,
+        grader: CriterionGrader,
+        chunks: Sequence[Sequence[PlannedItem]],
+        progress: Callable[[int], None],
+        stop: threading.Event,
+    ) -> Iterator[tuple[int, list[GradedItem]]]:
+        """``(chunk index, graded items)`` in completion order, each chunk once
+        (:meth:`RayActors.dispatch`; the :class:`~.executors.ChunkExecutor` protocol).
+        ``progress`` gets a chunk's judgments when it comes back.
+
+        Raises
+        ------
+        EngineError
+            As :meth:`RayActors.dispatch` (chunks committed so far are kept).
+        """
+        for index, graded in self.dispatch("grade", chunks, (grader.seed,), stop):
             progress(sum(len(item.results) for item in graded))
             yield index, graded
