@@ -25,10 +25,6 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 HOSTED_VALUES: dict[str, Any] = {
     "timeout": 30.0,
     "max_retries": 3,
-    "max_parallel_requests": 4,
-    "cache_enabled": True,
-    "cache_dir": "/tmp/judge-cache",
-    "cache_ttl": 3600,
     "prompt_caching": False,
     "api_key": "sk-secret-123",
     "api_base": "http://localhost:8000/v1",
@@ -36,6 +32,10 @@ HOSTED_VALUES: dict[str, Any] = {
     "extra_params": {"reasoning_effort": "high"},
 }
 """AutoRubric's hosted-API settings, none of which a local backend implements."""
+
+REQUEST_SETTINGS: dict[str, Any] = {"max_parallel_requests": 4, "cache_enabled": True, "cache_dir": "/tmp/judge-cache",
+                                    "cache_ttl": 3600}
+"""AutoRubric's request settings that local backends honour too (engine/cached.py)."""
 
 HONOURED: dict[str, dict[str, Any]] = {
     "transformers": {"temperature": 0.7, "max_tokens": 200, "seed": 5, "thinking": "low", "device": "cpu",
@@ -50,6 +50,8 @@ HONOURED: dict[str, dict[str, Any]] = {
                  "context_length": 1024, "explanation_max_tokens": 40, "explanation_style": "free",
                  "on_overflow": "truncate", "prompt_format": "completion"},
 }
+for _fields in HONOURED.values():
+    _fields.update(REQUEST_SETTINGS)
 """Fields each backend reads (judges/engines.py, the engines and graders), with non-default values."""
 
 

@@ -1,10 +1,12 @@
-"""``LLMConfig.max_parallel_requests``: at most N requests in flight per provider.
+"""``LLMConfig.max_parallel_requests``: at most N requests in flight per provider or engine.
 
 A provider is the LiteLLM provider prefix of the model string (``openai`` in
 ``openai/qwen2.5``) together with the API base, so two servers reached through the same
-OpenAI-compatible protocol are limited separately. The limit is process-wide: one
-``threading.BoundedSemaphore`` per (provider, limit), shared by every client, thread and event
-loop of the process; an async caller waits for a slot without blocking its event loop.
+OpenAI-compatible protocol are limited separately. A local engine is its own provider
+(:func:`engine_key`): the limit counts its batched calls in flight. The limit is process-wide:
+one ``threading.BoundedSemaphore`` per (key, limit), shared by every client, thread and event
+loop of the process; an async caller waits for a slot without blocking its event loop
+(:func:`request_slot`), a thread blocks (:func:`blocking_slot`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
-__all__ = ["provider_key", "request_slot"]
+__all__ = ["blocking_slot", "engine_key", "provider_key", "request_slot"]
 
 _LOCK = threading.Lock()
 _SLOTS: dict[tuple[str, int], threading.BoundedSemaphore] = {}
@@ -26,6 +28,12 @@ def provider_key(model: str, api_base: str | None) -> str:
     ``"openai/x"``, the whole string when it has no ``/``) and the API base (``"default"``)."""
     provider = model.split("/", 1)[0] if "/" in model else model
     return f"{provider}@{(api_base or 'default').rstrip('/')}"
+
+
+def engine_key(engine: object) -> str:
+    """``"engine:<model_id>@<object id>"``: the key of one loaded local engine (every grader and
+    judge using that engine object shares its slots)."""
+    return f"engine:{getattr(engine, 'model_id', type(engine).__name__)}@{id(engine):x}"
 
 
 def _semaphore(key: str, limit: int) -> threading.BoundedSemaphore:
@@ -54,3 +62,22 @@ async def request_slot(key: str, limit: int | None) -> AsyncIterator[None]:
         yield
     finally:
         semaphore.release()
+
+
+@contextlib.contextmanager
+def blocking_slot(key: str, limit: int | None) -> Iterator[None]:
+    """Hold one of ``limit`` slots of ``key`` for the block, waiting in this thread; no limit
+    when None. The slots are those of :func:`request_slot` (same key, same limit).
+
+    Raises
+    ------
+    ValueError
+        If ``limit`` is below 1.
+    """
+    if limit is None:
+        yield
+        return
+    if limit < 1:
+        raise ValueError(f"max_parallel_requests must be >= 1, got {limit}")
+    with _semaphore(key, limit):
+        yield

@@ -1,6 +1,9 @@
-"""On-disk response cache of hosted calls: one SQLite file under ``LLMConfig.cache_dir``.
+"""On-disk response cache: one SQLite file under ``LLMConfig.cache_dir``.
 
-A response is stored under a SHA-256 key of everything that decides it: the model string, the
+It serves hosted calls (:mod:`~.hosted_client`) and local engines' label scores and
+generations (:mod:`~.cached`), under keys that cannot collide (each names what it caches).
+
+A hosted response is stored under a SHA-256 key of everything that decides it: the model string, the
 API base, the full messages list, the response-format JSON schema (and how it is sent), and the
 sampling parameters (temperature, max_tokens, top_p, seed, thinking, logprobs, extra params).
 A different value of any of them is a different entry. Entries older than ``ttl`` seconds are
@@ -17,6 +20,7 @@ import hashlib
 import json
 import sqlite3
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +82,31 @@ class ResponseCache:
                 db.execute("DELETE FROM responses WHERE key = ?", (key,))
                 return None
         return json.loads(row[0])
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The bodies of those ``keys`` that are stored and fresh (:meth:`get` for many keys, one
+        connection); absent and expired keys are left out (expired ones deleted)."""
+        found: dict[str, dict[str, Any]] = {}
+        now = time.time()
+        with self._connect() as db:
+            for key in dict.fromkeys(keys):
+                row = db.execute("SELECT body_json, created_utc FROM responses WHERE key = ?", (key,)).fetchone()
+                if row is None:
+                    continue
+                if self.ttl is not None and now - row[1] > self.ttl:
+                    db.execute("DELETE FROM responses WHERE key = ?", (key,))
+                    continue
+                found[key] = json.loads(row[0])
+        return found
+
+    def put_many(self, entries: Mapping[str, dict[str, Any]]) -> None:
+        """Store several bodies by key in one transaction (:meth:`put` for many)."""
+        if not entries:
+            return
+        now = time.time()
+        with self._connect() as db:
+            db.executemany("INSERT OR REPLACE INTO responses (key, body_json, created_utc) VALUES (?, ?, ?)",
+                           [(key, json.dumps(body, ensure_ascii=False), now) for key, body in entries.items()])
 
     def put(self, key: str, body: dict[str, Any]) -> None:
         """Store ``body`` under ``key`` (replacing an older entry), stamped now."""

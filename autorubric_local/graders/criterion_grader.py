@@ -38,6 +38,7 @@ from autorubric_local.core.types import (
 )
 from autorubric_local.data.dataset import RubricDataset
 from autorubric_local.engine.base import Engine
+from autorubric_local.engine.cached import with_request_settings
 from autorubric_local.graders.aggregation import Strategies, check_criterion_override
 from autorubric_local.graders.assembly import (
     binary_criterion_report,
@@ -437,7 +438,7 @@ class CriterionGrader:
         for workload in self._workloads([*tasks, *extra]):
             first = self.judges[workload[0].judge_index]
             outcome = run_tasks(
-                self.engine_for(first),
+                with_request_settings(self.engine_for(first), first.llm_config),  # response cache, calls in flight
                 workload,
                 mode=self.mode,
                 reasoning_first=self._reasoning_first(first),
@@ -532,13 +533,17 @@ class CriterionGrader:
         return budget + 32
 
     def _workloads(self, tasks: Sequence[JudgmentTask]) -> list[list[JudgmentTask]]:
-        """Tasks grouped by (engine, judging mode, budget, explanation style): one engine call sequence per group."""
-        groups: dict[tuple[int, bool, int, str], list[JudgmentTask]] = defaultdict(list)
+        """Tasks grouped by (engine, judging mode, budget, explanation style, request settings):
+        one engine call sequence per group (judges of one engine with different
+        ``cache_enabled``/``cache_dir``/``cache_ttl``/``max_parallel_requests`` are kept apart)."""
+        groups: dict[tuple[Any, ...], list[JudgmentTask]] = defaultdict(list)
         for task in tasks:
             judge = self.judges[task.judge_index]
             config = judge.llm_config
             budget = max(config.thinking_budget, config.explanation_budget)
-            groups[(id(self.engine_for(judge)), self._reasoning_first(judge), budget, config.explanation_kind)].append(task)
+            requests = (config.cache_enabled, config.cache_dir, config.cache_ttl, config.max_parallel_requests)
+            groups[(id(self.engine_for(judge)), self._reasoning_first(judge), budget, config.explanation_kind,
+                    requests)].append(task)
         return list(groups.values())
 
     def _assemble(

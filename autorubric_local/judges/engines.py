@@ -56,8 +56,6 @@ DEFAULT_LLAMACPP_CONTEXT = 8192
 llama.cpp allocates its cache up front, so a preset's 32k context would hold ~0.6 GB for a
 270M model; longer prompts need ``context_length`` set."""
 _HOSTED = "hosted and server judges need backend='hosted' (LiteLLM; README, \"Hosted and server judges\")"
-_NO_CACHE = ("there is no response cache; graded items are kept in the results database and an "
-             "interrupted run resumes from it")
 
 
 @dataclass(frozen=True)
@@ -73,12 +71,6 @@ UNSUPPORTED_FIELDS: dict[str, Unsupported] = {
     "timeout": Unsupported(f"a local judge runs in this process, there is no request to time out; {_HOSTED}"),
     "max_retries": Unsupported(
         f"a local engine call is not retried (a failed judgment is stored as an error row); {_HOSTED}"),
-    "max_parallel_requests": Unsupported(
-        "a local engine batches a whole chunk of judgments; bound a chunk with EvalConfig.max_concurrent_items "
-        f"or chunk_judgments; {_HOSTED}"),
-    "cache_enabled": Unsupported(_NO_CACHE),
-    "cache_dir": Unsupported(_NO_CACHE),
-    "cache_ttl": Unsupported(_NO_CACHE),
     "prompt_caching": Unsupported(
         "a local engine always shares the prompt prefix of a chunk's judgments (trie packing, vLLM prefix "
         "caching); it cannot be turned off"),
