@@ -217,3 +217,35 @@ def test_the_share_reaches_the_vllm_arguments(monkeypatch: pytest.MonkeyPatch, t
     assert built[str(tiny_model_dir)]["max_num_seqs"] == 8
     assert grader.describe()["judges"][0]["llm_config"]["gpu_memory_utilization"] is None  # not in the run hash
     assert grader.release_engines() == 2
+
+
+def test_grade_releases_the_judges_it_loaded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_model_dir: Path,
+                                             second_model_dir: Path) -> None:
+    """The ``grade`` command releases its judges' engines when the run ends."""
+    import torch
+    from click.testing import CliRunner
+
+    from autorubric_local.cli import main
+    from autorubric_local.graders import criterion_grader
+
+    loaded: list[weakref.ref[Any]] = []
+
+    def load_and_watch(config: LLMConfig) -> Any:
+        engine = engines.load_engine(config)
+        loaded.append(weakref.ref(engine))
+        return engine
+
+    monkeypatch.setattr(criterion_grader, "load_engine", load_and_watch)
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # keep the suite single-threaded
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    judges = tmp_path / "judges.yaml"
+    judges.write_text(f"judges:\n  - judge_id: a\n    model: {tiny_model_dir}\n"
+                      f"  - judge_id: b\n    model: {second_model_dir}\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["grade", str(examples / "battery_rubric.yaml"),
+                                       str(examples / "battery_submissions.jsonl"), "--judges", str(judges),
+                                       "--db", str(tmp_path / "r.sqlite"), "--limit", "1", "--json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert len(loaded) == 2
+    gc.collect()
+    assert [ref() for ref in loaded] == [None, None]  # released, and nothing else holds them
