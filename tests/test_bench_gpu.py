@@ -31,8 +31,8 @@ def test_the_cpu_smoke_run_writes_a_cpu_table(tmp_path: Path, capsys: pytest.Cap
     except ModelNotFoundError:
         pytest.skip("the SmolLM2 judge is not installed (its tokenizer is the benchmark's)")
     out = tmp_path / "bench_smoke.txt"
-    assert bench_gpu.main(["--tiny", "--config", "llama-3.1-8b-instruct", "--items", "1", "--no-vllm",
-                           "--out", str(out)]) == 0
+    assert bench_gpu.main(["--tiny", "--config", "llama-3.1-8b-instruct", "--items", "1", "--explanation-tokens", "2",
+                           "--no-vllm", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("bench_gpu (CPU smoke run, NOT GPU figures) on cpu: ")
     report = json.loads(printed.strip().splitlines()[-1])
