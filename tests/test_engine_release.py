@@ -289,3 +289,25 @@ def test_two_vllm_judges_share_memory_and_their_engine_cores_exit_on_release(tmp
     assert result["released"] == 2
     assert not [c for c in result["after"] if c["name"].startswith("VLLM::")]
     assert result["llms_collected"] == [True, True] and result["cache"] == 0
+
+
+def test_a_run_releases_the_engines_it_loaded_and_keeps_the_callers(tiny_model_dir: Path,
+                                                                     second_model_dir: Path) -> None:
+    """``evaluate`` (the local executor) releases the judges it loaded when the run ends; a judge
+    whose engine the caller had loaded before the run keeps it."""
+    import asyncio
+
+    from autorubric_local.core.rubric import Rubric
+    from autorubric_local.data.dataset import RubricDataset
+    from autorubric_local.runner import evaluate
+
+    dataset = RubricDataset(prompt="Which cathode?", rubric=Rubric([Criterion(requirement="Names the cathode")]))
+    dataset.add_item("The cathode is NMC.")
+    grader = _two_model_grader(tiny_model_dir, second_model_dir)
+    kept = grader.engine_for(grader.judges[0])  # loaded by the caller: not the run's to release
+    result = asyncio.run(evaluate(dataset, grader, show_progress=False))
+    assert result.failed_items == 0
+    assert grader.loaded_judges() == {"a"}
+    assert not engines.was_released(kept)
+    assert grader.engine_for(grader.judges[0]) is kept
+    grader.release_engines()

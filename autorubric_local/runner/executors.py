@@ -116,10 +116,20 @@ class ChunkExecutor(Protocol):
 
 
 class LocalExecutor:
-    """Grades chunks in this process, in order, one at a time (the default executor)."""
+    """Grades chunks in this process, in order, one at a time (the default executor).
+
+    The judges' engines it loads are released when the run ends (``__exit__``,
+    ``CriterionGrader.release_engines``: a vLLM engine is shut down and its memory returned);
+    engines the grader already held when the run started are the caller's and are kept.
+    """
+
+    def __init__(self) -> None:
+        self._loaded: tuple[CriterionGrader, list[str]] | None = None
 
     def engines(self, grader: CriterionGrader) -> dict[str, EngineRecord]:
         """:func:`engine_records` (loads the judges in this process)."""
+        held = grader.loaded_judges()
+        self._loaded = (grader, [judge.judge_id for judge in grader.judges if judge.judge_id not in held])
         return engine_records(grader)
 
     def graded_chunks(
@@ -141,4 +151,7 @@ class LocalExecutor:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        return None
+        loaded, self._loaded = self._loaded, None
+        if loaded is not None:
+            grader, judge_ids = loaded
+            grader.release_engines(judge_ids)
