@@ -7,7 +7,8 @@ results in input order (one result per request, never raising for a single bad r
   every allowed label continuation given ``prefix + suffix`` (multi-token labels summed over
   all of their tokens, teacher-forced).
 - :meth:`Engine.generate`: constrained generation of a JSON string body (an explanation),
-  continuing ``prefix + suffix`` until the closing quote or ``max_new_tokens``.
+  continuing ``prefix + suffix`` until the closing quote or ``max_new_tokens``; or of any text
+  matching a request's own regex (``GenerateRequest.pattern``).
 
 Requests are split into a ``prefix`` (everything an item shares across criteria: system prompt,
 query, reference, submission) and a ``suffix`` (criterion, options, assistant opener). The
@@ -65,21 +66,31 @@ class GenerateRequest:
         Constrain the body to one sentence (:data:`~.constrained.JSON_SENTENCE_BODY_REGEX`):
         it ends at its first sentence end. False allows any length
         (:data:`~.constrained.JSON_STRING_BODY_REGEX`).
+    pattern : str, optional
+        Generate any text matching this regex instead of a JSON string body (``LLMClient`` on
+        a local engine: a JSON schema's regex, or :data:`~.constrained.FREE_TEXT_REGEX`). The
+        text ends where the regex can only end, or at the model's end-of-sequence token where
+        the regex may end, or at ``max_new_tokens`` (``truncated=True``); it is returned as
+        generated (nothing unescaped, the end-of-sequence token left out). ``sentence`` is
+        then ignored.
     """
 
     prefix: str
     suffix: str
     max_new_tokens: int = 96
     sentence: bool = False
+    pattern: str | None = None
 
     @property
     def regex(self) -> str:
-        """The regex the body must match, closing quote included."""
+        """The regex the text must match: ``pattern``, else a JSON string body, closing quote included."""
         from autorubric_local.engine.constrained import (
             JSON_SENTENCE_BODY_REGEX,
             JSON_STRING_BODY_REGEX,
         )
 
+        if self.pattern is not None:
+            return self.pattern
         return JSON_SENTENCE_BODY_REGEX if self.sentence else JSON_STRING_BODY_REGEX
 
 

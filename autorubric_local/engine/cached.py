@@ -9,7 +9,7 @@ AutoRubric's ``cache_enabled`` / ``cache_dir`` / ``cache_ttl`` and ``max_paralle
   same SQLite response cache hosted calls use (:class:`~.response_cache.ResponseCache` under
   ``cache_dir``, entries served for ``cache_ttl`` seconds, None: until cleared), keyed by the
   engine's class and ``model_id``, the exact prompt (prefix and suffix), the labels or the
-  decoding budget and sentence switch, and the settings that can change an answer
+  decoding budget, sentence switch and regex, and the settings that can change an answer
   (``temperature``, ``top_p``, ``seed``, ``dtype``, ``device``). A request answered before is
   served from the cache and never reaches the model; only the others are sent, in one batched
   call. An answer with an error is not kept. A cached answer repeats the token ``usage``
@@ -94,14 +94,19 @@ class CachedEngine:
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
         """Generations of ``requests`` in input order, cached like :meth:`score`."""
-        keys = [self._key("local-generate", r.prefix, r.suffix, max_new_tokens=r.max_new_tokens, sentence=r.sentence)
+        return [generation for generation, _ in self.generate_with_hits(requests)]
+
+    def generate_with_hits(self, requests: Sequence[GenerateRequest]) -> list[tuple[Generation, bool]]:
+        """:meth:`generate`, each generation with whether it was read from the cache."""
+        keys = [self._key("local-generate", r.prefix, r.suffix, max_new_tokens=r.max_new_tokens, sentence=r.sentence,
+                          pattern=r.pattern)
                 for r in requests]
         found = self.cache.get_many(keys) if self.cache is not None else {}
         missing = [i for i, key in enumerate(keys) if key not in found]
         answered = self._call(self.engine.generate, [requests[i] for i in missing])
         fresh = dict(zip(missing, answered))
         self._store({keys[i]: _generation_body(g) for i, g in fresh.items() if g.error is None})
-        return [fresh[i] if i in fresh else _generation_from(found[key]) for i, key in enumerate(keys)]
+        return [(fresh[i], False) if i in fresh else (_generation_from(found[key]), True) for i, key in enumerate(keys)]
 
     def _key(self, kind: str, prefix: str, suffix: str, **request: Any) -> str:
         return cache_key(kind=kind, prefix=prefix, suffix=suffix, **request, **self._identity)

@@ -9,7 +9,13 @@ complete match.
 The engines need one grammar, the body of a JSON string (:data:`JSON_STRING_BODY_REGEX`), in
 two lengths: any length, or one sentence (:data:`JSON_SENTENCE_BODY_REGEX`, chosen per request
 by ``GenerateRequest.sentence``); :func:`split_string_body` decodes what was generated,
-whichever backend generated it.
+whichever backend generated it. A request may bring its own regex instead
+(``GenerateRequest.pattern``: ``LLMClient`` on a local engine), such as
+:data:`FREE_TEXT_REGEX`; :func:`read_generated` reads either kind.
+
+Where a regex may end (a final state of its automaton), Outlines allows the vocabulary's
+end-of-sequence token: a branch then ends when it chooses it, or where the regex can only end
+(:meth:`RegexGrammar.new_guide`). Every other special token stays banned.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ _CHAR = r'([^"\\\x00-\x1f.!?]|\\["\\/bfnrt])'
 # sentence end instead of running on to the token budget.
 JSON_SENTENCE_BODY_REGEX = rf'({_CHAR}|[.!?][^"\\\x00-\x1f.!? ])*[.!?]?"'
 
+FREE_TEXT_REGEX = r"(?s:.*)"
+"""Any text: it ends at the model's end-of-sequence token or the token budget."""
+
 
 @dataclass
 class RegexGrammar:
@@ -43,11 +52,15 @@ class RegexGrammar:
         special tokens (``<|im_start|>`` inside an explanation would read as a chat turn).
     temperature : float
         0 chooses the most likely allowed token; above 0 samples from the allowed tokens.
+    eos : tuple of int
+        The vocabulary's end-of-sequence token: allowed (though special) where the regex may
+        end, and ending the branch when chosen (:class:`StoppingGuide`). Empty: never chosen.
     """
 
     index: Any
     temperature: float = 0.0
     banned: tuple[int, ...] = ()
+    eos: tuple[int, ...] = ()
     _allowed: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -58,7 +71,8 @@ class RegexGrammar:
 
         processor = get_regex_logits_processor("outlines_core", outlines.from_transformers(model, tokenizer), regex)
         banned = tuple(sorted(set(getattr(tokenizer, "all_special_ids", []) or [])))
-        return cls(index=processor.index, temperature=temperature, banned=banned)
+        return cls(index=processor.index, temperature=temperature, banned=banned,
+                   eos=_eos(getattr(tokenizer, "eos_token_id", None)))
 
     @classmethod
     def from_tokenizer(cls, tokenizer: Any, regex: str, *, temperature: float = 0.0) -> RegexGrammar:
@@ -76,13 +90,24 @@ class RegexGrammar:
         vocabulary = OutlinesCoreBackend.create_outlines_core_vocabulary(
             wrapped.vocabulary, wrapped.eos_token_id, wrapped.eos_token, wrapped.convert_token_to_string)
         banned = tuple(sorted(set(getattr(tokenizer, "all_special_ids", []) or [])))
-        return cls(index=Index(regex, vocabulary), temperature=temperature, banned=banned)
+        index = Index(regex, vocabulary)
+        return cls(index=index, temperature=temperature, banned=banned, eos=_eos(wrapped.eos_token_id))
 
     def new_guide(self) -> Any:
-        """A fresh walker at the grammar's start state."""
+        """A fresh walker at the grammar's start state (a :class:`StoppingGuide` when ``eos`` is set)."""
         from outlines_core import Guide
 
-        return Guide(self.index)
+        guide = Guide(self.index)
+        return StoppingGuide(guide, self) if self.eos else guide
+
+    def only_ends(self, guide: Any) -> bool:
+        """Whether ``guide``'s state allows nothing but the end-of-sequence token (built once per state)."""
+        key = ("ends", guide.get_state())
+        ends = self._allowed.get(key)
+        if ends is None:
+            ends = set(guide.get_tokens()) <= set(self.eos)
+            self._allowed[key] = ends
+        return bool(ends)
 
     def allowed_ids(self, guide: Any, vocab: int, device: Any) -> Any:
         """Long tensor of the token ids ``guide``'s state allows, in the grammar's own order.
@@ -97,8 +122,9 @@ class RegexGrammar:
         if allowed is None:  # a grammar has few states: each state's token set is built once
             allowed = torch.tensor(guide.get_tokens(), dtype=torch.long, device=device)
             allowed = allowed[allowed < vocab]
-            if self.banned:
-                allowed = allowed[~torch.isin(allowed, torch.tensor(self.banned, device=allowed.device))]
+            banned = [token for token in self.banned if token not in self.eos]
+            if banned:
+                allowed = allowed[~torch.isin(allowed, torch.tensor(banned, device=allowed.device))]
             self._allowed[key] = allowed
         return allowed
 
@@ -177,6 +203,52 @@ def choose_tokens(grammars: Sequence[RegexGrammar], guides: Sequence[Any], logit
     for guide, token in zip(guides, tokens):
         guide.advance(token_id=token, return_tokens=False)
     return tokens
+
+
+class StoppingGuide:
+    """An Outlines ``Guide`` that ends its branch at the end-of-sequence token.
+
+    Outlines allows that token where the regex may end but cannot advance on it; this walker
+    records it instead. :meth:`is_finished` is True once it was chosen, or where the regex can
+    only end (e.g. after a JSON string's closing quote), so a regex that may go on (free text)
+    runs until the model ends it or the budget does.
+    """
+
+    def __init__(self, guide: Any, grammar: RegexGrammar) -> None:
+        self.guide = guide
+        self.grammar = grammar
+        self.ended = False
+
+    def get_state(self) -> Any:
+        return self.guide.get_state()
+
+    def get_tokens(self) -> list[int]:
+        return self.guide.get_tokens()
+
+    def advance(self, token_id: int, return_tokens: bool = False) -> Any:
+        if token_id in self.grammar.eos:
+            self.ended = True
+            return None
+        return self.guide.advance(token_id=token_id, return_tokens=return_tokens)
+
+    def is_finished(self) -> bool:
+        return self.ended or self.grammar.only_ends(self.guide)
+
+
+def _eos(eos_token_id: Any) -> tuple[int, ...]:
+    """The end-of-sequence token the Outlines vocabulary was built with, as ``RegexGrammar.eos``
+    (Outlines takes the tokenizer's ``eos_token_id``; empty when it has none)."""
+    return () if eos_token_id is None else (int(eos_token_id),)
+
+
+def read_generated(request: Any, tokenizer: Any, ids: Sequence[int]) -> tuple[str, bool]:
+    """The text of ``ids`` generated for ``request`` (a ``GenerateRequest``) and whether it was
+    cut inside a JSON string: a JSON string body is decoded by :func:`split_string_body`; a
+    request with its own ``pattern`` gets the text as generated, without its end-of-sequence
+    token (special tokens are never part of the text), and ``False``."""
+    if getattr(request, "pattern", None) is None:
+        return split_string_body(tokenizer.decode(ids))
+    return tokenizer.decode(ids, skip_special_tokens=True), False
 
 
 def seeded_sampler(temperature: float, seed: int | None) -> Any:

@@ -74,7 +74,7 @@ from autorubric_local.engine.base import (
     mass_outside,
 )
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
-from autorubric_local.engine.constrained import split_string_body
+from autorubric_local.engine.constrained import read_generated
 from autorubric_local.engine.llamacpp_context import (
     DecodeError,
     LlamaContext,
@@ -297,7 +297,7 @@ class LlamaCppEngine(HFTextMixin):
         elapsed = time.perf_counter() - start
         total = sum(spent.values()) or 1
         for index, ids, reused, closed in work:
-            body, truncated = split_string_body(self.tokenizer.decode(ids))
+            body, truncated = read_generated(requests[index], self.tokenizer, ids)
             results[index] = Generation(
                 body,
                 truncated=truncated or not closed,

@@ -34,7 +34,7 @@ from autorubric_local.engine.base import (
 )
 from autorubric_local.engine.batched import Unit, run_units, trie_allowed
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat, SeamError
-from autorubric_local.engine.constrained import split_string_body
+from autorubric_local.engine.constrained import read_generated
 from autorubric_local.engine.packing import (
     PackedRow,
     chunk_trees,
@@ -372,7 +372,7 @@ class TransformersEngine(HFTextMixin):
         decoded, shared = self._packed_or_plain(lambda: self._generate_packed(work), lambda: self._generate_each(work))
         elapsed = time.perf_counter() - start
         for position, (index, (ids, closed)) in enumerate(zip(runnable, decoded)):
-            body, truncated = split_string_body(self.tokenizer.decode(ids))
+            body, truncated = read_generated(requests[index], self.tokenizer, ids)
             prompt_tokens = len(prompts[index])
             results[index] = Generation(
                 body,

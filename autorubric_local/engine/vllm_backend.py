@@ -338,7 +338,10 @@ class VLLMEngine(HFTextMixin):
         total = sum(computed) or 1
         for index, prompt, output, work in zip(runnable, prompts, outputs, computed):
             completion = output.outputs[0]
-            text, truncated = split_string_body(completion.text)
+            if requests[index].pattern is None:
+                text, truncated = split_string_body(completion.text)
+            else:  # the request's own regex: the text as generated (vLLM leaves special tokens out)
+                text, truncated = completion.text, completion.finish_reason == "length"
             results[index] = Generation(
                 text,
                 truncated=truncated,
