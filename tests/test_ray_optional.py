@@ -229,3 +229,24 @@ def test_sweep_takes_the_same_ray_options(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "--workers only apply with --ray" in result.output
     assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_a_distributed_run_shows_a_chunks_bar() -> None:
+    import io
+
+    from rich.console import Console
+
+    from autorubric_local.runner.progress import RunProgress
+
+    console = Console(file=io.StringIO(), force_terminal=False)
+    bars = RunProgress(enabled=True, style="simple", total_items=6, total_judgments=18, total_chunks=3,
+                       console=console)
+    with bars:
+        bars.judgments_done(9)
+        bars.items_done(3, chunks=1)
+    assert bars._progress is not None
+    done = {task.description: (task.completed, task.total) for task in bars._progress.tasks}
+    assert done == {"judgments": (9, 18), "items": (3, 6), "chunks": (1, 3)}
+    local = RunProgress(enabled=True, style="simple", total_items=6, total_judgments=18, console=console)
+    assert local._progress is not None
+    assert [task.description for task in local._progress.tasks] == ["judgments", "items"]

@@ -1,6 +1,7 @@
 """Grade a run's chunks on Ray actors: :class:`RayExecutor` (``EvalConfig(distributed=...)``,
-``autorubric-local grade --ray``). Needs the ``[ray]`` extra; this module is the only one that
-imports Ray, and only the runner imports it, lazily, when a run asks for it.
+``autorubric-local grade --ray``) on a pool of actors (:class:`RayActors`, also under the bias
+sweeps' executor). Needs the ``[ray]`` extra; this module is the only one that imports Ray, and
+only when a pool connects (:func:`import_ray`), so importing it costs nothing without Ray.
 
 How a distributed run goes: the driver (the process running
 :class:`~autorubric_local.runner.runner.EvalRunner`) plans and chunks the dataset exactly as a
@@ -39,8 +40,6 @@ from autorubric_local.graders.criterion_grader import (
 from autorubric_local.runner.checkpoint import PlannedItem
 from autorubric_local.runner.config import RAY_AUTO, RAY_LOCAL, DistributedConfig
 from autorubric_local.runner.executors import EngineRecord, engine_records, grade_chunk
-
-logger = logging.getLogger(__name__)
 
 RAY_MISSING = "distributed grading needs Ray: pip install 'autorubric-local[ray]' (or scripts/setup_ray.sh)"
 
