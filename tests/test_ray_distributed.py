@@ -144,6 +144,29 @@ def test_an_actor_killed_mid_run_loses_and_duplicates_nothing(
     assert_same_as_reference(db_path, "crashy", reference)
 
 
+def test_a_worker_lost_beyond_retries_stops_the_run_and_a_resume_completes_it(
+    tmp_path: Path, tiny_model_dir: Path, ray_address: str, reference: dict[str, Any]
+) -> None:
+    db_path = tmp_path / "results.sqlite"
+    settings = DistributedConfig(workers=2, max_restarts=0, max_task_retries=0)
+    executor = RayExecutor(settings)
+
+    def kill_an_actor(chunk: ChunkReport) -> None:
+        if chunk.chunk_index == 0:
+            os.kill(min(executor.hosts), signal.SIGKILL)
+
+    with pytest.raises(EngineError, match=r"Ray worker \d died while grading chunk \d+.*committed chunks are kept"):
+        EvalRunner(crash_worker.build_dataset(N_ITEMS), grader(tiny_model_dir), config(db_path, "crashy", settings),
+                   on_chunk=kill_an_actor, executor=executor).run_sync()
+    db = sqlite_utils.Database(db_path)
+    assert next(iter(db["runs"].rows))["status"] == "failed"
+    done = db.execute("select count(*) from items where report_json is not null").fetchone()[0]
+    assert 3 <= done < N_ITEMS and done % 3 == 0 and db["judgments"].count == done * 3  # whole chunks only
+    resumed = EvalRunner(crash_worker.build_dataset(N_ITEMS), grader(tiny_model_dir), config(db_path, "crashy")).run_sync()
+    assert resumed.resumed_items == done
+    assert_same_as_reference(db_path, "crashy", reference)
+
+
 def test_a_driver_killed_with_sigkill_resumes_from_the_database(
     tmp_path: Path, tiny_model_dir: Path, ray_address: str, reference: dict[str, Any]
 ) -> None:

@@ -268,8 +268,9 @@ class RayActors:
             try:
                 pid, result = ray.get(ref)
             except ray.exceptions.RayActorError as exc:
-                raise EngineError(f"Ray worker {actor} died while grading chunk {index} and could not be restarted "
-                                  f"(max_restarts={self.settings.max_restarts}): {exc}") from exc
+                raise EngineError(f"Ray worker {actor} died while grading chunk {index}, beyond what Ray may restart "
+                                  f"or retry (max_restarts={self.settings.max_restarts}, max_task_retries="
+                                  f"{self.settings.max_task_retries}); committed chunks are kept: {exc}") from exc
             except ray.exceptions.ObjectLostError as exc:
                 raise EngineError(f"chunk {index}: its result was lost: {exc}") from exc
             self.chunks_by_pid[pid] = self.chunks_by_pid.get(pid, 0) + 1
