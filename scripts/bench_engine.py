@@ -30,6 +30,13 @@ scoring with scoring, generation with generation, same model, workload and machi
 - ``peak_rss_mib``: peak resident memory of this process (``ru_maxrss``).
 - ``naive_max_prob_diff``: largest difference between a naive and a score-mode label
   probability on the sample (the engine promises they agree; a sanity check, not a timing).
+- ``batch_tokens``: the engine's ``max_batch_tokens`` in (b) and (c) (0: one prefix group per
+  forward pass; ``--batch-tokens`` overrides the device default).
+- ``ab`` (with ``--ab-batch-tokens N``): score mode over the whole workload, per-group
+  (``max_batch_tokens=0``) against batched (``N``), interleaved in one process over
+  ``--ab-rounds`` rounds in A B B A ... order so machine load drifts hit both alike; per round
+  the seconds and the 1-minute load average, then medians, ``ab_speedup`` = per-group median /
+  batched median, and the largest label-probability difference between the two paths.
 
 The last line printed is one JSON object with all of these. Run:
 ``python scripts/bench_engine.py [--quick] [--model PRESET_OR_FOLDER]``.
@@ -39,7 +46,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -182,6 +191,28 @@ def time_engine(
     return time.perf_counter() - start, results
 
 
+def ab_scoring(engine: TransformersEngine, tasks: Sequence[JudgmentTask], batch_tokens: int, rounds: int) -> dict:
+    """Score mode per-group vs batched, interleaved (A B B A ...); see the module docstring."""
+    seconds: dict[int, list[float]] = {0: [], batch_tokens: []}
+    probabilities: dict[int, list[tuple[float, ...]]] = {}
+    log = []
+    for round_index in range(rounds):
+        order = (0, batch_tokens) if round_index % 2 == 0 else (batch_tokens, 0)
+        for setting in order:
+            engine.max_batch_tokens = setting
+            load = os.getloadavg()[0]
+            elapsed, results = time_engine(engine, tasks, JudgeMode.SCORE, 0)
+            seconds[setting].append(elapsed)
+            probabilities[setting] = [r.probabilities for r in results]
+            log.append({"round": round_index, "batch_tokens": setting, "seconds": elapsed, "load1": load})
+            print(f"  ab round {round_index} batch_tokens {setting}: {elapsed:.1f} s (load average {load:.2f})")
+    per_group, batched = statistics.median(seconds[0]), statistics.median(seconds[batch_tokens])
+    diff = max((abs(a - b) for p, q in zip(probabilities[0], probabilities[batch_tokens]) for a, b in zip(p, q)),
+               default=0.0)
+    return {"batch_tokens": batch_tokens, "rounds": log, "median_seconds_per_group": per_group,
+            "median_seconds_batched": batched, "ab_speedup": per_group / batched, "max_prob_diff": diff}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="smollm2-135m-instruct", help="preset name or model folder")
@@ -191,6 +222,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--explain-items", type=int, default=0, help="items timed in explain mode (0 = all)")
     parser.add_argument("--explanation-tokens", type=int, default=48, help="explanation budget in tokens")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch-tokens", type=int, default=None,
+                        help="engine max_batch_tokens for (b) and (c) (default: the device's)")
+    parser.add_argument("--ab-batch-tokens", type=int, default=0,
+                        help="also time score mode per-group vs batched at this budget, interleaved")
+    parser.add_argument("--ab-rounds", type=int, default=3, help="rounds of the per-group/batched comparison")
+    parser.add_argument("--ab-only", action="store_true", help="run only the per-group/batched comparison")
     args = parser.parse_args(argv)
     n_items = args.items or (4 if args.quick else 32)
     n_naive = args.naive_sample or (6 if args.quick else 24)
@@ -198,10 +235,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine = load_engine(LLMConfig(model=args.model))
     if not isinstance(engine, TransformersEngine):
         parser.error(f"--model {args.model!r}: expected a transformers engine, got {type(engine).__name__}")
+    if args.batch_tokens is not None:
+        engine.max_batch_tokens = args.batch_tokens
     tasks = plan(engine, n_items, args.seed)
     per_item = len(tasks) // n_items
-    print(f"model {engine.model_id}: {n_items} items x {per_item} judgments = {len(tasks)} judgments")
+    print(f"model {engine.model_id}: {n_items} items x {per_item} judgments = {len(tasks)} judgments; "
+          f"torch threads {__import__('torch').get_num_threads()}; load average {os.getloadavg()[0]:.2f}")
     warm_up(engine, [t for t in tasks if t.item_index == 0])
+    ab = None
+    if args.ab_batch_tokens:
+        default = engine.max_batch_tokens
+        engine.max_batch_tokens = args.ab_batch_tokens
+        warm_up(engine, [t for t in tasks if t.item_index == 0])
+        ab = ab_scoring(engine, tasks, args.ab_batch_tokens, args.ab_rounds)
+        engine.max_batch_tokens = default
+        print(f"(ab) score mode median: per-group {ab['median_seconds_per_group']:.1f} s, batched "
+              f"({args.ab_batch_tokens} tokens) {ab['median_seconds_batched']:.1f} s, per-group/batched "
+              f"{ab['ab_speedup']:.2f}x; max |dp| between them {ab['max_prob_diff']:.2e}")
+        if args.ab_only:
+            print(json.dumps({"model": engine.model_id, "judgments": len(tasks), "ab": ab}))
+            return 0
 
     sample = spread_sample(n_items, per_item, n_naive)
     naive_score_s, naive_generate_s, naive_probs = time_naive(
@@ -262,6 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seconds_bound": bound_s,
         "naive_max_prob_diff": prob_diff,
         "errors": errors,
+        "batch_tokens": getattr(engine, "max_batch_tokens", None),
+        "ab": ab,
     }
     print(f"scoring, judgments/s: naive {naive_score_jps:.3f} | engine {report['score_jps']:.2f} "
           f"({report['score_speedup']:.1f}x naive scoring) | prefill bound {report['bound_jps']:.2f} "

@@ -192,19 +192,31 @@ def score_batch(model: Any, plan: AttentionPlan, units: Sequence[Unit]) -> list[
     if logits.ndim != 2 or logits.shape[0] != n_kept:
         raise RuntimeError(f"boolean logits_to_keep gave logits of shape {tuple(logits.shape)}, "
                            f"expected ({n_kept}, vocab)")
-    logsoftmax = logits.float().log_softmax(-1).cpu()
-    out = []
+    logsoftmax = logits.float().log_softmax(-1)
+    # Every needed (kept row, token) log-probability in one gather and one transfer.
+    rows: list[int] = []
+    tokens: list[int] = []
     offset = 0
     for unit in units:
         # Kept rows come in (row, position) order: this unit's kept nodes, sorted.
         where = {node: offset + i for i, node in enumerate(unit.row.keep_positions)}
         offset += len(where)
-        results = []
         for tree, end in zip(unit.row.targets, unit.row.ends):
-            logprobs = tuple(float(sum(logsoftmax[where[node], token].item() for node, token in label))
-                             for label in tree)
+            for label in tree:
+                rows.extend(where[node] for node, _ in label)
+                tokens.extend(token for _, token in label)
+            firsts = sorted({label[0][1] for label in tree})
+            rows.extend([where[end]] * len(firsts))
+            tokens.extend(firsts)
+    values = iter(logsoftmax[torch.tensor(rows, device=logits.device), torch.tensor(tokens, device=logits.device)]
+                  .tolist())
+    out = []
+    for unit in units:
+        results = []
+        for tree in unit.row.targets:
+            logprobs = tuple(float(sum(next(values) for _ in label)) for label in tree)
             firsts = {label[0][1] for label in tree}
-            results.append((logprobs, mass_outside([logsoftmax[where[end], t].item() for t in firsts])))
+            results.append((logprobs, mass_outside([next(values) for _ in firsts])))
         out.append(results)
     return out
 

@@ -561,7 +561,13 @@ def _per_prefix(requests: Sequence[Any], run_group: Callable[[str, list[Any]], l
 
 def default_batch_tokens(model: Any) -> int:
     """Default ``max_batch_tokens`` for ``model``'s device: 0 (one group per pass) on CPU,
-    16384 padded tokens per pass on an accelerator."""
+    16384 padded tokens per pass on an accelerator.
+
+    CPU stays per-group because batching was not a clean win there: on the shared 2-core
+    machine (SmolLM2-135M, 448 judgments, scripts/results/bench_engine_batched_2cpu_2026-11-24.txt)
+    batched was 1.25x faster by the median of three interleaved rounds but slower in one, under
+    load averages of 3.6-10.7. The accelerator figure is a memory budget, not a measurement.
+    """
     device = getattr(model, "device", None)
     return 0 if getattr(device, "type", "cpu") == "cpu" else 16384
 
