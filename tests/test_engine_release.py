@@ -311,3 +311,44 @@ def test_a_run_releases_the_engines_it_loaded_and_keeps_the_callers(tiny_model_d
     assert not engines.was_released(kept)
     assert grader.engine_for(grader.judges[0]) is kept
     grader.release_engines()
+
+
+def test_a_run_keeps_an_engine_shared_with_a_judge_or_grader_it_did_not_load(tiny_model_dir: Path) -> None:
+    """Engines are shared in-process: a run must not release an engine that was already loaded
+    when it started, even when its own judge (same config as another) gets it from the cache."""
+    import asyncio
+
+    from autorubric_local.core.rubric import Rubric
+    from autorubric_local.data.dataset import RubricDataset
+    from autorubric_local.runner import evaluate
+
+    dataset = RubricDataset(prompt="Which cathode?", rubric=Rubric([Criterion(requirement="Names the cathode")]))
+    dataset.add_item("The cathode is NMC.")
+    config = LLMConfig(model=str(tiny_model_dir), device="cpu")
+    other = CriterionGrader(config, seed=1)
+    shared = other.engine_for(other.judges[0])  # another grader of this process holds it
+    twins = CriterionGrader(judges=[JudgeSpec(config, "a"), JudgeSpec(config, "b")], seed=1)
+    kept = twins.engine_for(twins.judges[0])  # the caller loaded judge a; b is the same engine
+    assert kept is shared
+    for grader in (CriterionGrader(config, seed=1), twins):
+        result = asyncio.run(evaluate(dataset, grader, show_progress=False))
+        assert result.failed_items == 0
+        assert not engines.was_released(shared)
+    assert other.engine_for(other.judges[0]) is shared
+    assert twins.engine_for(twins.judges[0]) is shared
+    other.release_engines()
+
+
+def test_a_run_whose_second_judge_cannot_load_releases_the_first(tmp_path: Path, second_model_dir: Path) -> None:
+    from autorubric_local.core.errors import ModelNotFoundError
+    from autorubric_local.core.rubric import Rubric
+    from autorubric_local.data.dataset import RubricDataset
+    from autorubric_local.runner import EvalConfig, EvalRunner
+
+    dataset = RubricDataset(prompt="Which cathode?", rubric=Rubric([Criterion(requirement="Names the cathode")]))
+    dataset.add_item("The cathode is NMC.")
+    grader = CriterionGrader(judges=[JudgeSpec(LLMConfig(model=str(second_model_dir), device="cpu"), "a"),
+                                     JudgeSpec(LLMConfig(model=str(tmp_path / "missing"), device="cpu"), "b")])
+    with pytest.raises(ModelNotFoundError):
+        EvalRunner(dataset, grader, EvalConfig(db_path=tmp_path / "r.sqlite", show_progress=False)).run_sync()
+    assert grader.loaded_judges() == frozenset()  # judge a's engine was released

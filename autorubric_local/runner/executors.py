@@ -18,6 +18,7 @@ from autorubric_local.core.errors import AutorubricError
 from autorubric_local.core.reports import EnsembleEvaluationReport
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
+from autorubric_local.judges.engines import loaded_engines
 from autorubric_local.runner.checkpoint import PlannedItem
 
 RUN_TIME_ERRORS: tuple[type[BaseException], ...] = (AutorubricError, RuntimeError)
@@ -119,17 +120,19 @@ class LocalExecutor:
     """Grades chunks in this process, in order, one at a time (the default executor).
 
     The judges' engines it loads are released when the run ends (``__exit__``,
-    ``CriterionGrader.release_engines``: a vLLM engine is shut down and its memory returned);
-    engines the grader already held when the run started are the caller's and are kept.
+    ``CriterionGrader.release_engines``: a vLLM engine is shut down and its memory returned),
+    also when loading a later judge failed. Engines already loaded in this process when the run
+    started are kept: those the grader held (the caller's) and those it got from
+    :func:`~autorubric_local.judges.engines.load_engine`'s shared cache (another grader's, or
+    another judge's with the same config), since releasing an engine releases it for every holder.
     """
 
     def __init__(self) -> None:
-        self._loaded: tuple[CriterionGrader, list[str]] | None = None
+        self._before: tuple[CriterionGrader, frozenset[str], frozenset[int]] | None = None
 
     def engines(self, grader: CriterionGrader) -> dict[str, EngineRecord]:
         """:func:`engine_records` (loads the judges in this process)."""
-        held = grader.loaded_judges()
-        self._loaded = (grader, [judge.judge_id for judge in grader.judges if judge.judge_id not in held])
+        self._before = (grader, grader.loaded_judges(), frozenset(map(id, loaded_engines())))
         return engine_records(grader)
 
     def graded_chunks(
@@ -151,7 +154,9 @@ class LocalExecutor:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        loaded, self._loaded = self._loaded, None
-        if loaded is not None:
-            grader, judge_ids = loaded
-            grader.release_engines(judge_ids)
+        before, self._before = self._before, None
+        if before is not None:
+            grader, held, cached = before
+            loaded = grader.loaded_judges() - held  # engine_for below only returns what is loaded
+            grader.release_engines([judge.judge_id for judge in grader.judges
+                                    if judge.judge_id in loaded and id(grader.engine_for(judge)) not in cached])
