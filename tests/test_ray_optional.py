@@ -250,3 +250,19 @@ def test_a_distributed_run_shows_a_chunks_bar() -> None:
     local = RunProgress(enabled=True, style="simple", total_items=6, total_judgments=18, console=console)
     assert local._progress is not None
     assert [task.description for task in local._progress.tasks] == ["judgments", "items"]
+
+
+def test_actors_that_plan_different_rotations_are_named_with_the_judge() -> None:
+    """Checked without Ray: the pool's ``start`` answers as two actors whose plans differ."""
+    from autorubric_local.bias.distributed import RaySweepExecutor
+    from autorubric_local.graders.criterion_grader import JudgeSpec
+    from autorubric_local.judges.config import LLMConfig
+
+    judges = [JudgeSpec(LLMConfig(model="a"), "first"), JudgeSpec(LLMConfig(model="b"), "second")]
+    one, other = ("task-1", "variant"), ("task-2", "variant")
+    answers = [("node-a", 11, [([one], "m-a", "transformers"), ([one], "m-b", "transformers")]),
+               ("node-b", 22, [([one], "m-a", "transformers"), ([other], "m-b", "transformers")])]
+    executor = RaySweepExecutor(DistributedConfig(workers=2))
+    executor.start = lambda *args: answers  # type: ignore[method-assign]
+    with pytest.raises(EngineError, match=r"judge 'second'.*node-a \(pid 11\).*node-b \(pid 22\)"):
+        executor.load([], judges, None, None)  # type: ignore[arg-type]

@@ -73,16 +73,22 @@ class RaySweepExecutor(RayActors):
             A judge with ``LLMConfig.engine`` (an engine object cannot be shipped).
         EngineError
             Ray is missing or unreachable, an actor could not load a judge, or two actors
-            loaded different models or planned different rotations.
+            loaded different models or planned different rotations (named with the judge and
+            both actors' host and pid).
         """
         refuse_built_engines(judges)
         answers: list[tuple[str, int, Any]] = self.start(SweepWorker, list(items), list(judges), settings, unrelated)
         summary = [(host, pid, [(len(planned), model_id, backend) for planned, model_id, backend in plans])
                    for host, pid, plans in answers]
         same_everywhere(summary, "judges")
-        if any(plans != answers[0][2] for _, _, plans in answers[1:]):
-            raise EngineError("Ray workers planned different rotations (their nodes' tokenizers or chat templates "
-                              "differ); every node needs the same model files")
+        host, pid, first = answers[0]
+        for other_host, other_pid, plans in answers[1:]:
+            for judge, (mine, _, _), (theirs, _, _) in zip(judges, first, plans, strict=True):
+                if mine != theirs:
+                    raise EngineError(
+                        f"Ray workers planned different rotations for judge {judge.judge_id!r}: {host} (pid {pid}) "
+                        f"and {other_host} (pid {other_pid}) (their nodes' tokenizers or chat templates differ); "
+                        "every node needs the same model files")
         return [PlannedJudge(spec, planned, model_id, backend)
                 for spec, (planned, model_id, backend) in zip(judges, answers[0][2], strict=True)]
 
