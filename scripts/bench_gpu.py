@@ -58,7 +58,9 @@ TINY = {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2, "n
 
 @dataclass(frozen=True)
 class Row:
-    """One line of the table. Rates are per second of wall time; None where not applicable."""
+    """One line of the table. Rates are per second of wall time; None where not applicable.
+    ``failed``: judgments of the row that came back with an error (e.g. out of memory); they are
+    in ``judgments`` and the rates, so a row with failures is no throughput figure."""
 
     shape: str
     backend: str
@@ -69,6 +71,7 @@ class Row:
     decode_tokens_per_s: float | None
     bound_tokens_per_s: float
     ratio: float | None
+    failed: int
 
 
 def load_config(name: str, tiny: bool) -> Any:
@@ -122,16 +125,19 @@ def measure(engine: Any, label: str, backend: str, args: argparse.Namespace, bou
     computed = computed if computed is not None else computed_tokens(engine, tasks)
     score_s, score_results = time_engine(engine, tasks, JudgeMode.SCORE, args.explanation_tokens)
     explain_s, explain_results = time_engine(engine, tasks, JudgeMode.EXPLAIN, args.explanation_tokens)
-    failed = sum(r.error is not None for r in [*score_results, *explain_results])
-    if failed:
-        print(f"warning: {label} {backend}: {failed} judgments failed", file=sys.stderr)
+    score_failed = sum(r.error is not None for r in score_results)
+    explain_failed = sum(r.error is not None for r in explain_results)
+    if score_failed or explain_failed:
+        print(f"warning: {label} {backend}: {score_failed} score and {explain_failed} explain judgments failed "
+              "(the rows' 'failed' column): not throughput figures", file=sys.stderr)
     decoded = sum(r.usage.completion_tokens for r in explain_results)
     prefill = computed / score_s
     decode_s = explain_s - score_s
     return [
-        Row(label, backend, "score", len(tasks), len(tasks) / score_s, prefill, None, bound, prefill / bound),
+        Row(label, backend, "score", len(tasks), len(tasks) / score_s, prefill, None, bound, prefill / bound,
+            score_failed),
         Row(label, backend, "explain", len(tasks), len(tasks) / explain_s, None,
-            decoded / decode_s if decode_s > 0 else None, bound, None),
+            decoded / decode_s if decode_s > 0 else None, bound, None, explain_failed),
     ]
 
 
@@ -188,12 +194,12 @@ def format_table(rows: Sequence[Row]) -> str:
         return "-" if value is None else f"{value:,.1f}"
 
     lines = ["| model shape | backend | mode | judgments | judgments/s | prefill tok/s | decode tok/s "
-             "| prefill bound tok/s | ratio |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+             "| prefill bound tok/s | ratio | failed |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}"
         lines.append(f"| {row.shape} | {row.backend} | {row.mode} | {row.judgments} | {row.judgments_per_s:,.2f} "
                      f"| {rate(row.prefill_tokens_per_s)} | {rate(row.decode_tokens_per_s)} "
-                     f"| {rate(row.bound_tokens_per_s)} | {ratio} |")
+                     f"| {rate(row.bound_tokens_per_s)} | {ratio} | {row.failed} |")
     return "\n".join(lines)
 
 

@@ -52,3 +52,22 @@ def test_the_cpu_smoke_run_writes_a_cpu_table(tmp_path: Path, capsys: pytest.Cap
 def test_cpu_results_are_never_written_as_gpu_figures(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         bench_gpu.parse_args(["--tiny", "--out", str(tmp_path / "bench_gpu_h100.txt")])
+
+
+def test_failed_judgments_are_reported_not_counted_as_throughput(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A judgment that failed (e.g. out of memory) is no throughput: the row says how many failed,
+    in the table and the JSON, instead of a stderr warning only."""
+    import argparse
+    from types import SimpleNamespace
+
+    ok = SimpleNamespace(error=None, usage=SimpleNamespace(completion_tokens=3))
+    failed = SimpleNamespace(error="infrastructure: CUDA out of memory", usage=SimpleNamespace(completion_tokens=0))
+    monkeypatch.setattr(bench_gpu, "plan", lambda engine, items, seed: [SimpleNamespace(item_index=0)] * 4)
+    monkeypatch.setattr(bench_gpu, "warm_up", lambda engine, tasks: None)
+    monkeypatch.setattr(bench_gpu, "time_engine", lambda engine, tasks, mode, budget:
+                        (1.0 if mode.value == "score" else 2.0, [ok, failed, failed, ok]))
+    args = argparse.Namespace(items=1, seed=0, explanation_tokens=3)
+    rows = bench_gpu.measure(object(), "shape", "transformers", args, bound=100.0, computed=50)
+    assert [row.failed for row in rows] == [2, 2]
+    assert "| failed |" in bench_gpu.format_table(rows).splitlines()[0]
+    assert bench_gpu.format_table(rows).splitlines()[2].endswith("| 2 |")
