@@ -352,3 +352,113 @@ def test_a_run_whose_second_judge_cannot_load_releases_the_first(tmp_path: Path,
     with pytest.raises(ModelNotFoundError):
         EvalRunner(dataset, grader, EvalConfig(db_path=tmp_path / "r.sqlite", show_progress=False)).run_sync()
     assert grader.loaded_judges() == frozenset()  # judge a's engine was released
+
+
+# ----------------------------------------------------------------------------- failing releases
+
+def _met(request: Any) -> list[float]:
+    return [0.0] + [-5.0] * (len(request.labels) - 1)
+
+
+@pytest.fixture
+def failing_first_close(monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path) -> tuple[list[str], list[int]]:
+    """vLLM judges (``load_vllm`` faked) whose engine for ``tiny_model_dir`` raises on ``close()``
+    (a vLLM shutdown that fails); returns the models closed without error and a count of
+    :func:`~autorubric_local.judges.engines.free_memory` calls."""
+    closed: list[str] = []
+    freed = [0]
+
+    class Closing(ScriptedEngine):
+        def close(self) -> None:
+            if self.model_id == str(tiny_model_dir):
+                raise RuntimeError("engine core is gone")
+            closed.append(self.model_id)
+
+    monkeypatch.setattr("autorubric_local.engine.vllm_backend.load_vllm",
+                        lambda folder, **kwargs: Closing(model_id=kwargs["model_id"], policy=_met))
+    real_free = engines.free_memory
+
+    def counted_free() -> None:
+        freed[0] += 1
+        real_free()
+
+    monkeypatch.setattr(engines, "free_memory", counted_free)
+    return closed, freed
+
+
+def _two_vllm_grader(first: Path, second: Path) -> CriterionGrader:
+    return CriterionGrader(judges=[JudgeSpec(_vllm(str(first), device="cuda"), "a"),
+                                   JudgeSpec(_vllm(str(second), device="cuda"), "b")], seed=1)
+
+
+def _one_item_dataset() -> Any:
+    from autorubric_local.core.rubric import Rubric
+    from autorubric_local.data.dataset import RubricDataset
+
+    dataset = RubricDataset(prompt="Which cathode?", rubric=Rubric([Criterion(requirement="Names the cathode")]))
+    dataset.add_item("The cathode is NMC.")
+    return dataset
+
+
+def test_a_failing_close_is_logged_and_the_other_engines_are_still_released(
+        failing_first_close: tuple[list[str], list[int]], tiny_model_dir: Path, second_model_dir: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    closed, freed = failing_first_close
+    grader = _two_vllm_grader(tiny_model_dir, second_model_dir)
+    held = [grader.engine_for(judge) for judge in grader.judges]
+    with caplog.at_level("WARNING", logger=engines.__name__):
+        assert grader.release_engines() == 2
+    assert closed == [str(second_model_dir)]  # the engine after the failing one is closed all the same
+    assert not {id(engine) for engine in held} & {id(engine) for engine in engines.loaded_engines()}
+    assert grader.loaded_judges() == frozenset()
+    assert freed[0] == 1
+    [warning] = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert "judge 'a'" in warning and str(tiny_model_dir) in warning and "engine core is gone" in warning
+
+
+def test_a_failing_close_does_not_replace_a_finished_runs_result(
+        failing_first_close: tuple[list[str], list[int]], tiny_model_dir: Path, second_model_dir: Path) -> None:
+    import asyncio
+
+    from autorubric_local.runner import evaluate
+
+    closed, freed = failing_first_close
+    grader = _two_vllm_grader(tiny_model_dir, second_model_dir)
+    result = asyncio.run(evaluate(_one_item_dataset(), grader, show_progress=False))
+    assert result.failed_items == 0 and result.item_results[0].report.score == 1.0
+    assert closed == [str(second_model_dir)] and freed[0] == 1
+    assert grader.loaded_judges() == frozenset()
+
+
+def test_a_failing_close_does_not_replace_a_failed_runs_error(
+        failing_first_close: tuple[list[str], list[int]], tmp_path: Path, tiny_model_dir: Path) -> None:
+    from autorubric_local.core.errors import ModelNotFoundError
+    from autorubric_local.runner import EvalConfig, EvalRunner
+
+    grader = CriterionGrader(judges=[JudgeSpec(_vllm(str(tiny_model_dir), device="cuda"), "a"),
+                                     JudgeSpec(LLMConfig(model=str(tmp_path / "missing"), device="cpu"), "b")])
+    with pytest.raises(ModelNotFoundError):  # the run's own error, not the release's RuntimeError
+        EvalRunner(_one_item_dataset(), grader,
+                   EvalConfig(db_path=tmp_path / "r.sqlite", show_progress=False)).run_sync()
+    assert grader.loaded_judges() == frozenset()
+    assert failing_first_close[1][0] == 1
+
+
+def test_grade_prints_its_results_when_a_release_fails(failing_first_close: tuple[list[str], list[int]],
+                                                        tmp_path: Path, tiny_model_dir: Path,
+                                                        second_model_dir: Path) -> None:
+    from click.testing import CliRunner
+
+    from autorubric_local.cli import main
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    judges = tmp_path / "judges.yaml"
+    judges.write_text(f"judges:\n  - judge_id: a\n    model: {tiny_model_dir}\n    backend: vllm\n    device: cuda\n"
+                      f"  - judge_id: b\n    model: {second_model_dir}\n    backend: vllm\n    device: cuda\n",
+                      encoding="utf-8")
+    result = CliRunner().invoke(main, ["grade", str(examples / "battery_rubric.yaml"),
+                                       str(examples / "battery_submissions.jsonl"), "--judges", str(judges),
+                                       "--db", str(tmp_path / "r.sqlite"), "--limit", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout[result.stdout.index("["):])[0]["score"] is not None
+    assert failing_first_close[0] == [str(second_model_dir)]

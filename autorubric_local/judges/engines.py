@@ -334,11 +334,17 @@ def release_engine(engine: Engine) -> bool:
     bool
         True if ``engine`` was in the cache and is now released, else False.
     """
+    cached = _uncache(engine)
+    if cached:
+        _close(engine)
+    return cached
+
+
+def _uncache(engine: Engine) -> bool:
+    """Drop ``engine`` from :func:`load_engine`'s cache (every key it is under); whether it was there."""
     keys = [key for key, cached in _ENGINES.items() if cached is engine]
     for key in keys:
         del _ENGINES[key]
-    if keys:
-        _close(engine)
     return bool(keys)
 
 
@@ -346,16 +352,21 @@ def release_engines() -> int:
     """Release every engine :func:`load_engine` loaded in this process (:func:`release_engine`),
     then :func:`free_memory`.
 
+    An engine whose ``close()`` raises is still released (it has left the cache); the error is
+    logged as a warning and the other engines are released all the same.
+
     Returns
     -------
     int
         How many engines were released (0 when none was loaded).
     """
     count = len(_ENGINES)
-    while _ENGINES:  # no local reference outlives its engine's release
-        _close(_ENGINES.popitem()[1])
-    if count:
-        free_memory()
+    try:
+        while _ENGINES:  # no local reference outlives its engine's release
+            _close_logged(_ENGINES.popitem()[1], None)
+    finally:
+        if count:
+            free_memory()
     return count
 
 
@@ -364,18 +375,29 @@ def release_held(held: dict[str, Engine], names: Iterable[str] | None = None) ->
     them (:func:`release_engine`), then :func:`free_memory` once the holder's references are gone.
     Engines not from :func:`load_engine` (``LLMConfig.engine``, hosted) are only popped.
 
+    Never raises for a failed release, so that it cannot hide the result or the error of the run
+    it ends: an engine whose ``close()`` (vLLM: shutdown) raises has still left the cache, the
+    error is logged as a warning naming the judge and the model, the other engines are released
+    all the same, and :func:`free_memory` always runs.
+
     Returns
     -------
     int
         How many engines left the cache (an engine held under two names counts once).
     """
-    chosen = list(held) if names is None else [name for name in names if name in held]
+    chosen = list(held) if names is None else [name for name in dict.fromkeys(names) if name in held]
     if not chosen:
         return 0
-    dropped = [held.pop(name) for name in chosen]
-    released = sum(release_engine(engine) for engine in dropped)
-    del dropped  # the holder's last references: the models can be collected now
-    free_memory()
+    dropped = {name: held.pop(name) for name in chosen}
+    released = 0
+    try:
+        for name in chosen:
+            if _uncache(dropped[name]):
+                released += 1
+                _close_logged(dropped[name], name)
+    finally:
+        del dropped  # the holder's last references: the models can be collected now
+        free_memory()
     return released
 
 
@@ -391,6 +413,18 @@ def was_released(engine: Engine) -> bool:
         return engine in _RELEASED
     except TypeError:  # an object that cannot be weakly referenced was never released
         return False
+
+
+def _close_logged(engine: Engine, judge_id: str | None) -> None:
+    """:func:`_close`, an error of which is logged as a warning (naming ``judge_id`` when given
+    and the engine's model) instead of raised: a release that fails must not stop the others,
+    nor replace the result or the error of the run it ends."""
+    try:
+        _close(engine)
+    except Exception as exc:  # any error of a backend's shutdown: logged, never raised (see above)
+        judge = "" if judge_id is None else f"judge {judge_id!r}, "
+        logger.warning("releasing the engine of %smodel %s failed (%s: %s); it is dropped all the same",
+                       judge, getattr(engine, "model_id", "?"), type(exc).__name__, exc)
 
 
 def _close(engine: Engine) -> None:
