@@ -462,3 +462,81 @@ def test_grade_prints_its_results_when_a_release_fails(failing_first_close: tupl
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout[result.stdout.index("["):])[0]["score"] is not None
     assert failing_first_close[0] == [str(second_model_dir)]
+
+
+# ----------------------------------------------------------------------------- sweeps
+
+@pytest.fixture
+def fake_vllm_sweep(monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, float | None], list[str]]:
+    """``load_vllm`` faked: the memory share each model was loaded with, and the models closed."""
+    from sweep_crash_worker import hashed
+
+    shares: dict[str, float | None] = {}
+    closed: list[str] = []
+
+    class Closing(ScriptedEngine):
+        def close(self) -> None:
+            closed.append(self.model_id)
+
+    def fake_load_vllm(folder: Path, **kwargs: Any) -> ScriptedEngine:
+        shares[str(folder)] = kwargs["gpu_memory_utilization"]
+        return Closing(model_id=kwargs["model_id"], policy=hashed(str(folder)))
+
+    monkeypatch.setattr("autorubric_local.engine.vllm_backend.load_vllm", fake_load_vllm)
+    return shares, closed
+
+
+def test_a_local_sweep_splits_vllm_memory_and_releases_what_it_loaded(
+        fake_vllm_sweep: tuple[dict[str, float | None], list[str]], tmp_path: Path, tiny_model_dir: Path,
+        second_model_dir: Path) -> None:
+    """Two vLLM judges of a stored local sweep load with 0.45 of the GPU each and are released
+    when the sweep ends; a judge whose engine was in the process cache before is kept."""
+    from sweep_crash_worker import ITEMS, SETTINGS
+
+    from autorubric_local.bias.stored import run_stored_sweep
+    from autorubric_local.runner.config import EvalConfig
+
+    shares, closed = fake_vllm_sweep
+    cpu = LLMConfig(model=str(tiny_model_dir), device="cpu")
+    kept = engines.load_engine(cpu)  # another holder's engine, loaded before the sweep
+    judges = [JudgeSpec(_vllm(str(tiny_model_dir), device="cuda"), "a"),
+              JudgeSpec(_vllm(str(second_model_dir), device="cuda"), "b"), JudgeSpec(cpu, "c")]
+    stored = run_stored_sweep(ITEMS[:1], judges, SETTINGS,
+                              EvalConfig(db_path=tmp_path / "s.sqlite", experiment_name="s", show_progress=False))
+    assert stored.result.judge_ids == ("a", "b", "c")
+    assert shares == {str(tiny_model_dir): 0.45, str(second_model_dir): 0.45}
+    assert sorted(closed) == sorted([str(tiny_model_dir), str(second_model_dir)])
+    assert engines.loaded_engines() == [kept] and not engines.was_released(kept)
+    engines.release_engine(kept)
+
+
+def test_a_local_sweep_whose_second_judge_cannot_load_releases_the_first(
+        fake_vllm_sweep: tuple[dict[str, float | None], list[str]], tmp_path: Path, tiny_model_dir: Path) -> None:
+    from sweep_crash_worker import ITEMS, SETTINGS
+
+    from autorubric_local.bias.stored import run_stored_sweep
+    from autorubric_local.core.errors import ModelNotFoundError
+    from autorubric_local.runner.config import EvalConfig
+
+    judges = [JudgeSpec(_vllm(str(tiny_model_dir), device="cuda"), "a"),
+              JudgeSpec(LLMConfig(model=str(tmp_path / "missing"), device="cpu"), "b")]
+    with pytest.raises(ModelNotFoundError):
+        run_stored_sweep(ITEMS[:1], judges, SETTINGS,
+                         EvalConfig(db_path=tmp_path / "s.sqlite", experiment_name="s", show_progress=False))
+    assert fake_vllm_sweep[1] == [str(tiny_model_dir)]
+    assert engines.loaded_engines() == []
+
+
+def test_a_ray_sweep_worker_splits_vllm_memory(fake_vllm_sweep: tuple[dict[str, float | None], list[str]],
+                                              tiny_model_dir: Path, second_model_dir: Path) -> None:
+    """What each Ray actor of a sweep runs (without Ray): its judges' shares, for its own platform."""
+    from sweep_crash_worker import ITEMS, SETTINGS
+
+    from autorubric_local.bias.distributed import SweepWorker
+
+    judges = [JudgeSpec(_vllm(str(tiny_model_dir), device="cuda"), "a"),
+              JudgeSpec(_vllm(str(second_model_dir), device="cuda"), "b")]
+    worker = SweepWorker(ITEMS[:1], judges, SETTINGS, None)
+    assert fake_vllm_sweep[0] == {str(tiny_model_dir): 0.45, str(second_model_dir): 0.45}
+    assert [loaded.spec for loaded in worker.loaded] == judges  # the specs (and the sweep's hash) are unchanged
+    engines.release_engines()

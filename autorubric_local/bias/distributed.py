@@ -18,7 +18,12 @@ from typing import Any
 
 from autorubric_local.bias.cells import SweepSettings
 from autorubric_local.bias.executors import PlannedJudge
-from autorubric_local.bias.sweep import PlannedRotation, judge_chunk, load_judge
+from autorubric_local.bias.sweep import (
+    PlannedRotation,
+    judge_chunk,
+    load_configs,
+    load_judge,
+)
 from autorubric_local.bias.unrelated import UnrelatedOption
 from autorubric_local.core.errors import EngineError
 from autorubric_local.graders.criterion_grader import JudgeSpec
@@ -41,7 +46,8 @@ class SweepWorker:
         settings: SweepSettings,
         unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
     ) -> None:
-        self.loaded = [load_judge(items, judge, settings, unrelated) for judge in judges]
+        configs = load_configs(judges)  # this node's vLLM memory shares
+        self.loaded = [load_judge(items, judge, settings, unrelated, configs[judge.judge_id]) for judge in judges]
 
     def ready(self) -> tuple[str, int, list[tuple[list[PlannedRotation], str | None, str | None]]]:
         """``(host, pid, [(planned rotations, model id, backend) per judge])``."""

@@ -21,12 +21,14 @@ from autorubric_local.bias.sweep import (
     LoadedJudge,
     PlannedRotation,
     judge_chunk,
+    load_configs,
     load_judge,
 )
 from autorubric_local.bias.unrelated import UnrelatedOption
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.execution import JudgmentResult
 from autorubric_local.graders.planning import GradeItem
+from autorubric_local.judges.engines import loaded_engines, release_held
 
 
 @dataclass(frozen=True)
@@ -73,10 +75,19 @@ class SweepExecutor(Protocol):
 
 
 class LocalSweepExecutor:
-    """Loads the judges in this process and judges chunks in order, one at a time."""
+    """Loads the judges in this process and judges chunks in order, one at a time.
+
+    vLLM judges split the device memory (:func:`~.sweep.load_configs`). The engines it loads are
+    released when the sweep ends (``__exit__``, also when loading a later judge failed), as
+    :class:`~autorubric_local.runner.executors.LocalExecutor` releases a run's: engines already
+    in :func:`~autorubric_local.judges.engines.load_engine`'s cache when the sweep started (another
+    holder's) are kept, and a failed release is logged, never raised
+    (:func:`~autorubric_local.judges.engines.release_held`).
+    """
 
     def __init__(self) -> None:
         self._loaded: list[LoadedJudge] = []
+        self._cached: frozenset[int] | None = None
 
     def load(
         self,
@@ -85,8 +96,12 @@ class LocalSweepExecutor:
         settings: SweepSettings,
         unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
     ) -> list[PlannedJudge]:
-        """:func:`~.sweep.load_judge` for every judge."""
-        self._loaded = [load_judge(items, judge, settings, unrelated) for judge in judges]
+        """:func:`~.sweep.load_judge` for every judge, with its :func:`~.sweep.load_configs` config."""
+        self._cached = frozenset(map(id, loaded_engines()))
+        self._loaded = []
+        configs = load_configs(judges)
+        for judge in judges:  # one at a time: judges loaded before a failing one are released too
+            self._loaded.append(load_judge(items, judge, settings, unrelated, configs[judge.judge_id]))
         return [PlannedJudge.of(loaded) for loaded in self._loaded]
 
     def judged_chunks(
@@ -105,5 +120,9 @@ class LocalSweepExecutor:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        return None
+        cached, self._cached = self._cached, None
+        held = {loaded.spec.judge_id: loaded.engine for loaded in self._loaded
+                if cached is not None and id(loaded.engine) not in cached}
+        self._loaded = []  # the executor's references go before release_held frees memory
+        release_held(held)
 

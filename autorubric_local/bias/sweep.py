@@ -46,13 +46,16 @@ from autorubric_local.graders.planning import (
     OptionPermutations,
     plan_tasks,
 )
+from autorubric_local.judges.config import LLMConfig
 from autorubric_local.judges.engines import load_engine
+from autorubric_local.judges.memory import with_memory_shares
 from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 from autorubric_local.runner.runner import RUN_TIME_ERRORS, make_chunks
 
 __all__ = [
     "LoadedJudge", "PlannedRotation", "SweepCell", "SweepKind", "SweepResult", "SweepSettings", "Variant",
-    "build_cells", "check_sweep_input", "judge_chunk", "load_judge", "plan_sweep", "run_sweep", "sweep_chunks",
+    "build_cells", "check_sweep_input", "judge_chunk", "load_configs", "load_judge", "plan_sweep", "run_sweep",
+    "sweep_chunks",
 ]
 
 PlannedRotation = tuple[JudgmentTask, Variant]
@@ -127,15 +130,34 @@ class LoadedJudge:
     planned: list[PlannedRotation]
 
 
+def load_configs(judges: Sequence[JudgeSpec]) -> dict[str, LLMConfig]:
+    """Each judge's config as its engine is loaded, judge_id -> config: vLLM judges of different
+    engines split the device memory (:func:`~autorubric_local.judges.memory.with_memory_shares`,
+    as a grader's judges do), since a sweep's engines stay loaded side by side until it ends.
+    Computed where the engines load (a Ray actor computes its own, for its own platform).
+
+    Raises
+    ------
+    InputError
+        Set ``gpu_memory_utilization`` shares that add up to more than 1.0.
+    """
+    return with_memory_shares([(judge.judge_id, judge.llm_config) for judge in judges])
+
+
 def load_judge(
     items: Sequence[GradeItem],
     judge: JudgeSpec,
     settings: SweepSettings,
     unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
+    load_config: LLMConfig | None = None,
 ) -> LoadedJudge:
     """Load ``judge``'s engine (:func:`~autorubric_local.judges.engines.load_engine`, the one
-    place a sweep loads a judge) and plan its rotations (:func:`plan_sweep`)."""
-    engine = load_engine(judge.llm_config)
+    place a sweep loads a judge) and plan its rotations (:func:`plan_sweep`).
+
+    ``load_config`` is the config to load (default ``judge.llm_config``): the judge's entry of
+    :func:`load_configs` when the sweep has other judges. ``judge`` itself is kept unchanged.
+    """
+    engine = load_engine(judge.llm_config if load_config is None else load_config)
     planned = plan_sweep(items, judge.judge_id, engine.format_chat, settings, unrelated, judge.system_prompt)
     return LoadedJudge(judge, engine, planned)
 
@@ -305,8 +327,9 @@ def run_sweep(
     unrelated = sample_unrelated_options(items, settings.seed) if settings.unrelated_option else None
     cells: list[SweepCell] = []
     seconds: dict[str, float] = {}
+    configs = load_configs(judges)
     for judge in judges:
-        loaded = load_judge(items, judge, settings, unrelated)
+        loaded = load_judge(items, judge, settings, unrelated, configs[judge.judge_id])
         planned = loaded.planned
         started = time.perf_counter()
         results = [
