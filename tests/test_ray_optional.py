@@ -297,3 +297,30 @@ def test_the_shipped_grader_computes_memory_shares_on_the_worker(monkeypatch: py
     shipped.engine_for(shipped.judges[0])
     assert shares == [0.15, 0.45]
     shipped.release_engines()
+
+
+def test_closing_kills_every_actor_and_shuts_down_its_head_when_a_kill_fails(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Checked without Ray: a ``ray`` whose ``kill`` fails for the first actor (cluster gone)."""
+    from autorubric_local.runner.distributed import RayActors
+
+    calls: list[str] = []
+
+    class GoneRay:
+        def kill(self, actor: str, no_restart: bool) -> None:
+            calls.append(f"kill {actor}")
+            if actor == "first":
+                raise ConnectionError("the cluster is gone")
+
+        def shutdown(self) -> None:
+            calls.append("shutdown")
+
+    pool = RayActors(DistributedConfig(workers=2))
+    pool._ray, pool._actors, pool._started_ray = GoneRay(), ["first", "second"], True
+    with caplog.at_level(logging.WARNING, logger="autorubric_local.runner.distributed"):
+        with pool:
+            pass
+    assert calls == ["kill first", "kill second", "shutdown"]
+    assert "first" in caplog.text and "the cluster is gone" in caplog.text
+    pool.close()  # closed once: nothing is killed or shut down again
+    assert calls == ["kill first", "kill second", "shutdown"]

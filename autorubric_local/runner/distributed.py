@@ -41,6 +41,8 @@ from autorubric_local.runner.checkpoint import PlannedItem
 from autorubric_local.runner.config import RAY_AUTO, RAY_LOCAL, DistributedConfig
 from autorubric_local.runner.executors import EngineRecord, engine_records, grade_chunk
 
+logger = logging.getLogger(__name__)
+
 RAY_MISSING = "distributed grading needs Ray: pip install 'autorubric-local[ray]' (or scripts/setup_ray.sh)"
 
 
@@ -167,16 +169,26 @@ class RayActors:
 
     def close(self) -> None:
         """Kill the actors (chunks in flight are dropped: never committed) and shut down a Ray
-        head that :meth:`connect` started."""
+        head that :meth:`connect` started.
+
+        An actor that cannot be killed (e.g. its cluster is gone) is logged as a warning, not
+        raised: the other actors are still killed, the head this pool started is still shut
+        down, and the result or error of the run being closed is kept.
+        """
         ray, self._ray = self._ray, None
         if ray is None:
             return
-        for actor in self._actors:
-            ray.kill(actor, no_restart=True)
-        self._actors = []
-        if self._started_ray:
-            ray.shutdown()
-            self._started_ray = False
+        actors, self._actors = self._actors, []
+        started, self._started_ray = self._started_ray, False
+        try:
+            for actor in actors:
+                try:
+                    ray.kill(actor, no_restart=True)
+                except Exception as exc:  # any error of Ray's: logged, never raised (see above)
+                    logger.warning("could not kill Ray actor %s (%s: %s)", actor, type(exc).__name__, exc)
+        finally:
+            if started:
+                ray.shutdown()
 
     def connect(self) -> Any:
         """Connect to Ray as ``settings.address`` says (:class:`DistributedConfig`); return ``ray``.
