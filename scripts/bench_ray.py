@@ -117,7 +117,8 @@ def end_to_end(data: Any, chunk_judgments: int, workers: int | None, cpus: float
 
 
 class Capturing:
-    """The local executor, keeping each chunk's planned items and graded items."""
+    """The local executor, keeping each chunk's planned items and graded items; the run's end
+    is handed on to it (``__exit__`` releases the engines it loaded)."""
 
     def __init__(self) -> None:
         from autorubric_local.runner.executors import LocalExecutor
@@ -126,10 +127,11 @@ class Capturing:
         self.chunks: list[tuple[Any, Any]] = []
 
     def __enter__(self) -> Capturing:
+        self.inner.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        return None
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        self.inner.__exit__(kind, exc, tb)
 
     def engines(self, grader: Any) -> Any:
         return self.inner.engines(grader)
