@@ -49,9 +49,13 @@ def test_the_cpu_smoke_run_writes_a_cpu_table(tmp_path: Path, capsys: pytest.Cap
     assert "NOT GPU figures" in written and "| llama-3.1-8b-instruct (tiny) | transformers | score | 14 |" in written
 
 
-def test_cpu_results_are_never_written_as_gpu_figures(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit):
-        bench_gpu.parse_args(["--tiny", "--out", str(tmp_path / "bench_gpu_h100.txt")])
+def test_cpu_results_are_never_written_as_gpu_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "bench_gpu_h100.txt"
+    with pytest.raises(SystemExit) as exited:
+        bench_gpu.parse_args(["--tiny", "--out", str(out)])
+    assert exited.value.code == 2  # argparse's usage error, not any other exit
+    assert f"--out {out}: refusing to write CPU results to a file named as GPU figures" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_failed_judgments_are_reported_not_counted_as_throughput(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -64,8 +64,9 @@ def config(db_path: Path, name: str, distributed: DistributedConfig | None = Non
 
 
 def stored(db_path: Path, name: str) -> dict[str, Any]:
-    """Everything a run stored, without timings: the run's hashes and judges, and every row of
-    its items, judgments, criteria and prompts (reports without ``device_seconds``)."""
+    """Everything a run stored, without timings: the run's hashes and judges, every row of its
+    items, judgments and criteria (reports without ``device_seconds``), and the text of every
+    prompt its judgments reference (``prompt_texts``, by the judgments' prefix and suffix ids)."""
     db = sqlite_utils.Database(db_path)
     run = next(db["runs"].rows_where("name = ?", [name]))
     out: dict[str, Any] = {key: run[key] for key in ("content_hash", "judges_json", "grader_json", "status",
@@ -80,6 +81,11 @@ def stored(db_path: Path, name: str) -> dict[str, Any]:
                 row["report_json"] = report
             rows.append(row)
         out[table] = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
+    prompt_ids = sorted({row[column] for row in out["judgments"] for column in ("prompt_prefix_id", "prompt_suffix_id")
+                         if row[column] is not None})
+    assert prompt_ids, "the run stored no prompts"
+    texts = {row["id"]: row["text"] for row in db["prompt_texts"].rows}
+    out["prompt_texts"] = [(prompt_id, texts[prompt_id]) for prompt_id in prompt_ids]
     return out
 
 
