@@ -194,9 +194,9 @@ def choose_tokens(grammars: Sequence[RegexGrammar], guides: Sequence[Any], logit
         probabilities = torch.softmax(scores / temperature, dim=-1).cpu()
         tokens = torch.multinomial(probabilities, 1, generator=sampler)[:, 0].tolist()
     else:
-        best = scores.max(dim=-1)
-        tokens = best.indices.tolist()
-        tied = ((scores == best.values[:, None]).sum(-1) > 1).nonzero()[:, 0].tolist()
+        top = scores.topk(min(2, vocab), dim=-1)  # one pass: the best and, to spot ties, the runner-up
+        tokens = top.indices[:, 0].tolist()
+        tied = (top.values[:, 0] == top.values[:, -1]).nonzero()[:, 0].tolist() if vocab > 1 else []
         for row in tied:  # rare: resolve in the grammar's order, as choose does
             allowed = grammars[row].allowed_ids(guides[row], vocab, device)
             tokens[row] = int(allowed[int(torch.argmax(logits[row, allowed].float()))])
