@@ -395,3 +395,82 @@ def test_a_call_of_unknown_price_makes_the_cost_unknown_not_zero(tmp_path: Path)
     result = run(crash_worker.build_dataset(2), hosted, config(tmp_path))
     assert all(r.report.completion_cost is None for r in result.item_results)
     assert result.total_completion_cost is None
+
+
+class CountingExecutor:
+    """The local executor, counting its ``engines`` calls (a Ray executor starts its actors and
+    loads every model there)."""
+
+    def __init__(self) -> None:
+        from autorubric_local.runner.executors import LocalExecutor
+
+        self.inner = LocalExecutor()
+        self.engine_loads = 0
+
+    def __enter__(self) -> CountingExecutor:
+        self.inner.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.inner.__exit__(*exc)
+
+    def engines(self, g: CriterionGrader) -> Any:
+        self.engine_loads += 1
+        return self.inner.engines(g)
+
+    def graded_chunks(self, *args: Any) -> Any:
+        return self.inner.graded_chunks(*args)
+
+
+def test_a_locked_or_changed_run_is_refused_before_any_judge_loads(tmp_path: Path) -> None:
+    from autorubric_local.core.errors import RunLockedError
+    from autorubric_local.runner import EvalInterruptedError
+    from autorubric_local.store import Store
+    from autorubric_local.store.leases import LeaseOwner
+
+    dataset = crash_worker.build_dataset(3)
+    stopped = EvalRunner(dataset, grader(), config(tmp_path))
+    stopped.stop()
+    with pytest.raises(EvalInterruptedError):  # leaves an unfinished run to resume
+        stopped.run_sync()
+    changed = CountingExecutor()
+    with pytest.raises(InputError, match=r"seed \(11 -> 12\)"):
+        EvalRunner(dataset, grader(seed=12), config(tmp_path), executor=changed).run_sync()  # type: ignore[arg-type]
+    assert changed.engine_loads == 0
+    store = Store.open(tmp_path / "r.sqlite")
+    try:
+        run_id = store.find_run("t")["id"]  # type: ignore[index]
+        other = LeaseOwner.for_this_process()  # another writer of this host, alive
+        store.acquire_run_lease(run_id, other)
+        locked = CountingExecutor()
+        with pytest.raises(RunLockedError):
+            EvalRunner(dataset, grader(), config(tmp_path), executor=locked).run_sync()  # type: ignore[arg-type]
+        assert locked.engine_loads == 0
+        store.release_run_lease(run_id, other)
+    finally:
+        store.close()
+    resumed = CountingExecutor()
+    result = EvalRunner(dataset, grader(), config(tmp_path), executor=resumed).run_sync()  # type: ignore[arg-type]
+    assert resumed.engine_loads == 1 and result.successful_items == 3
+
+
+def test_a_run_whose_lease_is_taken_while_its_judges_load_changes_nothing(tmp_path: Path) -> None:
+    from autorubric_local.core.errors import RunLockedError
+    from autorubric_local.runner import EvalInterruptedError
+
+    dataset = crash_worker.build_dataset(3)
+    stopped = EvalRunner(dataset, grader(), config(tmp_path))
+    stopped.stop()
+    with pytest.raises(EvalInterruptedError):
+        stopped.run_sync()
+    db = sqlite_utils.Database(tmp_path / "r.sqlite")
+    before = next(iter(db["runs"].rows))
+
+    class Stolen(CountingExecutor):
+        def engines(self, g: CriterionGrader) -> Any:
+            db["run_leases"].update(before["id"], {"owner": "another-host:1:feedface", "host": "another-host"})
+            return super().engines(g)
+
+    with pytest.raises(RunLockedError, match="lost the run's lease while its judges loaded"):
+        EvalRunner(dataset, grader(), config(tmp_path), executor=Stolen()).run_sync()  # type: ignore[arg-type]
+    assert next(iter(db["runs"].rows)) == before

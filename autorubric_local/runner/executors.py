@@ -105,8 +105,8 @@ class ChunkExecutor(Protocol):
     ) -> Iterator[tuple[int, list[GradedItem]]]:
         """``(chunk index, graded items in chunk order)`` for each chunk, each index once, in
         any order. Once ``stop`` is set no new chunk is started; chunks already started are
-        still yielded. ``grader.seed`` is read here (a resumed run adopts its stored seed
-        after :meth:`engines`)."""
+        still yielded. ``grader.seed`` is read here, not in :meth:`engines` (a resumed run
+        adopts its stored seed when the run is claimed, before :meth:`engines`)."""
         ...
 
     def __enter__(self) -> Self: ...

@@ -42,7 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
-from autorubric_local.core.errors import AutorubricError
+from autorubric_local.core.errors import AutorubricError, RunLockedError
 from autorubric_local.core.reports import EnsembleEvaluationReport
 from autorubric_local.data.dataset import RubricDataset, rubric_to_json
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
@@ -188,17 +188,30 @@ class EvalRunner:
         return LocalExecutor()
 
     def _run_on(self, executor: ChunkExecutor, planned: Sequence[PlannedItem]) -> EvalResult:
-        engines = executor.engines(self.grader)
+        """Open the run and grade what is pending. A stored run is claimed (its lease taken,
+        its content checked) before the executor loads any judge, so a locked or changed run
+        is refused without starting Ray actors or loading models; the lease is renewed while
+        they load. A new run needs the loaded engines for its row (the judges' model ids), so
+        its engines load first, before the database is created."""
         name = self.config.experiment_name or auto_name(self.dataset.name)
         path = self.config.database_path(name)
+        existing = self._stored_run_id(name, path)
+        if existing is None:
+            engines = executor.engines(self.grader)
         if str(path) != MEMORY_DB:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         owner = LeaseOwner.for_this_process()
         store = Store.open(path)
         try:
-            run_id, resumed = self._open_run(store, name, str(path), planned, engines, owner)
+            if existing is None:
+                run_id, resumed = self._start_run(store, name, planned, engines, owner), 0
+            else:
+                run_id = self._claim_run(store, name, existing, str(path), planned, owner)
             try:
                 with LeaseHeartbeat(path, run_id, owner, self.config.lease_heartbeat_seconds):
+                    if existing is not None:
+                        engines = executor.engines(self.grader)
+                        resumed = self._reopen_run(store, name, run_id, planned, engines, owner)
                     self._grade_pending(store, run_id, name, planned, engines, owner, executor)
             finally:
                 store.release_run_lease(run_id, owner)  # already released when the run was marked
@@ -249,30 +262,47 @@ class EvalRunner:
 
     # ------------------------------------------------------------------------------ run rows
 
-    def _open_run(
-        self,
-        store: Store,
-        name: str,
-        where: str,
-        planned: Sequence[PlannedItem],
-        engines: dict[str, EngineRecord],
-        owner: LeaseOwner,
-    ) -> tuple[str, int]:
-        """Resume the stored run of this name or start one, holding its lease; returns (run id,
-        items already done). The lease is given back if the run cannot be opened."""
-        existing = store.find_run(name) if self.config.resume else None
-        if existing is None:
-            return self._start_run(store, name, planned, engines, owner), 0
-        run_id = existing["id"]
+    def _stored_run_id(self, name: str, path: str | Path) -> str | None:
+        """The id of the stored run this runner resumes, or None (``resume`` off, no run of this
+        name, or no database yet: none is created here)."""
+        if not self.config.resume or str(path) == MEMORY_DB or not Path(path).is_file():
+            return None
+        store = Store.open(path)
+        try:
+            existing = store.find_run(name)
+        finally:
+            store.close()
+        return None if existing is None else str(existing["id"])
+
+    def _claim_run(
+        self, store: Store, name: str, run_id: str, where: str, planned: Sequence[PlannedItem], owner: LeaseOwner
+    ) -> str:
+        """Take the lease of the stored run ``run_id`` and check that it can be resumed with this
+        content (:func:`~.checkpoint.check_resumable`; the grader adopts the run's stored seed
+        first); nothing is loaded. The lease is given back if the run cannot be resumed.
+
+        Raises
+        ------
+        RunLockedError
+            Another live process holds the run's lease.
+        InputError
+            The stored run's content differs (the message says what changed).
+        """
         takeover = store.acquire_run_lease(run_id, owner, timeout_seconds=self.config.lease_timeout_seconds)
         if takeover is not None:
             logger.warning("run %r (%s): taking over a stale lease from pid %d on host %s: %s", name, run_id,
                            takeover.previous.pid, takeover.previous.host, takeover.reason)
         try:
-            return self._resume_run(store, run_id, where, planned, engines)
+            existing = store.find_run(run_id)  # read again under the lease
+            assert existing is not None
+            adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
+            description = self.grader.describe()
+            check_resumable(existing, content_hash(planned, description), description, planned,
+                            store.item_rows(run_id), where)
         except BaseException:
             store.release_run_lease(run_id, owner)
             raise
+        return run_id
 
     def _start_run(
         self,
@@ -292,20 +322,25 @@ class EvalRunner:
             lease=owner, unique_name=self.config.resume,
         )
 
-    def _resume_run(
-        self, store: Store, run_id: str, where: str, planned: Sequence[PlannedItem], engines: dict[str, EngineRecord]
-    ) -> tuple[str, int]:
-        """Check that the stored run (whose lease this runner holds) matches, and reopen it."""
-        existing = store.find_run(run_id)  # read again under the lease
-        assert existing is not None
-        adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
-        description = self.grader.describe()
-        digest = content_hash(planned, description)
-        check_resumable(existing, digest, description, planned, store.item_rows(run_id), where)
+    def _reopen_run(
+        self, store: Store, name: str, run_id: str, planned: Sequence[PlannedItem], engines: dict[str, EngineRecord],
+        owner: LeaseOwner,
+    ) -> int:
+        """Reopen the run :meth:`_claim_run` checked with the loaded engines; returns how many
+        items are already done.
+
+        Raises
+        ------
+        RunLockedError
+            ``owner`` lost the run's lease while the judges loaded (nothing is changed).
+        """
+        if not store.renew_run_lease(run_id, owner):
+            raise RunLockedError(f"run {name!r} ({run_id}): this writer (pid {owner.pid} on host {owner.host}) lost "
+                                 "the run's lease while its judges loaded; nothing was changed")
         store.plan_items(run_id, [entry.row() for entry in planned])  # refreshes ground truth; keeps reports
         store.update_run(run_id, status="running", finished_utc=None, judges_json=json.dumps(self._judges(engines)),
                          dataset_json=json.dumps(_header(self.dataset)))
-        return run_id, len(store.done_item_ids(run_id))
+        return len(store.done_item_ids(run_id))
 
     def _judges(self, engines: dict[str, EngineRecord]) -> list[dict[str, Any]]:
         """The run's ``judges_json``: per judge its id, model, loaded model id, weight, and the
