@@ -111,8 +111,9 @@ def test_unit_mask_is_causal_prefix_trie_rule_and_isolated_padding() -> None:
 
 
 def test_cpu_default_scores_one_group_per_pass(tiny_model: Any) -> None:
-    """Measured on the 2-core CPU (scripts/results/bench_engine_batched_2cpu_2026-11-24.txt):
-    batching is not faster there, so the CPU default keeps the per-group path."""
+    """Measured on the shared 2-core CPU (scripts/results/bench_engine_batched_2cpu_2026-11-24.txt),
+    batching was not a clean win (faster by the median, slower in one round of three), so the CPU
+    default keeps the per-group path."""
     assert default_batch_tokens(tiny_model.model) == 0
     assert from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="t").max_batch_tokens == 0
     with pytest.raises(ValueError, match="max_batch_tokens must be >= 0 or None, got -1"):
