@@ -36,7 +36,18 @@ def engine_key(engine: object) -> str:
     return f"engine:{getattr(engine, 'model_id', type(engine).__name__)}@{id(engine):x}"
 
 
-def _semaphore(key: str, limit: int) -> threading.BoundedSemaphore:
+def _semaphore(key: str, limit: int | None) -> threading.BoundedSemaphore | None:
+    """The shared slots of ``key`` at ``limit`` (None when there is no limit).
+
+    Raises
+    ------
+    ValueError
+        If ``limit`` is below 1.
+    """
+    if limit is None:
+        return None
+    if limit < 1:
+        raise ValueError(f"max_parallel_requests must be >= 1, got {limit}")
     with _LOCK:
         return _SLOTS.setdefault((key, limit), threading.BoundedSemaphore(limit))
 
@@ -50,12 +61,10 @@ async def request_slot(key: str, limit: int | None) -> AsyncIterator[None]:
     ValueError
         If ``limit`` is below 1.
     """
-    if limit is None:
+    semaphore = _semaphore(key, limit)
+    if semaphore is None:
         yield
         return
-    if limit < 1:
-        raise ValueError(f"max_parallel_requests must be >= 1, got {limit}")
-    semaphore = _semaphore(key, limit)
     while not semaphore.acquire(blocking=False):
         await asyncio.sleep(_POLL_SECONDS)
     try:
@@ -74,10 +83,9 @@ def blocking_slot(key: str, limit: int | None) -> Iterator[None]:
     ValueError
         If ``limit`` is below 1.
     """
-    if limit is None:
+    semaphore = _semaphore(key, limit)
+    if semaphore is None:
         yield
         return
-    if limit < 1:
-        raise ValueError(f"max_parallel_requests must be >= 1, got {limit}")
-    with _semaphore(key, limit):
+    with semaphore:
         yield
