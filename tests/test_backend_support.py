@@ -98,6 +98,7 @@ def test_secrets_are_never_shown() -> None:
         ("transformers", "gpu_memory_utilization", 0.5, "only the vllm backend reserves GPU memory"),
         ("llamacpp", "engine_args", {"max_num_seqs": 8}, "engine_args are vLLM engine arguments"),
         ("vllm", "max_packed_tokens", 512, "it schedules its own batches"),
+        ("llamacpp", "max_batch_tokens", 4096, "it schedules its own batches"),
         ("llamacpp", "dtype", "float32", "computes in the GGUF's own (quantised) types"),
     ],
 )

@@ -7,6 +7,7 @@ with final-logit softcapping, and (slow) SmolLM2.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -327,3 +328,20 @@ def test_smollm2_batched_rows_equal_single_rows(smollm2_engine: Any) -> None:
             assert max_abs_diff(result.logprobs, single.logprobs) <= TOL
             assert abs(result.off_label_mass - single.off_label_mass) <= TOL
             assert result.usage == other.usage
+
+
+def test_llm_config_max_batch_tokens_reaches_the_engine_and_the_hash_only_when_set(tiny_model_dir: Path) -> None:
+    from autorubric_local.judges import engines
+    from autorubric_local.judges.config import LLMConfig
+
+    unset = LLMConfig(model=str(tiny_model_dir), device="cpu")
+    chosen = LLMConfig(model=str(tiny_model_dir), device="cpu", max_batch_tokens=2048)
+    # Unset, the field stays out of run descriptions, so content hashes of older runs hold.
+    assert "max_batch_tokens" not in unset.describe()
+    assert chosen.describe()["max_batch_tokens"] == 2048
+    loaded = [engines.load_engine(unset), engines.load_engine(chosen)]
+    try:
+        assert [engine.max_batch_tokens for engine in loaded] == [0, 2048]  # CPU default: one item per pass
+    finally:
+        for engine in loaded:
+            engines.release_engine(engine)

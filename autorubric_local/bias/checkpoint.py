@@ -51,7 +51,7 @@ def sweep_plan(
             {
                 "judge_id": j.judge_id,
                 "system_prompt": j.system_prompt,
-                "llm_config": j.llm_config.model_dump(mode="json", exclude={"engine"}),
+                "llm_config": j.llm_config.describe(),
                 "engine": None if j.llm_config.engine is None else type(j.llm_config.engine).__name__,
             }
             for j in judges

@@ -298,7 +298,7 @@ class CriterionGrader:
                     "judge_id": j.judge_id,
                     "weight": j.weight,
                     "system_prompt": j.system_prompt,
-                    "llm_config": j.llm_config.model_dump(mode="json", exclude={"engine"}),
+                    "llm_config": j.llm_config.describe(),
                     "engine": None if j.llm_config.engine is None else type(j.llm_config.engine).__name__,
                 }
                 for j in self.judges

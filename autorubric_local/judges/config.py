@@ -69,6 +69,11 @@ class LLMConfig(BaseModel):
         Longest prompt in tokens; defaults to the preset's or the model config's value.
     max_packed_tokens : int
         Memory budget of one packed scoring pass, in suffix tokens (transformers backend).
+    max_batch_tokens : int, optional
+        Transformers backend: how many items' prefix + trie rows one forward pass stacks, as a
+        budget of padded tokens (rows x longest row); 0 runs one item per pass. None picks by
+        device: 0 on CPU (batching measured 0.87x there, ``scripts/results/bench_engine_batched_*``),
+        16384 on a GPU (a memory guess, not measured). Results equal the per-item path within 1e-4.
     gpu_memory_utilization : float in (0, 1], optional
         vLLM backend only: share of GPU memory (on CPU builds: of host memory) vLLM reserves;
         defaults to vLLM's own on GPU and 0.3 on CPU.
@@ -135,6 +140,7 @@ class LLMConfig(BaseModel):
     dtype: DType = "auto"
     context_length: int | None = Field(default=None, ge=16)
     max_packed_tokens: int = Field(default=2048, ge=64)
+    max_batch_tokens: int | None = Field(default=None, ge=0)
     gpu_memory_utilization: float | None = Field(default=None, gt=0.0, le=1.0)
     engine_args: dict[str, Any] = Field(default_factory=dict, description=f"vLLM arguments: {', '.join(ENGINE_ARGS)}")
     explanation_max_tokens: int = Field(default=96, ge=1)
@@ -206,6 +212,13 @@ class LLMConfig(BaseModel):
         if not isinstance(data, dict):
             raise InputError(f"{path}: expected a mapping of LLMConfig fields, got {type(data).__name__}")
         return cls(**data)
+
+    def describe(self) -> dict[str, Any]:
+        """The fields as JSON-able data for run records and content hashes: without ``engine``,
+        and without ``max_batch_tokens`` while it is unset, so runs stored before that field
+        existed keep their content hash."""
+        exclude = {"engine"} | ({"max_batch_tokens"} if self.max_batch_tokens is None else set())
+        return self.model_dump(mode="json", exclude=exclude)
 
     def to_yaml(self, path: str | Path) -> None:
         """Write the configuration (without ``engine``) as YAML."""

@@ -88,6 +88,9 @@ UNSUPPORTED_FIELDS: dict[str, Unsupported] = {
     "max_packed_tokens": Unsupported(
         "it schedules its own batches; max_packed_tokens sizes the transformers backend's packed passes",
         backends=("vllm", "llamacpp", "hosted")),
+    "max_batch_tokens": Unsupported(
+        "it schedules its own batches; max_batch_tokens sizes the transformers backend's batched passes",
+        backends=("vllm", "llamacpp", "hosted")),
     "dtype": Unsupported(
         "llama.cpp computes in the GGUF's own (quantised) types; use backend='transformers' for float32",
         backends=("llamacpp", "hosted")),
@@ -305,7 +308,7 @@ def load_engine(config: LLMConfig) -> Engine:
         return _ENGINES[key]
     device, dtype = _pick_device_dtype(config)
     key = (str(resolved.path), device, str(dtype), config.context_length, config.max_packed_tokens,
-           config.temperature, config.seed, prompt_format(config, resolved))
+           config.max_batch_tokens, config.temperature, config.seed, prompt_format(config, resolved))
     engine = _ENGINES.get(key)
     if engine is None:
         engine = _load_transformers(resolved, config, device, dtype)
@@ -574,6 +577,7 @@ def _load_transformers(resolved: ResolvedModel, config: LLMConfig, device: str, 
         model_id=resolved.model_id,
         context_length=context,
         max_packed_tokens=config.max_packed_tokens,
+        max_batch_tokens=config.max_batch_tokens,
         temperature=config.temperature,
         seed=config.seed,
         prompt_format=prompt_format(config, resolved),
