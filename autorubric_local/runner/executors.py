@@ -30,8 +30,9 @@ EngineRecord = dict[str, Any]
 
 def engine_records(grader: CriterionGrader) -> dict[str, EngineRecord]:
     """Load every judge's engine and describe it: ``{judge id: {"model_id", "backend",
-    "attention_path", "prompt_format", "score_method"}}``, read from the engine's attributes of
-    those names (``backend`` from ``backend_name``; None where an engine does not declare one).
+    "attention_path", "prompt_format", "score_method", "dtype"}}``, read from the engine's
+    attributes of those names (``backend`` from ``backend_name``, ``dtype`` from ``dtype_name``;
+    None where an engine does not declare one).
 
     Raises
     ------
@@ -47,6 +48,7 @@ def engine_records(grader: CriterionGrader) -> dict[str, EngineRecord]:
             "attention_path": getattr(engine, "attention_path", None),
             "prompt_format": getattr(engine, "prompt_format", None),
             "score_method": getattr(engine, "score_method", None),
+            "dtype": getattr(engine, "dtype_name", None),
         }
     return records
 
