@@ -15,15 +15,19 @@ reported apart):
 - ``<backend> explain``: ``mode="explain"``: the verdict, then a grammar-constrained
   one-sentence explanation (at most 96 tokens) per judgment, like the peer's output.
 
-``<backend>`` is ``transformers`` (the GGUF de-quantised to float32) and ``llamacpp`` (the GGUF
-as stored). The ratios compare each row with the peer, which generates an explanation per
-judgment: ``explain`` rows are like with like; ``score`` rows answer the same question (a
-verdict per judgment) without writing explanations, so their ratio says what skipping
-generation buys, not a faster generator. Our rows run in ``--rounds`` interleaved rounds
-(transformers score, llamacpp score, transformers explain, llamacpp explain, then again), the
-median is reported; the peer runs once (``--peer-rounds``) after them.
+``<backend>`` is ``transformers`` (the GGUF de-quantised to float32), ``transformers-bf16``
+(the same weights in bfloat16: ``grade --dtype bfloat16``, fast where PyTorch has AMX tiles)
+and ``llamacpp`` (the GGUF as stored). The ratios compare each row with the peer, which
+generates an explanation per judgment: ``explain`` rows are like with like; ``score`` rows
+answer the same question (a verdict per judgment) without writing explanations, so their ratio
+says what skipping generation buys, not a faster generator. Our rows run in ``--rounds``
+interleaved rounds (every variant's score row, then every variant's explain row, then again),
+the median is reported; the peer runs once after them. Each row also reports Cohen's kappa
+against the essay set's human labels (pooled, as the peer's is counted) and, for the
+variants other than ``transformers``, the share of verdicts equal to ``transformers``' in the
+same mode (last round).
 
-Run: ``python scripts/bench_peer.py [--rounds 3] [--no-peer]``; the last line printed is one
+Run: ``python scripts/bench_peer.py [--rounds 3] [--no-peer] [--variants ...]``; the last line printed is one
 JSON object with every figure.
 """
 
@@ -45,8 +49,20 @@ PRESET = "smollm2-135m-instruct"
 PEER_PYTHON = ROOT / ".venv-peer" / "bin" / "python"
 
 
+VARIANTS: dict[str, dict[str, str]] = {
+    "transformers": {"backend": "transformers"},
+    "transformers-bf16": {"backend": "transformers", "dtype": "bfloat16"},
+    "llamacpp": {"backend": "llamacpp"},
+}
+"""Our rows: ``LLMConfig`` fields per variant (``--variants``)."""
+
+
 def grade_once(grader: object, dataset: object) -> dict[str, object]:
-    """One timed ``EvalRunner`` run into a fresh database; judgments/s and verdict counts."""
+    """One timed ``EvalRunner`` run into a fresh database: judgments/s, verdict counts, the
+    verdict of every (item, criterion) and Cohen's kappa against the human labels, pooled over the
+    judgments that did not fail, CANNOT_ASSESS a disagreement (as ``peer_autorubric.py`` counts it)."""
+    from sklearn.metrics import cohen_kappa_score
+
     from autorubric_local.runner import EvalConfig, EvalRunner
 
     with tempfile.TemporaryDirectory() as folder:
@@ -55,14 +71,20 @@ def grade_once(grader: object, dataset: object) -> dict[str, object]:
         result = EvalRunner(dataset, grader, config).run_sync()
         seconds = time.perf_counter() - start
     verdicts: Counter[str] = Counter()
-    for item in result.item_results:
-        for criterion in item.report.report or []:
-            verdicts["errors" if criterion.error else str(criterion.final_verdict)] += 1
+    each: list[str] = []
+    pairs: list[tuple[str, str]] = []
+    for item, labelled in zip(result.item_results, dataset.items, strict=True):  # type: ignore[attr-defined]
+        for criterion, truth in zip(item.report.report or [], labelled.ground_truth or [], strict=False):
+            each.append("errors" if criterion.error else str(criterion.final_verdict))
+            verdicts[each[-1]] += 1
+            if not criterion.error:
+                pairs.append((str(getattr(truth, "value", truth)), each[-1]))
+    kappa = float(cohen_kappa_score([t for t, _ in pairs], [v for _, v in pairs]))
     return {"seconds": seconds, "judgments": result.total_judgments, "jps": result.total_judgments / seconds,
-            "verdicts": dict(verdicts)}
+            "verdicts": dict(verdicts), "each": each, "kappa": kappa}
 
 
-def ours(rounds: int, threads: int) -> dict[str, object]:
+def ours(rounds: int, threads: int, variants: list[str]) -> dict[str, object]:
     import torch
 
     from autorubric_local.data.dataset import RubricDataset
@@ -73,27 +95,33 @@ def ours(rounds: int, threads: int) -> dict[str, object]:
     dataset = RubricDataset.from_file(DATA)
     graders = {}
     loads = {}
-    for backend in ("transformers", "llamacpp"):
+    for variant in variants:
         for mode in ("score", "explain"):
-            grader = CriterionGrader(llm_config=LLMConfig(model=PRESET, backend=backend), mode=mode, seed=0)
+            config = LLMConfig(model=PRESET, **VARIANTS[variant])  # type: ignore[arg-type]
+            grader = CriterionGrader(llm_config=config, mode=mode, seed=0)
             start = time.perf_counter()
             grader.engine_for(grader.judges[0])
-            loads.setdefault(backend, time.perf_counter() - start)
-            graders[f"{backend} {mode}"] = grader
+            loads.setdefault(variant, time.perf_counter() - start)
+            graders[f"{variant} {mode}"] = grader
     runs: dict[str, list[dict[str, object]]] = {name: [] for name in graders}
-    order = ["transformers score", "llamacpp score", "transformers explain", "llamacpp explain"]
+    order = [f"{variant} {mode}" for mode in ("score", "explain") for variant in variants]
     for round_ in range(rounds):
         for name in order:
             figures = grade_once(graders[name], dataset)
             runs[name].append(figures)
             print(f"round {round_ + 1} {name}: {figures['jps']:.3f} judgments/s ({figures['seconds']:.1f} s) "
-                  f"{figures['verdicts']}", flush=True)
-    return {
-        "load_seconds": loads,
-        "rows": {name: {"jps_median": statistics.median(r["jps"] for r in runs[name]),
-                        "jps_all": [round(r["jps"], 3) for r in runs[name]],
-                        "verdicts": runs[name][-1]["verdicts"]} for name in order},
-    }
+                  f"{figures['verdicts']} kappa {figures['kappa']:.3f}", flush=True)
+    rows: dict[str, dict[str, object]] = {}
+    for name in order:
+        last = runs[name][-1]
+        rows[name] = {"jps_median": statistics.median(r["jps"] for r in runs[name]),
+                      "jps_all": [round(r["jps"], 3) for r in runs[name]],
+                      "verdicts": last["verdicts"], "kappa": round(last["kappa"], 4)}
+        reference = runs.get(f"transformers {name.split()[1]}")
+        if reference and reference is not runs[name]:
+            pairs = list(zip(reference[-1]["each"], last["each"], strict=True))
+            rows[name]["same_verdict_as_transformers"] = round(sum(a == b for a, b in pairs) / len(pairs), 4)
+    return {"load_seconds": loads, "rows": rows}
 
 
 def peer(threads: int) -> dict[str, object]:
@@ -118,14 +146,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--no-peer", action="store_true")
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     args = parser.parse_args()
     report: dict[str, object] = {"data": str(DATA.name), "judge": PRESET, "threads": args.threads,
-                                 "ours": ours(args.rounds, args.threads)}
+                                 "ours": ours(args.rounds, args.threads, args.variants)}
     if not args.no_peer:
         report["peer"] = peer(args.threads)
         peer_jps = float(report["peer"]["judgments_per_s"])
         print(f"peer (AutoRubric 1.6.1 + llama.cpp server): {peer_jps:.3f} judgments/s "
-              f"{report['peer'].get('verdicts')}")
+              f"{report['peer'].get('counts')} kappa {report['peer'].get('cohen_kappa')}")
         for name, row in report["ours"]["rows"].items():
             row["x_peer"] = round(row["jps_median"] / peer_jps, 2)
             print(f"{name}: {row['jps_median']:.3f} judgments/s = {row['x_peer']}x the peer")
