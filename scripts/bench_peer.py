@@ -12,8 +12,11 @@ reported apart):
   generated JSON verdict + explanation per judgment (``scripts/peer_autorubric.py``).
 - ``<backend> score``: ``EvalRunner`` with ``CriterionGrader(mode="score")``, what
   ``autorubric-local grade`` runs: verdicts from label probabilities, nothing decoded.
-- ``<backend> explain``: ``mode="explain"``: the verdict, then a grammar-constrained
-  one-sentence explanation (at most 96 tokens) per judgment, like the peer's output.
+- ``<backend> explain-vf``: ``mode="explain", explanation_first=False``: the verdict, then a
+  grammar-constrained one-sentence explanation (at most 96 tokens) per judgment.
+- ``<backend> explain-rf``: ``mode="explain", explanation_first=True``: the one-sentence
+  explanation first, then the verdict read after it, like the peer's output (its JSON puts the
+  explanation before the verdict).
 
 ``<backend>`` is ``transformers`` (the GGUF de-quantised to float32), ``transformers-bf16``
 (the same weights in bfloat16: ``grade --dtype bfloat16``, fast where PyTorch has AMX tiles)
@@ -21,13 +24,13 @@ and ``llamacpp`` (the GGUF as stored). The ratios compare each row with the peer
 generates an explanation per judgment: ``explain`` rows are like with like; ``score`` rows
 answer the same question (a verdict per judgment) without writing explanations, so their ratio
 says what skipping generation buys, not a faster generator. Our rows run in ``--rounds``
-interleaved rounds (every variant's score row, then every variant's explain row, then again),
+interleaved rounds (every variant's score row, then every variant's explain rows, then again),
 the median is reported; the peer runs once after them. Each row also reports Cohen's kappa
 against the essay set's human labels (pooled, as the peer's is counted) and, for the
 variants other than ``transformers``, the share of verdicts equal to ``transformers``' in the
 same mode (last round).
 
-Run: ``python scripts/bench_peer.py [--rounds 3] [--no-peer] [--variants ...]``; the last line printed is one
+Run: ``python scripts/bench_peer.py [--rounds 3] [--no-peer] [--variants ...] [--modes ...]``; the last line printed is one
 JSON object with every figure.
 """
 
@@ -55,6 +58,12 @@ VARIANTS: dict[str, dict[str, str]] = {
     "llamacpp": {"backend": "llamacpp"},
 }
 """Our rows: ``LLMConfig`` fields per variant (``--variants``)."""
+MODES: dict[str, dict[str, object]] = {
+    "score": {"mode": "score"},
+    "explain-vf": {"mode": "explain", "explanation_first": False},
+    "explain-rf": {"mode": "explain", "explanation_first": True},
+}
+"""Our rows: ``CriterionGrader`` arguments per mode (``--modes``)."""
 
 
 def grade_once(grader: object, dataset: object) -> dict[str, object]:
@@ -84,7 +93,7 @@ def grade_once(grader: object, dataset: object) -> dict[str, object]:
             "verdicts": dict(verdicts), "each": each, "kappa": kappa}
 
 
-def ours(rounds: int, threads: int, variants: list[str]) -> dict[str, object]:
+def ours(rounds: int, threads: int, variants: list[str], modes: list[str]) -> dict[str, object]:
     import torch
 
     from autorubric_local.data.dataset import RubricDataset
@@ -96,15 +105,15 @@ def ours(rounds: int, threads: int, variants: list[str]) -> dict[str, object]:
     graders = {}
     loads = {}
     for variant in variants:
-        for mode in ("score", "explain"):
+        for mode in modes:
             config = LLMConfig(model=PRESET, **VARIANTS[variant])  # type: ignore[arg-type]
-            grader = CriterionGrader(llm_config=config, mode=mode, seed=0)
+            grader = CriterionGrader(llm_config=config, seed=0, **MODES[mode])  # type: ignore[arg-type]
             start = time.perf_counter()
             grader.engine_for(grader.judges[0])
             loads.setdefault(variant, time.perf_counter() - start)
             graders[f"{variant} {mode}"] = grader
     runs: dict[str, list[dict[str, object]]] = {name: [] for name in graders}
-    order = [f"{variant} {mode}" for mode in ("score", "explain") for variant in variants]
+    order = [f"{variant} {mode}" for mode in modes for variant in variants]
     for round_ in range(rounds):
         for name in order:
             figures = grade_once(graders[name], dataset)
@@ -147,9 +156,10 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--no-peer", action="store_true")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     args = parser.parse_args()
     report: dict[str, object] = {"data": str(DATA.name), "judge": PRESET, "threads": args.threads,
-                                 "ours": ours(args.rounds, args.threads, args.variants)}
+                                 "ours": ours(args.rounds, args.threads, args.variants, args.modes)}
     if not args.no_peer:
         report["peer"] = peer(args.threads)
         peer_jps = float(report["peer"]["judgments_per_s"])
