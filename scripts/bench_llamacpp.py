@@ -15,11 +15,16 @@ equivalence tests (the bundled example's 64 judgments plus 16 on two long answer
   judge on llama.cpp and scoring the workload, measured after its tokenizer (and so
   transformers and torch) is loaded; against the GGUF's size and the KV cache llama.cpp
   allocates (``n_ctx`` cells). ``peak_rss_mib`` is the process's whole peak, torch included.
+  ``kv_mib``, ``compute_mib``, ``output_mib``: the buffers llama.cpp's load log reports (the
+  KV cache; the compute buffer reserved for a full ``n_ubatch`` of outputs, which holds
+  ``n_ubatch`` x vocabulary logits; the output buffer). Issue 16's bound, 1.5x the GGUF plus the
+  context, is given two ways: ``bound_kv_mib`` (context = the KV cache) and ``bound_context_mib``
+  (context = every buffer of the llama.cpp context), each with ``within_*``.
 - ``prefill_tok_s`` / ``decode_tok_s``: raw model throughput, same machine and threads, best of
   3: a 512-token prefill (logits of the last position) and 64 one-token decode steps, for
   llama.cpp (``LlamaContext``) and transformers (float32, ``logits_to_keep=1``).
 
-Run: ``python scripts/bench_llamacpp.py [--judges smollm2 gemma]``; the last line printed is
+Run: ``python scripts/bench_llamacpp.py [--judges smollm2 gemma] [--no-throughput | --memory-only]``; the last line printed is
 one JSON object with every figure. Needs ``scripts/setup_llamacpp.sh``.
 """
 
@@ -28,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -101,10 +107,13 @@ def rss_child(name: str) -> None:
     The tokenizer (and with it transformers and torch) is loaded first, so the figure is what
     llama.cpp adds: the mapped GGUF pages it touched, the KV cache and its compute buffers.
     """
+    import llama_cpp._logger
+
     from autorubric_local.judges.config import LLMConfig
     from autorubric_local.judges.engines import gguf_tokenizer, load_engine
     from autorubric_local.judges.presets import resolve_model
 
+    llama_cpp._logger.set_verbose = lambda verbose: None  # keep llama.cpp's load log: its buffer sizes
     path = resolve_model(PRESETS[name]).path
     tokenizer = gguf_tokenizer(path)
     before = _rss_mib()
@@ -123,7 +132,25 @@ def memory(name: str) -> dict[str, object]:
     if done.returncode != 0:
         raise SystemExit(f"rss child failed:\n{done.stderr[-2000:]}")
     figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures.update(llama_buffers(done.stderr))
+    file_part = 1.5 * figures["gguf_mib"]
+    figures["bound_kv_mib"] = file_part + figures["kv_mib"]
+    figures["bound_context_mib"] = file_part + figures["kv_mib"] + figures["compute_mib"] + figures["output_mib"]
+    for bound in ("kv", "context"):
+        figures[f"within_{bound}"] = figures["llamacpp_added_rss_mib"] <= figures[f"bound_{bound}_mib"]
     return {k: round(v, 1) if isinstance(v, float) else v for k, v in figures.items()}
+
+
+def llama_buffers(log: str) -> dict[str, float]:
+    """KV, compute and output buffer sizes (MiB) from llama.cpp's load log (KV summed over caches)."""
+    sizes = {"kv_mib": 0.0, "compute_mib": 0.0, "output_mib": 0.0}
+    for line in log.splitlines():
+        found = re.search(r"CPU (KV|compute|\s*output) buffer size =\s*([0-9.]+) MiB", line)
+        if found and not line.startswith("~"):
+            sizes[f"{found.group(1).strip()}_mib".replace("KV", "kv")] += float(found.group(2))
+    if not sizes["kv_mib"] or not sizes["compute_mib"]:
+        raise SystemExit(f"no llama.cpp buffer sizes in the child's log:\n{log[-2000:]}")
+    return sizes
 
 
 def throughput(name: str, threads: int) -> dict[str, object]:
@@ -172,6 +199,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--no-throughput", action="store_true",
                         help="skip the speed figures (when the machine is not quiet)")
+    parser.add_argument("--memory-only", action="store_true", help="only the memory figures")
     parser.add_argument("--rss-child", choices=list(PRESETS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rss_child:
@@ -182,6 +210,10 @@ def main() -> int:
     report: dict[str, object] = {"threads": args.threads, "llama_cpp_python": llama_cpp.__version__,
                                  "system_info": llama_cpp.llama_print_system_info().decode().strip()}
     for name in args.judges:
+        if args.memory_only:
+            report[name] = {"memory": memory(name)}
+            print(f"{name}: memory {report[name]['memory']}", flush=True)  # type: ignore[index]
+            continue
         figures = {"equivalence": equivalence(name, args.threads), "memory": memory(name),
                    "throughput": None if args.no_throughput else throughput(name, args.threads)}
         report[name] = figures
