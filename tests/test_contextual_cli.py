@@ -78,7 +78,7 @@ def test_without_the_flag_the_judges_own_verdicts_stand(files: tuple[Path, Path,
 
 def test_explain_mode_verdict_first_is_refused_before_grading(files: tuple[Path, Path, Path]) -> None:
     rubric, data, db = files
-    result = grade(rubric, data, "--db", db, "--contextual-calibration", "--mode", "explain")
+    result = grade(rubric, data, "--db", db, "--contextual-calibration", "--mode", "explain", "--verdict-first")
     assert result.exit_code == 1
     assert "contextual_calibration does not work with mode='explain' and the verdict first" in result.output
     assert not db.exists()

@@ -241,7 +241,8 @@ def test_describe_records_the_method_and_inputs() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"contextual_calibration": True, "mode": "explain"}, "does not work with mode='explain' and the verdict first"),
+        ({"contextual_calibration": True, "mode": "explain", "explanation_first": False},
+         "does not work with mode='explain' and the verdict first"),
         ({"content_free_inputs": ["N/A"]}, "content_free_inputs needs contextual_calibration=True"),
         ({"contextual_calibration": True, "content_free_inputs": []}, "non-empty list of strings"),
         ({"contextual_calibration": True, "content_free_inputs": "N/A"}, "non-empty list of strings"),
@@ -284,4 +285,5 @@ def test_explain_mode_is_accepted_when_every_judge_reasons_first() -> None:
     (graded,) = thinking.grade_batch(items("x"))
     assert graded.report.report[0].votes[0].label_probabilities == pytest.approx(Q, abs=1e-12)
     with pytest.raises(InputError, match=r"verdict first \(judges \['scripted'\]"):
-        CriterionGrader(LLMConfig(model="scripted", engine=engine), mode="explain", contextual_calibration=True)
+        CriterionGrader(LLMConfig(model="scripted", engine=engine), mode="explain", contextual_calibration=True,
+                        explanation_first=False)

@@ -408,7 +408,8 @@ def test_explain_mode_scores_then_generates_one_sentence_after_the_chosen_label(
     engine = ScriptedEngine()
     engine.enqueue_scores(lp(0.2, 0.7, 0.1), lp(0.1, 0.2, 0.3, 0.4))
     engine.enqueue_generations(' leaves the figures "missing".', " gives several figures.")
-    graded = grade_one(grader_for(engine, mode="explain", shuffle_options=False), "x", [BINARY_A, DEPTH])
+    graded = grade_one(grader_for(engine, mode="explain", explanation_first=False, shuffle_options=False), "x",
+                       [BINARY_A, DEPTH])
     kinds = [type(r).__name__ for r in engine.history]
     assert kinds == ["ScoreRequest", "ScoreRequest", "GenerateRequest", "GenerateRequest"]
     scores, generations = score_requests(engine), generate_requests(engine)
@@ -435,7 +436,8 @@ def test_free_explanations_have_no_stem_and_any_length() -> None:
     engine = ScriptedEngine()
     engine.enqueue_scores(lp(0.2, 0.7, 0.1))
     engine.enqueue_generations('Figures "missing". More.')
-    graded = grade_one(grader_for(engine, mode="explain", explanation_style="free"), "x", [BINARY_A])
+    graded = grade_one(grader_for(engine, mode="explain", explanation_first=False, explanation_style="free"), "x",
+                       [BINARY_A])
     (generation,) = generate_requests(engine)
     assert generation.suffix == score_requests(engine)[0].suffix + 'UNMET", "explanation": "'
     assert generation.sentence is False and generation.regex == JSON_STRING_BODY_REGEX
@@ -475,7 +477,7 @@ def test_score_mode_generates_nothing() -> None:
 def test_explain_mode_skips_generation_for_failed_scores() -> None:
     engine = ScriptedEngine()
     engine.enqueue_scores("infrastructure: boom", lp(0.6, 0.3, 0.1))
-    grade_one(grader_for(engine, mode="explain"), "x", [BINARY_A, BINARY_B])
+    grade_one(grader_for(engine, mode="explain", explanation_first=False), "x", [BINARY_A, BINARY_B])
     (generation,) = generate_requests(engine)
     assert generation.suffix == score_requests(engine)[1].suffix + 'MET", "explanation": "The submission'
 
@@ -618,3 +620,22 @@ def test_grader_grade_directly_with_reference() -> None:
     report = asyncio.run(grader.grade("ans", [BINARY_A], query="q?", reference_submission="ref!"))
     assert report.score == pytest.approx(1.0)
     assert "ref!" in score_requests(engine)[0].prefix
+
+
+def test_explain_mode_reasons_first_by_default() -> None:
+    """The default explain mode generates first, then reads the verdict after the explanation."""
+    engine = ScriptedEngine(policy=favour("Basic"), explanation=" states no figure.")
+    graded = grade_one(grader_for(engine, mode="explain"), "x", [BINARY_A])
+    kinds = [type(r).__name__ for r in engine.history]
+    assert kinds == ["GenerateRequest", "ScoreRequest"]
+    (generation,) = generate_requests(engine)
+    (score,) = score_requests(engine)
+    assert score.suffix.startswith(generation.suffix)  # the verdict is read after the explanation
+    assert graded.results[0].explanation == "The submission states no figure."
+
+
+def test_describe_keeps_score_mode_runs_as_before_the_default_turned() -> None:
+    engine = ScriptedEngine()
+    assert grader_for(engine).describe()["explanation_first"] is False  # score mode: hash unchanged
+    assert grader_for(engine, mode="explain").describe()["explanation_first"] is True
+    assert grader_for(engine, mode="explain", explanation_first=False).describe()["explanation_first"] is False

@@ -129,7 +129,8 @@ def test_explain_mode_keeps_the_verdict_when_only_the_explanation_fails() -> Non
             return [Generation("", error="infrastructure: decoding failed") for _ in requests]
 
     engine = FailingExplanations(policy=lambda request: [-0.1, -3.0, -5.0])  # MET clearly
-    grader = CriterionGrader(LLMConfig(model="scripted", engine=engine), mode="explain", seed=0)
+    grader = CriterionGrader(LLMConfig(model="scripted", engine=engine), mode="explain", explanation_first=False,
+                             seed=0)
     criterion = Criterion(name="c", weight=10.0, requirement="States the figure")
     graded = grader.grade_batch([GradeItem(submission="NMC reaches 250 Wh/kg.", rubric=(criterion,))])[0]
     vote = graded.report.report[0].votes[0]  # type: ignore[index]

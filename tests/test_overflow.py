@@ -33,7 +33,9 @@ def short_engine(tiny_model: Any) -> Any:
 
 
 def grade(engine: Any, on_overflow: str, mode: str = "score", submission: str = LONG) -> Any:
-    grader = CriterionGrader(LLMConfig(model="tiny", engine=engine, on_overflow=on_overflow), mode=mode, seed=0)
+    """``mode``: ``score``, ``explain`` (reasoning first, the default) or ``explain-vf`` (verdict first)."""
+    grader = CriterionGrader(LLMConfig(model="tiny", engine=engine, on_overflow=on_overflow), seed=0,
+                             mode="score" if mode == "score" else "explain", explanation_first=mode != "explain-vf")
     return grader.grade_batch([GradeItem(submission=submission, rubric=RUBRIC, query="Compare NMC and LFP.")])[0]
 
 
@@ -44,7 +46,7 @@ def test_overflow_is_a_recorded_error_by_default(short_engine: Any) -> None:
     assert graded.report.input_truncated_tokens is None and graded.report.judged_submission is None
 
 
-@pytest.mark.parametrize("mode", ["score", "explain"])
+@pytest.mark.parametrize("mode", ["score", "explain-vf"])
 def test_truncate_keeps_head_and_tail_and_records_the_cut(short_engine: Any, mode: str) -> None:
     graded = grade(short_engine, "truncate", mode)
     report = graded.report
@@ -97,3 +99,19 @@ def test_in_a_mixed_panel_only_truncating_judges_read_the_cut_text(short_engine:
         else:
             assert LONG in prompt  # the judge with room reads the whole submission
     assert {r.task.judge_index for r in graded.results} == {0, 1}
+
+
+def test_reasoning_first_truncation_leaves_room_for_twice_the_explanation_budget(short_engine: Any) -> None:
+    """Reasoning first, the verdict is read after the explanation's text tokenized again: the cut
+    is sized on the prompt with the verdict's JSON scaffold plus twice the explanation budget.
+    (The random tiny judge's explanations can still outgrow it, 96 generated tokens becoming
+    up to ~260 when re-tokenized; such a judgment is recorded as an overflow error.)"""
+    graded = grade(short_engine, "truncate", "explain")
+    report = graded.report
+    assert report.input_truncated_tokens is not None and report.judged_submission is not None
+    budget = LLMConfig(model="tiny").explanation_budget
+    for result in graded.results:
+        task = result.task
+        assert len(short_engine.prompt_tokens(task.prefix, task.reasoning_suffix(""))) + 2 * budget + 32 <= CONTEXT
+        assert result.error is None or result.error.startswith("infrastructure: prompt of")
+    assert any(r.error is None for r in graded.results)

@@ -78,7 +78,9 @@ DEFAULT_OFF_LABEL_THRESHOLD = 0.5
               help="SQLite file for results (new, empty, or an autorubric-local database).")
 @click.option("--mode", type=click.Choice(["score", "explain"]), default="score", show_default=True,
               help="score: verdicts from label probabilities; explain: also write explanations.")
-@click.option("--explanation-first", is_flag=True, help="In explain mode, reason before the verdict.")
+@click.option("--explanation-first/--verdict-first", default=True, show_default=True,
+              help="In explain mode, reason before the verdict (the verdict is read after the explanation), or give "
+                   "the verdict first (score mode's verdict) and explain it after.")
 @click.option("--seed", type=int, default=None, help="Seed of the option shuffles (recorded).")
 @click.option("--no-shuffle", is_flag=True, help="Show multi-choice options in their original order.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Grade only the first N items.")
@@ -104,7 +106,7 @@ DEFAULT_OFF_LABEL_THRESHOLD = 0.5
 @click.option("--contextual-calibration", is_flag=True,
               help="Correct each judge's label prior (Zhao et al. 2021): judge content-free submissions ('', "
                    "'N/A', '[SUBMISSION]') in every prompt and read verdicts from the corrected distribution; "
-                   "the judge's own distribution is kept. Not with --mode explain unless --explanation-first.")
+                   "the judge's own distribution is kept. Not with --mode explain --verdict-first.")
 def grade(
     paths: tuple[Path, ...],
     model: str | None,

@@ -36,12 +36,15 @@ class TruncatingJudge:
     """A judge whose overflowing items are truncated: its index, engine and answer reserve.
 
     ``reserve_tokens`` is what the judge's answer needs after the prompt (label tokens, and
-    the explanation or reasoning budget in explain and thinking modes).
+    the explanation or reasoning budget in explain and thinking modes). ``reasoning_first``:
+    the judge reads its verdict after its explanation, so the prompt is measured with the
+    reasoning-first scaffold around an empty explanation (``JudgmentTask.reasoning_suffix("")``).
     """
 
     judge_index: int
     engine: Any
     reserve_tokens: int
+    reasoning_first: bool = False
 
 
 def can_truncate(engine: Any) -> bool:
@@ -68,7 +71,8 @@ def fit_to_context(
         longest: dict[int, int] = {}
         for task in tasks:
             if task.judge_index == judge.judge_index:
-                size = _prompt_size(judge.engine, task.prefix, task.suffix)
+                suffix = task.reasoning_suffix("") if judge.reasoning_first else task.suffix
+                size = _prompt_size(judge.engine, task.prefix, suffix)
                 longest[task.item_index] = max(longest.get(task.item_index, 0), size)
         for index, size in sorted(longest.items()):
             over = size + judge.reserve_tokens - judge.engine.context_length
