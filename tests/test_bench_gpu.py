@@ -68,10 +68,18 @@ def test_failed_judgments_are_reported_not_counted_as_throughput(monkeypatch: py
     failed = SimpleNamespace(error="infrastructure: CUDA out of memory", usage=SimpleNamespace(completion_tokens=0))
     monkeypatch.setattr(bench_gpu, "plan", lambda engine, items, seed: [SimpleNamespace(item_index=0)] * 4)
     monkeypatch.setattr(bench_gpu, "warm_up", lambda engine, tasks: None)
-    monkeypatch.setattr(bench_gpu, "time_engine", lambda engine, tasks, mode, budget:
-                        (1.0 if mode.value == "score" else 2.0, [ok, failed, failed, ok]))
+
+    def time_engine(engine: object, tasks: object, mode: object, budget: int) -> tuple[float, list[object]]:
+        if mode.value == "explain":  # type: ignore[attr-defined]
+            engine.generate([])  # type: ignore[attr-defined]
+        return (1.0 if mode.value == "score" else 2.0, [ok, failed, failed, ok])  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(bench_gpu, "time_engine", time_engine)
     args = argparse.Namespace(items=1, seed=0, explanation_tokens=3)
-    rows = bench_gpu.measure(object(), "shape", "transformers", args, bound=100.0, computed=50)
+    engine = SimpleNamespace(generate=lambda requests: [])
+    rows = bench_gpu.measure(engine, "shape", "transformers", args, bound=100.0, computed=50)
     assert [row.failed for row in rows] == [2, 2]
+    assert rows[1].decode_tokens_per_s is not None and rows[1].decode_tokens_per_s > 0  # timed around generate
+    assert engine.generate([]) == []  # the stand-in's own generate is given back
     assert "| failed |" in bench_gpu.format_table(rows).splitlines()[0]
     assert bench_gpu.format_table(rows).splitlines()[2].endswith("| 2 |")
