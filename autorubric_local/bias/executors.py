@@ -28,7 +28,11 @@ from autorubric_local.bias.unrelated import UnrelatedOption
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.execution import JudgmentResult
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.judges.engines import loaded_engines, release_held
+from autorubric_local.judges.engines import (
+    cached_engine_ids,
+    loaded_after,
+    release_held,
+)
 
 
 @dataclass(frozen=True)
@@ -97,7 +101,7 @@ class LocalSweepExecutor:
         unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
     ) -> list[PlannedJudge]:
         """:func:`~.sweep.load_judge` for every judge, with its :func:`~.sweep.load_configs` config."""
-        self._cached = frozenset(map(id, loaded_engines()))
+        self._cached = cached_engine_ids()
         self._loaded = []
         configs = load_configs(judges)
         for judge in judges:  # one at a time: judges loaded before a failing one are released too
@@ -121,8 +125,7 @@ class LocalSweepExecutor:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         cached, self._cached = self._cached, None
-        held = {loaded.spec.judge_id: loaded.engine for loaded in self._loaded
-                if cached is not None and id(loaded.engine) not in cached}
+        held = {loaded.spec.judge_id: loaded.engine for loaded in self._loaded}
         self._loaded = []  # the executor's references go before release_held frees memory
-        release_held(held)
+        release_held(held, [] if cached is None else loaded_after(held, cached))
 

@@ -537,9 +537,10 @@ class CriterionGrader:
         read after the explanation's *text*, tokenized again, which can take more tokens than
         were generated (a non-canonical token sequence), so twice the budget is kept there
         (and the prompt is measured with the verdict's JSON scaffold, :mod:`.overflow`)."""
-        writes = self.mode is JudgeMode.EXPLAIN or self._reasoning_first(judge)
+        reasoning_first = self._reasoning_first(judge)
+        writes = self.mode is JudgeMode.EXPLAIN or reasoning_first
         budget = max(judge.llm_config.thinking_budget, judge.llm_config.explanation_budget) if writes else 0
-        return (2 * budget if self._reasoning_first(judge) else budget) + 32
+        return (2 * budget if reasoning_first else budget) + 32
 
     def _workloads(self, tasks: Sequence[JudgmentTask]) -> list[list[JudgmentTask]]:
         """Tasks grouped by (engine, judging mode, budget, explanation style, request settings):

@@ -31,7 +31,7 @@ import shutil
 import sys
 import tempfile
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -407,6 +407,19 @@ def release_held(held: dict[str, Engine], names: Iterable[str] | None = None) ->
 def loaded_engines() -> list[Engine]:
     """The engines now held by :func:`load_engine`'s cache, in load order."""
     return list(_ENGINES.values())
+
+
+def cached_engine_ids() -> frozenset[int]:
+    """Ids of the engines :func:`load_engine`'s cache holds now: taken when a run or a sweep
+    starts, so that at its end it releases only what it loaded itself (:func:`loaded_after`)."""
+    return frozenset(map(id, _ENGINES.values()))
+
+
+def loaded_after(held: Mapping[str, Engine], before: frozenset[int]) -> list[str]:
+    """The names in ``held`` whose engine was not in the cache when ``before``
+    (:func:`cached_engine_ids`) was taken. Releasing an engine releases it for every holder, so
+    an engine another grader or judge already had is kept."""
+    return [name for name, engine in held.items() if id(engine) not in before]
 
 
 def was_released(engine: Engine) -> bool:

@@ -18,7 +18,7 @@ from autorubric_local.core.errors import AutorubricError
 from autorubric_local.core.reports import EnsembleEvaluationReport
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.judges.engines import loaded_engines
+from autorubric_local.judges.engines import cached_engine_ids, loaded_after
 from autorubric_local.runner.checkpoint import PlannedItem
 
 RUN_TIME_ERRORS: tuple[type[BaseException], ...] = (AutorubricError, RuntimeError)
@@ -134,7 +134,7 @@ class LocalExecutor:
 
     def engines(self, grader: CriterionGrader) -> dict[str, EngineRecord]:
         """:func:`engine_records` (loads the judges in this process)."""
-        self._before = (grader, grader.loaded_judges(), frozenset(map(id, loaded_engines())))
+        self._before = (grader, grader.loaded_judges(), cached_engine_ids())
         return engine_records(grader)
 
     def graded_chunks(
@@ -160,5 +160,5 @@ class LocalExecutor:
         if before is not None:
             grader, held, cached = before
             loaded = grader.loaded_judges() - held  # engine_for below only returns what is loaded
-            grader.release_engines([judge.judge_id for judge in grader.judges
-                                    if judge.judge_id in loaded and id(grader.engine_for(judge)) not in cached])
+            engines = {judge.judge_id: grader.engine_for(judge) for judge in grader.judges if judge.judge_id in loaded}
+            grader.release_engines(loaded_after(engines, cached))

@@ -343,13 +343,10 @@ class EvalRunner:
         return len(store.done_item_ids(run_id))
 
     def _judges(self, engines: dict[str, EngineRecord]) -> list[dict[str, Any]]:
-        """The run's ``judges_json``: per judge its id, model, loaded model id, weight, and the
-        engine that ran: ``backend`` (``"transformers"``, ``"vllm"``, ``"llamacpp"``),
-        ``attention_path`` (e.g. ``"packed-trie (sdpa, full attention)"``), ``prompt_format`` (``"chat"`` or ``"completion"``)
-        ``score_method`` (vLLM: ``"logprob_token_ids"`` or the slower ``"prompt_logprobs"``) and ``dtype`` (the
-        precision it computes in, e.g. ``"float32"``), read from the engine's attributes of those names
-        (``backend`` from ``backend_name``, ``dtype`` from ``dtype_name``); None for an engine that does not
-        declare them (:func:`~.executors.engine_records`)."""
+        """The run's ``judges_json``: per judge its id, model, loaded model id, weight, and the rest
+        of its engine's record (:func:`~.executors.engine_records`: ``backend``, e.g.
+        ``"transformers"``; ``attention_path``; ``prompt_format``; vLLM's ``score_method``;
+        ``dtype``, e.g. ``"float32"``)."""
         return [{"judge_id": j.judge_id, "model": j.llm_config.model, "model_id": engines[j.judge_id]["model_id"],
                  "weight": j.weight, **{k: v for k, v in engines[j.judge_id].items() if k != "model_id"}}
                 for j in self.grader.judges]
