@@ -14,9 +14,9 @@ reported apart):
   ``autorubric-local grade`` runs: verdicts from label probabilities, nothing decoded.
 - ``<backend> explain-vf``: ``mode="explain", explanation_first=False``: the verdict, then a
   grammar-constrained one-sentence explanation (at most 96 tokens) per judgment.
-- ``<backend> explain-rf``: ``mode="explain", explanation_first=True``: the one-sentence
-  explanation first, then the verdict read after it, like the peer's output (its JSON puts the
-  explanation before the verdict).
+- ``<backend> explain-rf``: ``mode="explain", explanation_first=True`` (the default): the
+  one-sentence explanation first, then the verdict read after it. (The peer's JSON gives the
+  verdict first, AutoRubric's ``CriterionJudgment`` field order, then its explanation.)
 
 ``<backend>`` is ``transformers`` (the GGUF de-quantised to float32), ``transformers-bf16``
 (the same weights in bfloat16: ``grade --dtype bfloat16``, fast where PyTorch has AMX tiles)

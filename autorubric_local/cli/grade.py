@@ -67,7 +67,8 @@ DEFAULT_OFF_LABEL_THRESHOLD = 0.5
 @click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default=None,
               help="Weight and activation precision (LLMConfig.dtype; transformers and vLLM). auto: bfloat16 on a "
                    "GPU, float32 on CPU. On a CPU with AMX (amx_bf16 in /proc/cpuinfo) bfloat16 scores about "
-                   "2.4x faster than float32 but moves near-tie verdicts (README, \"Speed\"). [default: auto]")
+                   "2.5x faster than float32 but moves near-tie verdicts (README, the peer table under \"GGUF "
+                   "judges on llama.cpp\"). [default: auto]")
 @click.option("--judges", "judges_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Judge-panel file (YAML/JSON): an ensemble and its aggregation; see examples/judges.yaml.")
 @click.option("--permutations", type=click.Choice(["single", "cyclic"]), default=None,

@@ -66,7 +66,7 @@ class LLMConfig(BaseModel):
     device, dtype : where and in what precision to run; ``"auto"`` picks CUDA + bfloat16 when a
         GPU is present, else CPU + float32. ``dtype="bfloat16"`` on a CPU pays off only where
         PyTorch has AMX tiles (``amx_bf16`` in ``/proc/cpuinfo``): there it scored the essay set
-        2.4x faster than float32 but flipped 18% of SmolLM2's near-tie verdicts
+        2.5x faster than float32 but flipped 18% of SmolLM2's near-tie verdicts
         (``scripts/bench_peer.py``, ``scripts/bench_dtype.py``); without AMX it is much slower.
     context_length : int, optional
         Longest prompt in tokens; defaults to the preset's or the model config's value.
