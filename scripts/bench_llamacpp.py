@@ -11,6 +11,10 @@ equivalence tests (the bundled example's 64 judgments plus 16 on two long answer
   float32; llama.cpp keeps the quantised weights and multiplies them with 8-bit-quantised
   activations (ggml's ``vec_dot_type`` for Q4_1 / Q4_K is Q8_1 / Q8_K), so they differ by more
   than float noise.
+- ``equivalence_f32_gguf``: the same figures with llama.cpp reading a float32 re-encoding of
+  the GGUF (:func:`dequantised_gguf`, written to ``--f32-dir``): the weights transformers
+  computes with, so what is left is the backend itself (float32 summation order), without the
+  quantised kernels' 8-bit activations.
 - ``llamacpp_added_rss_mib``: resident memory (``VmRSS``) a fresh process gains by loading the
   judge on llama.cpp and scoring the workload, measured after its tokenizer (and so
   transformers and torch) is loaded; against the GGUF's size and the KV cache llama.cpp
@@ -24,8 +28,14 @@ equivalence tests (the bundled example's 64 judgments plus 16 on two long answer
   3: a 512-token prefill (logits of the last position) and 64 one-token decode steps, for
   llama.cpp (``LlamaContext``) and transformers (float32, ``logits_to_keep=1``).
 
-Run: ``python scripts/bench_llamacpp.py [--judges smollm2 gemma] [--no-throughput | --memory-only]``; the last line printed is
-one JSON object with every figure. Needs ``scripts/setup_llamacpp.sh``.
+``system_info`` names the instruction sets the installed llama.cpp was compiled for
+(``scripts/setup_llamacpp.sh`` builds portable x86-64-v3); to measure another build, install
+it elsewhere (``CMAKE_ARGS="-DGGML_NATIVE=ON" pip install --no-cache-dir --no-deps --target DIR
+llama-cpp-python==0.3.36``) and put ``DIR`` first on ``PYTHONPATH``.
+
+Run: ``python scripts/bench_llamacpp.py [--judges smollm2 gemma] [--no-throughput | --memory-only]
+[--f32-dir DIR]``; the last line printed is one JSON object with every figure. Needs
+``scripts/setup_llamacpp.sh``.
 """
 
 from __future__ import annotations
@@ -37,8 +47,11 @@ import re
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -60,7 +73,7 @@ def argmax(values: object) -> int:
     return max(range(len(values)), key=lambda i: values[i])
 
 
-def equivalence(name: str, threads: int) -> dict[str, object]:
+def equivalence(name: str, threads: int, gguf: Path | None = None) -> dict[str, object]:
     import torch
 
     from autorubric_local.judges.config import LLMConfig
@@ -68,7 +81,7 @@ def equivalence(name: str, threads: int) -> dict[str, object]:
 
     torch.set_num_threads(threads)
     reference_engine = load_engine(LLMConfig(model=PRESETS[name], backend="transformers"))
-    ours_engine = load_engine(LLMConfig(model=PRESETS[name], backend="llamacpp"))
+    ours_engine = load_engine(LLMConfig(model=str(gguf or PRESETS[name]), backend="llamacpp"))
     requests = requests_for(reference_engine)
     reference = reference_engine.score(requests)
     ours = ours_engine.score(requests)
@@ -91,6 +104,40 @@ def equivalence(name: str, threads: int) -> dict[str, object]:
         "median_transformers_margin": round(margins[len(margins) // 2], 4),
         "flips": flips,
     }
+
+
+def dequantised_gguf(source: Path, target: Path) -> Path:
+    """Write ``source`` again with every tensor de-quantised to float32 (metadata unchanged).
+
+    The values are those the transformers backend computes with (it de-quantises the same file
+    with the same ``gguf`` routines), so llama.cpp on this copy differs from transformers only in
+    float32 summation order: it isolates the backend from the quantised kernels' arithmetic.
+    """
+    import gguf
+
+    if target.exists():
+        return target
+    reader = gguf.GGUFReader(source)
+    architecture = str(reader.fields[gguf.Keys.General.ARCHITECTURE].contents())
+    writer = gguf.GGUFWriter(str(target), architecture)
+    for field in reader.fields.values():
+        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
+            continue
+        value = field.contents()
+        if field.name == gguf.Keys.General.FILE_TYPE:
+            value = int(gguf.LlamaFileType.ALL_F32)
+        kind = field.types[0]
+        writer.add_key_value(field.name, value, kind,
+                             sub_type=field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None)
+    for tensor in reader.tensors:
+        values = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
+        writer.add_tensor(tensor.name, np.ascontiguousarray(values.reshape(tuple(reversed(tensor.shape.tolist())))),
+                          raw_dtype=gguf.GGMLQuantizationType.F32)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return target
 
 
 def _rss_mib() -> float:
@@ -200,12 +247,16 @@ def main() -> int:
     parser.add_argument("--no-throughput", action="store_true",
                         help="skip the speed figures (when the machine is not quiet)")
     parser.add_argument("--memory-only", action="store_true", help="only the memory figures")
+    parser.add_argument("--f32-dir", type=Path, default=Path(tempfile.gettempdir()),
+                        help="where the float32 re-encodings of the GGUF judges are written (kept for re-runs)")
     parser.add_argument("--rss-child", choices=list(PRESETS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rss_child:
         rss_child(args.rss_child)
         return 0
     import llama_cpp
+
+    from autorubric_local.judges.presets import resolve_model
 
     report: dict[str, object] = {"threads": args.threads, "llama_cpp_python": llama_cpp.__version__,
                                  "system_info": llama_cpp.llama_print_system_info().decode().strip()}
@@ -214,7 +265,10 @@ def main() -> int:
             report[name] = {"memory": memory(name)}
             print(f"{name}: memory {report[name]['memory']}", flush=True)  # type: ignore[index]
             continue
-        figures = {"equivalence": equivalence(name, args.threads), "memory": memory(name),
+        source = resolve_model(PRESETS[name]).path
+        f32 = dequantised_gguf(source, args.f32_dir / f"{source.stem}.F32.gguf")
+        figures = {"equivalence": equivalence(name, args.threads),
+                   "equivalence_f32_gguf": equivalence(name, args.threads, f32), "memory": memory(name),
                    "throughput": None if args.no_throughput else throughput(name, args.threads)}
         report[name] = figures
         eq = figures["equivalence"]
@@ -222,6 +276,9 @@ def main() -> int:
               f"{eq['prob_diff_mean']} max {eq['prob_diff_max']}, flips' transformers margins "
               f"{[f['transformers_margin'] for f in eq['flips']]} (median margin of all "
               f"{eq['median_transformers_margin']})")
+        eq = figures["equivalence_f32_gguf"]
+        print(f"{name}, float32 GGUF: same verdict {eq['same_verdict']:.4f} of {eq['judgments']}, |p diff| mean "
+              f"{eq['prob_diff_mean']} max {eq['prob_diff_max']}")
         print(f"{name}: memory {figures['memory']}")
         print(f"{name}: throughput {figures['throughput']}", flush=True)
     print(json.dumps(report))
