@@ -12,7 +12,7 @@ equivalence tests (the bundled example's 64 judgments plus 16 on two long answer
   activations (ggml's ``vec_dot_type`` for Q4_1 / Q4_K is Q8_1 / Q8_K), so they differ by more
   than float noise.
 - ``equivalence_f32_gguf``: the same figures with llama.cpp reading a float32 re-encoding of
-  the GGUF (:func:`dequantised_gguf`, written to ``--f32-dir``): the weights transformers
+  the GGUF (``tests/gguf_float32.py``, written to ``--f32-dir``): the weights transformers
   computes with, so what is left is the backend itself (float32 summation order), without the
   quantised kernels' 8-bit activations.
 - ``llamacpp_added_rss_mib``: resident memory (``VmRSS``) a fresh process gains by loading the
@@ -50,8 +50,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -104,40 +102,6 @@ def equivalence(name: str, threads: int, gguf: Path | None = None) -> dict[str, 
         "median_transformers_margin": round(margins[len(margins) // 2], 4),
         "flips": flips,
     }
-
-
-def dequantised_gguf(source: Path, target: Path) -> Path:
-    """Write ``source`` again with every tensor de-quantised to float32 (metadata unchanged).
-
-    The values are those the transformers backend computes with (it de-quantises the same file
-    with the same ``gguf`` routines), so llama.cpp on this copy differs from transformers only in
-    float32 summation order: it isolates the backend from the quantised kernels' arithmetic.
-    """
-    import gguf
-
-    if target.exists():
-        return target
-    reader = gguf.GGUFReader(source)
-    architecture = str(reader.fields[gguf.Keys.General.ARCHITECTURE].contents())
-    writer = gguf.GGUFWriter(str(target), architecture)
-    for field in reader.fields.values():
-        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
-            continue
-        value = field.contents()
-        if field.name == gguf.Keys.General.FILE_TYPE:
-            value = int(gguf.LlamaFileType.ALL_F32)
-        kind = field.types[0]
-        writer.add_key_value(field.name, value, kind,
-                             sub_type=field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None)
-    for tensor in reader.tensors:
-        values = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
-        writer.add_tensor(tensor.name, np.ascontiguousarray(values.reshape(tuple(reversed(tensor.shape.tolist())))),
-                          raw_dtype=gguf.GGMLQuantizationType.F32)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return target
 
 
 def _rss_mib() -> float:
@@ -255,6 +219,7 @@ def main() -> int:
         rss_child(args.rss_child)
         return 0
     import llama_cpp
+    from gguf_float32 import dequantised_gguf
 
     from autorubric_local.judges.presets import resolve_model
 

@@ -2,10 +2,11 @@
 
 - Batched scoring (every shared token once, through one KV sequence) equals scoring each
   request alone in a fresh cache: the prefix reuse is exact.
-- Against the transformers backend (the same GGUF de-quantised to float32): the same verdict on
-  at least 98% of the bundled example's judgments, and label probabilities within a stated
-  bound (llama.cpp multiplies the quantised weights with 8-bit-quantised activations, so the
-  two differ by more than float noise; the figures are printed).
+- Against the transformers backend (the same GGUF de-quantised to float32): on the GGUF as
+  stored, verdicts and label probabilities within stated bounds (llama.cpp multiplies the
+  quantised weights with 8-bit-quantised activations, so the two differ by more than float
+  noise; the figures are printed); on a float32 re-encoding of it (``gguf_float32.py``),
+  probabilities within 0.01 and a different verdict only at a tie (top-two margin < 0.005).
 - Explanations: one grammar-constrained sentence each, several sequences decoded together.
   Not asserted: the same text as each decoded alone. Sequences share one cache, and where
   their cells lie changes the order of float sums in attention, which flips near-tie greedy
@@ -36,8 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS = {"smollm2": "smollm2-135m-instruct", "gemma": "gemma3-270m"}
 
 SAME_VERDICT_MIN = {"smollm2": 0.75, "gemma": 0.97}
-"""Share of judgments whose verdict must match the transformers backend. Issue 16 asks 0.98;
-neither judge meets it here (measured 64/80 and 78/80). SmolLM2's float32 verdicts are near
+"""Share of judgments whose verdict must match the transformers backend on the Q4 file. Issue 16
+asks 0.98; neither judge meets it on its Q4 file (measured 64/80 and 78/80; on float32 weights,
+below, they differ only at ties). SmolLM2's float32 verdicts are near
 ties (median top-two margin 0.10), so llama.cpp's mean label-probability difference of 0.03
 flips some; :data:`FLIP_MARGIN` bounds where flips may happen."""
 FLIP_MARGIN = 0.3
@@ -137,6 +139,48 @@ def test_verdicts_agree_with_transformers(pair: tuple[str, Any, Any]) -> None:
     # The long items' prompts are over 1,000 tokens (over Gemma's 512-token window): still close.
     items = example_items()
     assert any(items[t.item_index].item_id in LONG_ITEM_IDS for t in tasks)  # prompts over 1,000 tokens
+
+
+FLOAT32_PROBABILITY_BOUND = 0.01
+"""Largest |p_llamacpp - p_transformers| allowed when llama.cpp reads a float32 re-encoding of the
+GGUF (the weights transformers computes with): measured 0.0020 SmolLM2, 0.0028 Gemma."""
+FLOAT32_FLIP_MARGIN = 0.005
+"""On float32 weights a verdict may differ only at a tie: where transformers' top-two margin is
+below this (SmolLM2's flips here: margins 0.0002 and 0.0005, 78/80 the same; 79/80 in
+``scripts/bench_llamacpp.py``'s run: ties fall either way)."""
+
+
+@pytest.mark.slow
+def test_on_float32_weights_llamacpp_scores_as_transformers(pair: tuple[str, Any, Any],
+                                                             tmp_path_factory: pytest.TempPathFactory) -> None:
+    """With both reading the same float32 values, the backends differ only at ties: prompt,
+    prefix reuse and label reading agree, and the Q4 files' gap is the quantised kernels'
+    8-bit activations (``scripts/bench_llamacpp.py``)."""
+    from gguf_float32 import dequantised_gguf
+
+    from autorubric_local.judges.engines import load_engine, release_engine
+    from autorubric_local.judges.presets import resolve_model
+
+    name, _, transformers = pair
+    source = resolve_model(MODELS[name]).path
+    f32 = dequantised_gguf(source, tmp_path_factory.mktemp("f32") / f"{source.stem}.F32.gguf")
+    llamacpp = load_engine(LLMConfig(model=str(f32), backend="llamacpp"))
+    try:
+        _, requests = workload(transformers, name)
+        ours = llamacpp.score(requests)
+    finally:
+        release_engine(llamacpp)
+        f32.unlink()
+    reference = transformers.score(requests)
+    assert all(r.error is None for r in ours), [r.error for r in ours if r.error]
+    diffs = [abs(p - q) for a, b in zip(ours, reference) for p, q in zip(a.probabilities, b.probabilities)]
+    flips = [sorted(b.probabilities, reverse=True)[:2] for a, b in zip(ours, reference)
+             if argmax(a.logprobs) != argmax(b.logprobs)]
+    print(f"\n{name}, float32 GGUF: same verdict {len(requests) - len(flips)}/{len(requests)}, label probability "
+          f"|diff| max {max(diffs):.4f}, flips' transformers margins {[round(a - b, 4) for a, b in flips]}")
+    assert max(diffs) <= FLOAT32_PROBABILITY_BOUND
+    assert all(a - b < FLOAT32_FLIP_MARGIN for a, b in flips)
+    assert len(flips) <= 0.05 * len(requests)
 
 
 @pytest.mark.slow
