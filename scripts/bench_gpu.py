@@ -134,15 +134,11 @@ def measure(engine: Any, label: str, backend: str, args: argparse.Namespace, bou
         finally:
             generate_s.append(time.perf_counter() - start)
 
-    own = "generate" in vars(engine)  # an instance attribute (a stand-in), not the class's method
     engine.generate = timed_generate
     try:
         explain_s, explain_results = time_engine(engine, tasks, JudgeMode.EXPLAIN, args.explanation_tokens)
     finally:
-        if own:
-            engine.generate = generate
-        else:
-            del engine.generate  # the class's method again (no bound method kept on the engine)
+        del engine.generate  # the class's method again (no bound method kept on the engine)
     score_failed = sum(r.error is not None for r in score_results)
     explain_failed = sum(r.error is not None for r in explain_results)
     if score_failed or explain_failed:

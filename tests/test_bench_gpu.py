@@ -76,10 +76,14 @@ def test_failed_judgments_are_reported_not_counted_as_throughput(monkeypatch: py
 
     monkeypatch.setattr(bench_gpu, "time_engine", time_engine)
     args = argparse.Namespace(items=1, seed=0, explanation_tokens=3)
-    engine = SimpleNamespace(generate=lambda requests: [])
+    class Engine:
+        def generate(self, requests: object) -> list[object]:
+            return []
+
+    engine = Engine()
     rows = bench_gpu.measure(engine, "shape", "transformers", args, bound=100.0, computed=50)
     assert [row.failed for row in rows] == [2, 2]
     assert rows[1].decode_tokens_per_s is not None and rows[1].decode_tokens_per_s > 0  # timed around generate
-    assert engine.generate([]) == []  # the stand-in's own generate is given back
+    assert engine.generate([]) == []  # the class's generate is given back
     assert "| failed |" in bench_gpu.format_table(rows).splitlines()[0]
     assert bench_gpu.format_table(rows).splitlines()[2].endswith("| 2 |")

@@ -97,6 +97,13 @@ def pair(request: pytest.FixtureRequest) -> tuple[str, Any, Any]:
     return name, llamacpp, request.getfixturevalue(f"{name}_engine")
 
 
+@pytest.fixture(scope="module")
+def reference(pair: tuple[str, Any, Any]) -> list[Any]:
+    """The transformers backend's scores of the workload, shared by the tests that compare with it."""
+    name, _, transformers = pair
+    return transformers.score(workload(transformers, name)[1])
+
+
 def workload(engine: Any, name: str) -> tuple[list[Any], list[ScoreRequest]]:
     tasks = plan_tasks(example_items(), [(name, engine.format_chat)], seed=0)
     return tasks, [ScoreRequest(t.prefix, t.suffix, t.labels()) for t in tasks]
@@ -118,11 +125,10 @@ def test_same_prompt_text_and_tokens_as_transformers(pair: tuple[str, Any, Any])
 
 
 @pytest.mark.slow
-def test_verdicts_agree_with_transformers(pair: tuple[str, Any, Any]) -> None:
+def test_verdicts_agree_with_transformers(pair: tuple[str, Any, Any], reference: list[Any]) -> None:
     name, llamacpp, transformers = pair
     tasks, requests = workload(transformers, name)
     ours = llamacpp.score(requests)
-    reference = transformers.score(requests)
     assert all(r.error is None for r in ours), [r.error for r in ours if r.error]
     same = sum(argmax(a.logprobs) == argmax(b.logprobs) for a, b in zip(ours, reference))
     diffs = [abs(p - q) for a, b in zip(ours, reference) for p, q in zip(a.probabilities, b.probabilities)]
@@ -151,7 +157,7 @@ below this (SmolLM2's flips here: margins 0.0002 and 0.0005, 78/80 the same; 79/
 
 
 @pytest.mark.slow
-def test_on_float32_weights_llamacpp_scores_as_transformers(pair: tuple[str, Any, Any],
+def test_on_float32_weights_llamacpp_scores_as_transformers(pair: tuple[str, Any, Any], reference: list[Any],
                                                              tmp_path_factory: pytest.TempPathFactory) -> None:
     """With both reading the same float32 values, the backends differ only at ties: prompt,
     prefix reuse and label reading agree, and the Q4 files' gap is the quantised kernels'
@@ -171,7 +177,6 @@ def test_on_float32_weights_llamacpp_scores_as_transformers(pair: tuple[str, Any
     finally:
         release_engine(llamacpp)
         f32.unlink()
-    reference = transformers.score(requests)
     assert all(r.error is None for r in ours), [r.error for r in ours if r.error]
     diffs = [abs(p - q) for a, b in zip(ours, reference) for p, q in zip(a.probabilities, b.probabilities)]
     flips = [sorted(b.probabilities, reverse=True)[:2] for a, b in zip(ours, reference)
