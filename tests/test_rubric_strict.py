@@ -312,6 +312,20 @@ def test_deep_nesting_is_refused_without_recursion(tmp_path: Path, suffix: str) 
         (Rubric.from_json if suffix == ".json" else Rubric.from_yaml)("[" * 65 + "]" * 65)
 
 
+@pytest.mark.parametrize("loader", ["SafeLoader", "CSafeLoader"])
+def test_yaml_nesting_gets_one_message_whichever_parser_refuses_first(
+    monkeypatch: pytest.MonkeyPatch, loader: str
+) -> None:
+    # Our event scan stops at 65 levels; libyaml (CSafeLoader, PyYAML >= 6.0.4) has its own
+    # limit of 1000 levels, which its read-ahead can reach first in a deep flow collection.
+    if not hasattr(yaml, loader):
+        pytest.skip(f"this PyYAML has no {loader} (built without libyaml)")
+    monkeypatch.setattr(checks, "_LOADER", getattr(yaml, loader))
+    for depth in (65, 1_001, 100_000):
+        with pytest.raises(InputError, match="^nested deeper than 64 levels$"):
+            checks.parse_yaml("judges: " + "[" * depth + "]" * depth)
+
+
 def test_yaml_alias_cycles_and_bombs_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "r.yaml"
     path.write_text("- requirement: x\n  metadata: &m {self: *m}\n", encoding="utf-8")

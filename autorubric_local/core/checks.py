@@ -7,8 +7,8 @@ helpers, so they refuse the same things the same way, before any model is loaded
   (:func:`read_input_text`; the message names the file and, for bad UTF-8, the byte offset);
 - JSON or YAML nested deeper than :data:`MAX_DEPTH` levels (:func:`parse_json`,
   :func:`parse_yaml`; depth is measured without recursion, and a parser's own
-  ``RecursionError`` is caught), and YAML whose aliases expand beyond :data:`MAX_YAML_VALUES`
-  values or form a cycle;
+  ``RecursionError`` or nesting limit gives the same message), and YAML whose aliases expand
+  beyond :data:`MAX_YAML_VALUES` values or form a cycle;
 - a misspelt field (:func:`unknown_field`, which suggests the closest known name);
 - a number that is not finite or lies outside a range (:func:`check_number`), and metadata
   that is not JSON-able (:func:`check_json_object`).
@@ -64,6 +64,10 @@ MAX_YAML_VALUES = 2_000_000
 """Most values a YAML file may hold (after expanding aliases); bounds the time to load it."""
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# The problem libyaml reports at its own nesting limit (1000 levels in the libyaml that PyYAML
+# 6.0.4 bundles). Its scanner reads ahead of the events, so for a deep flow collection it can
+# refuse before the event scan below counts MAX_DEPTH levels; what it refuses is deeper still.
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 _JSON_SPACE = " \t\r"
 
 
@@ -245,6 +249,8 @@ def parse_yaml(text: str, *, list_entries: tuple[int, str] | None = None) -> Any
     except (yaml.YAMLError, ValueError, OverflowError) as e:
         # ValueError/OverflowError: a scalar the constructor cannot build (2001-13-45, an
         # integer too long to convert)
+        if getattr(e, "problem", None) == _LIBYAML_TOO_DEEP:
+            raise InputError(_too_deep()) from None
         raise InputError(str(e)) from None
     except RecursionError:
         raise InputError(_too_deep()) from None
