@@ -100,8 +100,14 @@ def build_model(config: Any, device: str, dtype: Any) -> Any:
     return model.eval()
 
 
-def judge_tokenizer() -> Any:
-    """The bundled SmolLM2 judge's tokenizer (read from its GGUF once, then cached)."""
+def judge_tokenizer(folder: Path | None = None) -> Any:
+    """The bundled SmolLM2 judge's tokenizer (read from its GGUF once, then cached), or the
+    tokenizer saved in ``folder`` (``--tokenizer``: a GPU box that has no GGUF, since only 64 MiB
+    travels with a device call, gets that tokenizer saved with ``save_pretrained``)."""
+    if folder is not None:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
     from autorubric_local.judges.engines import gguf_tokenizer
     from autorubric_local.judges.presets import resolve_model
 
@@ -239,6 +245,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-vllm", dest="vllm", action="store_false", help="skip vLLM even where installed")
     parser.add_argument("--vllm-memory", type=float, default=0.85, help="vLLM gpu_memory_utilization")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tokenizer", type=Path, default=None,
+                        help="a saved tokenizer folder to use instead of reading the bundled judge's GGUF "
+                             "(the same SmolLM2 tokenizer, saved where the GGUF is not installed)")
     parser.add_argument("--out", type=Path, default=None, help="also write the header and table to this file")
     args = parser.parse_args(argv)
     args.device = args.device or ("cpu" if args.tiny else "cuda")
@@ -265,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{args.items} items x 14 judgments, explanations up to {args.explanation_tokens} tokens; "
               f"prefill bound: one {args.bound_shape[0]}x{args.bound_shape[1]} forward pass")
     print(header, flush=True)
-    tokenizer = judge_tokenizer()
+    tokenizer = judge_tokenizer(args.tokenizer)
     rows: list[Row] = []
     for name in args.config:
         started = time.perf_counter()
