@@ -110,35 +110,47 @@ def parse_ground_truth(values: Sequence[object], rubric: Rubric) -> list[Criteri
             f"field 'ground_truth': has {len(values)} value(s) but the rubric has "
             f"{len(criteria)} criteria"
         )
-    parsed: list[CriterionVerdict | str] = []
-    for j, (value, criterion) in enumerate(zip(values, criteria)):
-        where = f"field 'ground_truth'[{j}]"
-        label = _criterion_label(criterion, j)
-        text = value.value if isinstance(value, CriterionVerdict) else value
-        if not isinstance(text, str):
-            kind = "an option label" if criterion.is_multi_choice else f"one of {_BINARY_VERDICTS}"
+    return [parse_ground_truth_value(value, criterion, j) for j, (value, criterion) in enumerate(zip(values, criteria))]
+
+
+def parse_ground_truth_value(value: object, criterion: Criterion, index: int,
+                             where: str | None = None) -> CriterionVerdict | str:
+    """Validate one ground-truth value for ``criterion`` (position ``index`` in its rubric).
+
+    Returns a :class:`CriterionVerdict` for a binary criterion, the option label (as written)
+    for a multi-choice one. ``where`` prefixes the message (default ``field
+    'ground_truth'[index]``).
+
+    Raises
+    ------
+    InputError
+        A non-string, a non-verdict for a binary criterion, or a label that is not an option.
+    """
+    where = where if where is not None else f"field 'ground_truth'[{index}]"
+    label = _criterion_label(criterion, index)
+    text = value.value if isinstance(value, CriterionVerdict) else value
+    if not isinstance(text, str):
+        kind = "an option label" if criterion.is_multi_choice else f"one of {_BINARY_VERDICTS}"
+        raise InputError(
+            f"{where}: expected {kind} for criterion {label!r}, got {json_type_name(value)}"
+        )
+    if criterion.is_multi_choice:
+        try:
+            criterion.find_option_by_label(text)
+        except ValueError:
+            options = ", ".join(repr(o.label) for o in criterion.options or [])
             raise InputError(
-                f"{where}: expected {kind} for criterion {label!r}, got {json_type_name(value)}"
-            )
-        if criterion.is_multi_choice:
-            try:
-                criterion.find_option_by_label(text)
-            except ValueError:
-                options = ", ".join(repr(o.label) for o in criterion.options or [])
-                raise InputError(
-                    f"{where}: label {text!r} not an option of criterion {label!r} "
-                    f"(options: {options})"
-                ) from None
-            parsed.append(text)
-        else:
-            try:
-                parsed.append(CriterionVerdict(text))
-            except ValueError:
-                raise InputError(
-                    f"{where}: verdict {text!r} not valid for binary criterion {label!r} "
-                    f"(expected {_BINARY_VERDICTS})"
-                ) from None
-    return parsed
+                f"{where}: label {text!r} not an option of criterion {label!r} "
+                f"(options: {options})"
+            ) from None
+        return text
+    try:
+        return CriterionVerdict(text)
+    except ValueError:
+        raise InputError(
+            f"{where}: verdict {text!r} not valid for binary criterion {label!r} "
+            f"(expected {_BINARY_VERDICTS})"
+        ) from None
 
 
 def _parse_rubric(raw: object) -> Rubric:

@@ -56,6 +56,7 @@ __all__ = [
     "criterion_key",
     "extract_verdicts_from_report",
     "filter_cannot_assess",
+    "human_scoring",
     "judge_code",
     "off_label_masses",
     "verdict_to_binary",
@@ -351,7 +352,7 @@ def _apply_mode(pairs: CriterionPairs, h: int, j: int, ca: CannotAssessMode,
     return h, j
 
 
-def _human_scoring(eval_result: GradedRun) -> dict[str, Any]:
+def human_scoring(eval_result: GradedRun) -> dict[str, Any]:
     """Scoring settings for the ground truth: the run's own (``EvalResult.grader_settings``),
     so that human and judge item scores follow the same rules (``normalize``, CANNOT_ASSESS
     strategy and partial credit); the defaults when the run did not record them."""
@@ -391,7 +392,7 @@ def align(
         Result and dataset do not match, an unknown mode, or criteria sharing a key differ.
     """
     ca, na = _ca_mode(cannot_assess), _na_mode(na_mode)
-    human_scoring = _human_scoring(eval_result)
+    scoring = human_scoring(eval_result)
     results = list(eval_result.item_results)
     if len(results) > len(dataset):
         raise InputError(
@@ -476,7 +477,7 @@ def align(
         score = report.score if score_of is None else score_of(report)
         if score is None:
             continue
-        rubric_score = dataset.compute_weighted_score(list(truth), rubric=rubric, **human_scoring)
+        rubric_score = dataset.compute_weighted_score(list(truth), rubric=rubric, **scoring)
         data.score_item_pos.append(pos)
         data.human_score.append(float(rubric_score))
         data.judge_score.append(float(score))
