@@ -26,6 +26,7 @@ import sqlite_utils
 
 from autorubric_local.store.calibrations import CalibrationTables
 from autorubric_local.store.indeterminacy import IndeterminacyTables
+from autorubric_local.store.labels import LabelTables
 from autorubric_local.store.metrics import MetricsTables
 from autorubric_local.store.runs import RUN_STATUSES, RunTables
 from autorubric_local.store.schema import MIGRATIONS, SCHEMA_VERSION, open_db
@@ -34,9 +35,9 @@ from autorubric_local.store.sweeps import SweepTables
 __all__ = ["MIGRATIONS", "RUN_STATUSES", "SCHEMA_VERSION", "Store", "open_db"]
 
 
-class Store(RunTables, SweepTables, MetricsTables, CalibrationTables, IndeterminacyTables):
+class Store(RunTables, SweepTables, MetricsTables, CalibrationTables, IndeterminacyTables, LabelTables):
     """Reads and writes runs, items, judgments, run leases, sweeps, metrics, threshold
-    calibrations and indeterminacy analyses in one database.
+    calibrations, indeterminacy analyses, human labels and label selections in one database.
 
     Parameters
     ----------

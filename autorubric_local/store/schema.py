@@ -87,6 +87,18 @@ Tables (units in column names):
   label log-probabilities, a hosted judge without ``top_logprobs``; 0 when they were read from
   the judge's distribution; NULL on an error row and on every row written before migration 13)
   and the ``judge_votes`` view gains that column.
+- Migration 14, human labels and label selections (:mod:`autorubric_local.estimates`):
+  ``labels``, one row per run, label source, item and criterion: ``source`` (``dataset`` for
+  the run's own ground truth, else the labels file's resolved path), ``item_id``,
+  ``criterion_index`` (0-based, rubric order), ``criterion_name``, ``label`` (``MET``,
+  ``UNMET``, ``CANNOT_ASSESS`` or the option label; a criterion left unlabelled has no row)
+  and ``imported_utc``; importing a source again replaces its rows. ``label_selections``, one
+  row per ``autorubric-local label select`` (``id`` autoincrement, ``run_id``,
+  ``selected_utc``, ``target``, ``budget``, ``seed``, ``mix``, ``settings_json``) and
+  ``label_selection_items``, one row per item of the run: ``selection_id``, ``item_id``,
+  ``inclusion_probability`` (pi_i in (0, 1]) and ``drawn`` (1 when the item was chosen for
+  labelling), written before any label is seen, so the estimates' inverse-probability weights
+  are the design's own.
 - ``run_leases`` (migration 5): the lease of a run being written, at most one per run:
   ``run_id`` (primary key), ``owner`` (``<host>:<pid>:<random hex>``, one per writer), ``pid``
   and ``host`` of the writing process, ``acquired_utc`` and ``heartbeat_utc`` (renewed with
@@ -385,6 +397,29 @@ def _migration_13(db: sqlite_utils.Database) -> None:
     db.create_view("judge_votes", VIEWS["judge_votes"])
 
 
+def _migration_14(db: sqlite_utils.Database) -> None:
+    db["labels"].create(
+        {"run_id": str, "source": str, "item_id": str, "criterion_index": int, "criterion_name": str,
+         "label": str, "imported_utc": str},
+        pk=("run_id", "source", "item_id", "criterion_index"),
+        not_null={"label", "imported_utc"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["label_selections"].create(
+        {"id": int, "run_id": str, "selected_utc": str, "target": str, "budget": float, "seed": int,
+         "mix": float, "settings_json": str},
+        pk="id",
+        not_null={"run_id", "selected_utc", "target", "budget", "mix"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["label_selection_items"].create(
+        {"selection_id": int, "item_id": str, "inclusion_probability": float, "drawn": int},
+        pk=("selection_id", "item_id"),
+        not_null={"inclusion_probability", "drawn"},
+        foreign_keys=[("selection_id", "label_selections", "id")],
+    )
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
     (2, "runner checkpoints (item reports, content hash)", _migration_2),
@@ -399,6 +434,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...]
     (11, "stored prompts, final per-criterion results, SQL views", _migration_11),
     (12, "resumable sweeps: content hash, plan and the sweep's lease", _migration_12),
     (13, "judgments.one_hot: label probabilities that are one-hot (no logprobs from the backend)", _migration_13),
+    (14, "human labels by source, and label selections with their inclusion probabilities", _migration_14),
 )
 """Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
 
