@@ -1,0 +1,173 @@
+"""Human labels for a graded run: read from a labels file, checked against the run.
+
+Accepted files (the format is told by the content):
+
+- **JSONL**, one object per line in AutoRubric's item shape: ``{"id": ITEM_ID, "ground_truth":
+  [...]}`` with one entry per criterion in rubric order (``MET``/``UNMET``/``CANNOT_ASSESS`` or an
+  option label; ``null`` leaves that criterion unlabelled). Other fields are ignored, so the
+  file ``autorubric-local label select`` writes can be filled in and read back.
+- A **Label Studio export** of the tasks :mod:`.label_studio` writes: ``JSON`` (a list of tasks
+  with ``annotations``; the latest annotation that was not cancelled counts) or ``JSON-MIN`` (a
+  list of flat objects: ``item_id`` and one key per criterion, ``c0``, ``c1``, ...).
+
+Every problem names the file and the line (JSONL) or task (JSON), and the field; nothing is
+returned when any label is wrong (an unknown item or criterion, a label that is not an option,
+a wrong number of entries, an item labelled twice).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.types import Criterion, CriterionVerdict
+from autorubric_local.data.validation import parse_ground_truth_value
+
+LabelList = list[CriterionVerdict | str | None]
+
+FROM_NAME_PREFIX = "c"
+"""Label Studio ``from_name`` of criterion ``i`` is ``c<i>`` (:mod:`.label_studio`)."""
+
+
+def _check_entries(values: object, criteria: Sequence[Criterion], where: str) -> LabelList:
+    if not isinstance(values, list):
+        raise InputError(f"{where}: field 'ground_truth': expected a list, got {type(values).__name__}")
+    if len(values) != len(criteria):
+        raise InputError(f"{where}: field 'ground_truth': has {len(values)} value(s) but the item's rubric has "
+                         f"{len(criteria)} criteria")
+    return [None if value is None else
+            parse_ground_truth_value(value, criterion, j, where=f"{where}: field 'ground_truth'[{j}]")
+            for j, (value, criterion) in enumerate(zip(values, criteria, strict=True))]
+
+
+def _add(found: dict[str, LabelList], item_id: object, entries: LabelList, where: str,
+         rubrics: Mapping[str, Sequence[Criterion]]) -> None:
+    if not isinstance(item_id, str) or item_id not in rubrics:
+        raise InputError(f"{where}: field 'id': unknown item {item_id!r} (not an item of the run)")
+    if item_id in found:
+        raise InputError(f"{where}: item {item_id!r} is labelled twice in the file")
+    found[item_id] = entries
+
+
+def _read_jsonl(path: Path, text: str, rubrics: Mapping[str, Sequence[Criterion]]) -> dict[str, LabelList]:
+    found: dict[str, LabelList] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{where}: invalid JSON: {e.msg}") from None
+        if not isinstance(row, dict):
+            raise InputError(f"{where}: expected an object with 'id' and 'ground_truth'")
+        for field in ("id", "ground_truth"):
+            if field not in row:
+                raise InputError(f"{where}: missing field {field!r}")
+        item_id = row["id"]
+        criteria = rubrics.get(item_id) if isinstance(item_id, str) else None
+        if criteria is None:
+            raise InputError(f"{where}: field 'id': unknown item {item_id!r} (not an item of the run)")
+        _add(found, item_id, _check_entries(row["ground_truth"], criteria, where), where, rubrics)
+    return found
+
+
+def _choice(value: object, where: str) -> object:
+    """The one choice of a Label Studio value (``"MET"``, ``{"choices": ["MET"]}`` or ``["MET"]``)."""
+    if isinstance(value, dict):
+        value = value.get("choices")
+    if isinstance(value, list):
+        if len(value) != 1:
+            raise InputError(f"{where}: expected one choice, got {len(value)}")
+        value = value[0]
+    return value
+
+
+def _criterion_index(name: object, criteria: Sequence[Criterion], where: str) -> int:
+    text = str(name)
+    if text.startswith(FROM_NAME_PREFIX) and text[len(FROM_NAME_PREFIX):].isdigit():
+        index = int(text[len(FROM_NAME_PREFIX):])
+        if index < len(criteria):
+            return index
+    raise InputError(f"{where}: unknown criterion {text!r} (this item's criteria are "
+                     f"{FROM_NAME_PREFIX}0..{FROM_NAME_PREFIX}{len(criteria) - 1})")
+
+
+def _task_labels(task: Mapping[str, Any], criteria: Sequence[Criterion], where: str) -> LabelList:
+    """Labels of one Label Studio task, full JSON (``annotations``) or JSON-MIN (flat)."""
+    choices: dict[int, object] = {}
+    if "annotations" in task:
+        annotations = [a for a in task.get("annotations") or [] if not a.get("was_cancelled")]
+        if not annotations:
+            return [None] * len(criteria)
+        latest = max(annotations, key=lambda a: (str(a.get("updated_at") or a.get("created_at") or ""),
+                                                 int(a.get("id") or 0)))
+        for result in latest.get("result") or []:
+            if result.get("type") != "choices":
+                continue
+            index = _criterion_index(result.get("from_name"), criteria, where)
+            choices[index] = _choice(result.get("value"), f"{where}: {result.get('from_name')}")
+    else:
+        for key, value in task.items():
+            if key.startswith(FROM_NAME_PREFIX) and key[len(FROM_NAME_PREFIX):].isdigit():
+                index = _criterion_index(key, criteria, where)
+                choices[index] = _choice(value, f"{where}: {key}")
+    return [None if choices.get(j) is None else
+            parse_ground_truth_value(choices[j], criterion, j, where=f"{where}: {FROM_NAME_PREFIX}{j}")
+            for j, criterion in enumerate(criteria)]
+
+
+def _read_label_studio(path: Path, tasks: object, rubrics: Mapping[str, Sequence[Criterion]]) -> dict[str, LabelList]:
+    if not isinstance(tasks, list):
+        raise InputError(f"{path}: a Label Studio export is a JSON list of tasks")
+    found: dict[str, LabelList] = {}
+    for number, task in enumerate(tasks, start=1):
+        where = f"{path}: task {number}"
+        if not isinstance(task, dict):
+            raise InputError(f"{where}: expected an object")
+        data = task.get("data") if isinstance(task.get("data"), dict) else task
+        item_id = data.get("item_id")
+        criteria = rubrics.get(item_id) if isinstance(item_id, str) else None
+        if criteria is None:
+            raise InputError(f"{where}: field 'item_id': unknown item {item_id!r} (not an item of the run)")
+        _add(found, item_id, _task_labels(task, criteria, where), where, rubrics)
+    return found
+
+
+def read_labels(path: str | Path, rubrics: Mapping[str, Sequence[Criterion]]) -> dict[str, LabelList]:
+    """Read and check the labels in ``path`` against the run's items.
+
+    Parameters
+    ----------
+    path : str or Path
+        A JSONL labels file or a Label Studio JSON / JSON-MIN export (module docstring).
+    rubrics : mapping of item id to its criteria (rubric order)
+        The run's items.
+
+    Returns
+    -------
+    dict of item id to list of CriterionVerdict, str or None
+        One entry per criterion; items the file does not mention are absent.
+
+    Raises
+    ------
+    InputError
+        An unreadable file, or any wrong label (the message names the file, line or task and
+        field).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read the labels file: {e}") from None
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            tasks = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{path}: invalid JSON at line {e.lineno}: {e.msg}") from None
+        return _read_label_studio(path, tasks, rubrics)
+    return _read_jsonl(path, text, rubrics)
