@@ -9,9 +9,11 @@ import click
 # stays the module.
 from autorubric_local.cli import (
     calibrate,
+    estimate,
     export,
     grade,
     indeterminacy,
+    label,
     metrics,
     models,
     report,
@@ -43,3 +45,5 @@ main.add_command(runs.runs)
 main.add_command(show.show)
 main.add_command(export.export)
 main.add_command(report.report)
+main.add_command(estimate.estimate)
+main.add_command(label.label)

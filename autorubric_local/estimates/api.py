@@ -1,0 +1,342 @@
+"""Judge-corrected estimates over a stored run: what share of items meets each criterion, the
+mean option value and the mean rubric score, with confidence intervals, from the judge's
+predictions on every item plus human labels on a few.
+
+Methods per target (:mod:`.methods` holds the formulas and their papers):
+
+- ``classical``: human labels only (CLT interval; Horvitz-Thompson weights under an active
+  selection).
+- ``judge``: the judge's mean prediction over every item. Biased whenever the judge is, so it
+  has no interval (``ci_low``/``ci_high`` are None).
+- ``ppi``: prediction-powered inference with a tuned weight (PPI++, Angelopoulos, Duchi and
+  Zrnic, arXiv 2311.01453; PPI, Angelopoulos et al., Science 2023); under an active selection
+  the inverse-probability-weighted estimator of Zrnic and Candès (ICML 2024, arXiv 2403.03208).
+- ``rogan_gladen`` (binary criteria, uniform sampling): the judge's MET rate corrected by its
+  sensitivity and specificity on the labelled items (Rogan and Gladen 1978; Lee et al., arXiv
+  2511.21140).
+
+Sampling: labelled items are taken as a uniform random sample of the run's items unless the run
+has a selection from :func:`select_items` (``autorubric-local label select``), whose recorded
+inclusion probabilities and draws then weight the estimates. Variance is over items (one value
+per item and target), so an item's correlated criteria never count as independent evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.types import Criterion
+from autorubric_local.estimates import methods
+from autorubric_local.estimates.labels import LabelList, read_labels
+from autorubric_local.estimates.targets import SCORE, TargetData, build_targets
+from autorubric_local.metrics.extract import human_scoring
+from autorubric_local.metrics.types import CannotAssessMode
+from autorubric_local.runner.results import EvalResult, load_result
+from autorubric_local.store import Store
+
+METHODS = ("classical", "judge", "ppi", "rogan_gladen")
+DATASET_SOURCE = "dataset"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One target's estimate by one method.
+
+    ``estimate`` is a share, mean option value or mean score (``nan`` where undefined, with
+    ``note`` saying why); ``ci_low``/``ci_high`` bound the two-sided interval at ``confidence``
+    (None where the method has none); ``n_labelled``/``n_unlabelled`` count the target's items
+    with and without a human value; ``sampling`` is ``uniform`` or ``active (selection ID)``.
+    """
+
+    target: str
+    method: str
+    estimate: float
+    ci_low: float | None
+    ci_high: float | None
+    std_error: float | None
+    n_labelled: int
+    n_unlabelled: int
+    confidence: float
+    sampling: str
+    lam: float | None = None
+    n_effective: float | None = None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as JSON-ready values (``nan`` becomes ``None``)."""
+        row = asdict(self)
+        return {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()}
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """A stored run with its items' criteria and the human labels to use."""
+
+    result: EvalResult
+    dataset: Any
+    run_id: str
+    name: str
+    criteria: dict[str, list[Criterion]]
+    labels: dict[str, LabelList]
+    source: str
+    selection: dict[str, Any] | None
+
+
+def _criteria_by_item(result: EvalResult, dataset: Any) -> dict[str, list[Criterion]]:
+    return {(r.item_id or f"item-{r.item_idx}"): list(dataset.get_item_rubric(r.item_idx).rubric)
+            for r in result.item_results}
+
+
+def load_run(db: str | Path, run: str | None = None, *, labels_file: str | Path | None = None,
+             label_source: str | None = None, selection: int | str | None = "latest",
+             require_labels: bool = True) -> LoadedRun:
+    """Load a run, its labels and its selection (nothing is written: :func:`save_labels`).
+
+    Labels come from ``labels_file`` (replacing the dataset's own), else the stored source
+    ``label_source``, else
+    the dataset's ground truth. ``selection``: ``"latest"`` (the run's latest selection, if
+    any), a selection id, or ``None``/``"none"`` (treat labelled items as a uniform sample).
+
+    Raises
+    ------
+    InputError
+        No such run, a wrong label (file, line or task, field), a missing selection, or no
+        labels at all.
+    """
+    result, dataset = load_result(db, run)
+    criteria = _criteria_by_item(result, dataset)
+    run_id = result.run_id or ""
+    store = Store.open(result.db_path or db)
+    try:
+        if labels_file is not None:
+            labels = read_labels(labels_file, criteria)
+            source = str(Path(labels_file).resolve())
+        elif label_source is not None:
+            rows = store.label_rows(run_id, label_source)
+            if not rows:
+                known = ", ".join(store.label_sources(run_id)) or "none"
+                raise InputError(f"run {result.experiment_name!r} has no labels from {label_source!r} (sources: {known})")
+            labels = {}
+            for item_id, index, _, label in rows:
+                labels.setdefault(item_id, [None] * len(criteria[item_id]))[index] = label
+            source = label_source
+        else:
+            labels = {(r.item_id or f"item-{r.item_idx}"): list(dataset[r.item_idx].ground_truth)
+                      for r in result.item_results if dataset[r.item_idx].ground_truth is not None}
+            source = DATASET_SOURCE
+        chosen = None
+        if selection not in (None, "none") and not (selection == "latest" and source == DATASET_SOURCE):
+            chosen = store.selection(run_id, None if selection == "latest" else int(selection))
+            if chosen is None and selection != "latest":
+                raise InputError(f"run {result.experiment_name!r} has no label selection {selection}")
+        if chosen is not None:
+            unlabelled = [i for i, (_, drawn) in chosen["items"].items()
+                          if drawn and not any(v is not None for v in labels.get(i, []))]
+            if unlabelled:
+                raise InputError(
+                    f"{len(unlabelled)} item(s) drawn by label selection {chosen['id']} have no label in "
+                    f"{source} (first: {unlabelled[0]!r}): label every drawn item, or pass selection "
+                    "'none' to treat the labels as a uniform sample")
+    finally:
+        store.close()
+    if require_labels and not any(v is not None for values in labels.values() for v in values):
+        raise InputError(f"run {result.experiment_name!r} has no labels ({source}): give a labels file "
+                         "(--labels) or grade a dataset with ground truth")
+    return LoadedRun(result, dataset, run_id, result.experiment_name or run_id, criteria, labels, source, chosen)
+
+
+def save_labels(db: str | Path, loaded: LoadedRun) -> int:
+    """Store the labels of a run loaded from a labels file under their source (replacing that
+    source's earlier rows; the dataset's own labels stay in ``items``); return how many."""
+    if loaded.source == DATASET_SOURCE:
+        return 0
+    store = Store.open(loaded.result.db_path or db)
+    try:
+        return store.replace_labels(loaded.run_id, loaded.source, [
+            (item_id, index, loaded.criteria[item_id][index].name, str(getattr(v, "value", v)))
+            for item_id, values in loaded.labels.items() for index, v in enumerate(values) if v is not None])
+    finally:
+        store.close()
+
+
+BOUNDED_KINDS = frozenset({"share_met", "option_share", SCORE})
+"""Target kinds whose value lies in [0, 1] (a share; the normalised score): their intervals are
+clipped to it, which keeps their coverage (the truth is inside [0, 1])."""
+
+
+def _interval_row(target: TargetData, method: str, interval: methods.Interval, n_labelled: int, n: int,
+                  confidence: float, sampling: str, bounded: bool = False) -> Estimate:
+    low, high = interval.ci_low, interval.ci_high
+    if bounded and low is not None and high is not None:
+        low, high = min(max(low, 0.0), 1.0), min(max(high, 0.0), 1.0)
+    return Estimate(target.name, method, interval.estimate, low, high,
+                    interval.std_error, n_labelled, n - n_labelled, confidence, sampling,
+                    interval.lam, interval.n_effective, interval.note)
+
+
+def _undefined(target: TargetData, method: str, note: str, n_labelled: int, confidence: float,
+               sampling: str) -> Estimate:
+    return Estimate(target.name, method, float("nan"), None, None, None, n_labelled,
+                    len(target.f) - n_labelled, confidence, sampling, note=note)
+
+
+def _uniform(target: TargetData, alpha: float, wanted: Sequence[str]) -> dict[str, methods.Interval]:
+    lab = target.labelled
+    y, f = target.y[lab], target.f[lab]
+    out: dict[str, methods.Interval] = {}
+    calls: dict[str, Callable[[], methods.Interval]] = {
+        "classical": lambda: methods.classical_mean(y, alpha),
+        "judge": lambda: methods.judge_mean(target.f),
+        "ppi": lambda: methods.ppi_mean(y, f, target.f[~lab], alpha),
+    }
+    if target.verdict is not None:
+        v = target.verdict
+        keep_l, keep_u = lab & ~np.isnan(v), ~lab & ~np.isnan(v)
+        calls["rogan_gladen"] = lambda: methods.rogan_gladen(target.y[keep_l], v[keep_l], v[keep_u], alpha)
+    for method in wanted:
+        if method in calls:
+            out[method] = calls[method]()
+    return out
+
+
+def _active(target: TargetData, alpha: float, wanted: Sequence[str],
+            design: dict[str, tuple[float, bool]]) -> tuple[dict[str, methods.Interval], int]:
+    """Estimates under the selection ``design``; items drawn whose label is missing for this
+    target are left out of it (returned count)."""
+    ids = target.item_ids
+    missing = [k for k, item in enumerate(ids) if item not in design]
+    if missing:
+        raise InputError(f"target {target.name!r}: item {ids[missing[0]]!r} is not in the selection "
+                         "(the run changed after it); select again")
+    pi = np.array([design[item][0] for item in ids])
+    drawn = np.array([design[item][1] for item in ids])
+    unusable = drawn & np.isnan(target.y)
+    keep = ~unusable
+    f, y, drawn, pi = target.f[keep], target.y[keep], drawn[keep], pi[keep]
+    out: dict[str, methods.Interval] = {}
+    if "classical" in wanted:
+        out["classical"] = methods.active_mean(f, y, drawn, pi, alpha, lam=0.0)
+    if "judge" in wanted:
+        out["judge"] = methods.judge_mean(target.f)
+    if "ppi" in wanted:
+        out["ppi"] = methods.active_mean(f, y, drawn, pi, alpha)
+    return out, int(unusable.sum())
+
+
+def estimate_targets(targets: Sequence[TargetData], *, confidence: float = 0.9,
+                     methods_wanted: Sequence[str] = METHODS,
+                     design: dict[str, tuple[float, bool]] | None = None, sampling: str = "uniform",
+                     normalized: bool = True) -> list[Estimate]:
+    """Every wanted method on every target (a target with too few labels gets rows whose
+    ``note`` says so rather than failing the others). Intervals of shares and of a normalised
+    score (``normalized``) are clipped to [0, 1]."""
+    if not 0 < confidence < 1:
+        raise InputError(f"confidence must be in (0, 1), got {confidence}")
+    unknown = sorted(set(methods_wanted) - set(METHODS))
+    if unknown:
+        raise InputError(f"unknown method(s) {unknown}; choose from {list(METHODS)}")
+    alpha = 1 - confidence
+    rows: list[Estimate] = []
+    for target in targets:
+        bounded = target.kind in BOUNDED_KINDS and (target.kind != SCORE or normalized)
+        if len(target.f) == 0:
+            continue
+        n_labelled = int(target.labelled.sum())
+        note = None
+        try:
+            if design is None:
+                intervals = _uniform(target, alpha, methods_wanted)
+            else:
+                intervals, dropped = _active(target, alpha, methods_wanted, design)
+                note = f"{dropped} drawn item(s) without a label for this target left out" if dropped else None
+        except InputError as e:
+            if n_labelled >= 2:
+                raise
+            rows.extend(_undefined(target, m, f"too few labels: {e}", n_labelled, confidence, sampling)
+                        for m in methods_wanted if m != "judge")
+            rows.append(_interval_row(target, "judge", methods.judge_mean(target.f), n_labelled,
+                                      len(target.f), confidence, sampling))
+            continue
+        for method in methods_wanted:
+            if method not in intervals:
+                if method == "rogan_gladen" and target.verdict is not None:
+                    rows.append(_undefined(target, method, "not defined under an active selection",
+                                           n_labelled, confidence, sampling))
+                continue
+            row = _interval_row(target, method, intervals[method], n_labelled, len(target.f), confidence, sampling,
+                                bounded=bounded)
+            if note and row.note is None:
+                row = Estimate(**{**asdict(row), "note": note})
+            rows.append(row)
+    return rows
+
+
+def estimate_run(db: str | Path, run: str | None = None, *, labels_file: str | Path | None = None,
+                 label_source: str | None = None, confidence: float = 0.9,
+                 cannot_assess: CannotAssessMode | str = CannotAssessMode.EXCLUDE,
+                 selection: int | str | None = "latest", methods_wanted: Sequence[str] = METHODS,
+                 targets: Sequence[str] | None = None) -> list[Estimate]:
+    """Estimates of every target of a stored run (see the module docstring).
+
+    Parameters
+    ----------
+    db : path of the results database
+    run : run name or id (default the latest)
+    labels_file : JSONL labels or a Label Studio export (:mod:`.labels`), optional
+        Replaces the dataset's own labels; stored in the database with its path as source.
+    label_source : a label source stored earlier (a labels file's path), optional
+    confidence : float in (0, 1)
+        Two-sided coverage of each interval (0.9: nominal 90%).
+    cannot_assess : ``exclude`` or ``as_unmet`` (:mod:`.targets`)
+    selection : ``"latest"``, a selection id, or ``None``
+        ``"latest"`` applies the run's latest selection to labels from a file or a stored
+        source, never to the dataset's own ground truth (not drawn by it); a selection id
+        applies that selection to whatever labels are used.
+    methods_wanted : subset of :data:`METHODS`
+    targets : target names to keep (default all)
+
+    Returns
+    -------
+    list of Estimate
+        Targets in rubric order then ``score``; methods in ``methods_wanted`` order.
+
+    Raises
+    ------
+    InputError
+        Bad labels or options, no such run, or no labels at all; nothing is stored then.
+    """
+    loaded = load_run(db, run, labels_file=labels_file, label_source=label_source, selection=selection)
+    built = build_targets(loaded.result, loaded.dataset, loaded.labels, cannot_assess)
+    if targets is not None:
+        names = {t.name for t in built}
+        unknown = [t for t in targets if t not in names]
+        if unknown:
+            raise InputError(f"unknown target(s) {unknown}; this run's targets are {sorted(names)}")
+        built = [t for t in built if t.name in set(targets)]
+    design = None if loaded.selection is None else loaded.selection["items"]
+    sampling = "uniform" if loaded.selection is None else f"active (selection {loaded.selection['id']})"
+    normalized = bool(human_scoring(loaded.result)["normalize"])
+    rows = estimate_targets(built, confidence=confidence, methods_wanted=methods_wanted, design=design,
+                            sampling=sampling, normalized=normalized)
+    save_labels(db, loaded)
+    return rows
+
+
+def targets_of(db: str | Path, run: str | None = None, *, labels_file: str | Path | None = None,
+               label_source: str | None = None,
+               cannot_assess: CannotAssessMode | str = CannotAssessMode.EXCLUDE) -> tuple[LoadedRun, list[TargetData]]:
+    """The run and its targets with the labels chosen as in :func:`estimate_run` (labels from a
+    file are checked but not stored)."""
+    loaded = load_run(db, run, labels_file=labels_file, label_source=label_source, selection=None,
+                      require_labels=False)
+    return loaded, build_targets(loaded.result, loaded.dataset, loaded.labels, cannot_assess)
+
+
+__all__ = ["DATASET_SOURCE", "METHODS", "SCORE", "Estimate", "LoadedRun", "estimate_run", "estimate_targets",
+           "load_run", "save_labels", "targets_of"]
