@@ -1,0 +1,1 @@
+"""Judge-corrected estimates of a mean from a judge plus a few human labels (DESIGN "Estimates")."""
