@@ -50,9 +50,9 @@ import scipy
 from scipy.special import expit, logit
 from scipy.stats import binom, norm
 
+from autorubric_local.estimates.checks import check_alpha
 from autorubric_local.estimates.methods import (
     active_mean,
-    check_alpha,
     classical_mean,
     judge_mean,
     ppi_mean,

@@ -200,7 +200,7 @@ def compare_runs(db: str | Path, run_a: str | None, run_b: str, *, db_b: str | P
             d = _paired(a, b)
             lab = d.labelled
             n = int(lab.sum())
-            found = {"classical": lambda: methods.classical_mean(d.y[lab], alpha),
+            found = {"classical": lambda: methods.classical_mean(d.y[lab], alpha, binary=False),
                      "judge": lambda: methods.judge_mean(d.f),
                      "ppi": lambda: methods.ppi_mean(d.y[lab], d.f[lab], d.f[~lab], alpha)}
             for method in ("classical", "judge", "ppi"):

@@ -1,6 +1,6 @@
 """Estimators of a mean (a pass rate, a mean score) from human labels and a judge's predictions.
 
-Notation follows DESIGN.md "Estimates": ``N`` items, a labelled sample of ``n`` with human values
+Notation of the PPI papers: ``N`` items, a labelled sample of ``n`` with human values
 ``Y_i``, and the judge's prediction ``f_i`` (for a binary criterion its P(MET), not its argmax
 verdict). Every estimator returns an :class:`Interval`; they are pure functions of arrays and
 import nothing from the rest of the package but its ``InputError``.
@@ -13,8 +13,8 @@ Methods and their sources:
 - :func:`ppi_mean`: prediction-powered inference, PPI (Angelopoulos, Bates, Fannjiang, Jordan,
   Zrnic, "Prediction-powered inference", Science 2023, arXiv 2301.09633) with PPI++ power tuning
   (Angelopoulos, Duchi, Zrnic, "PPI++: Efficient prediction-powered inference", arXiv 2311.01453).
-  It reproduces ``ppi_py.ppi_mean_ci`` / ``ppi_mean_pointestimate`` (checked in the tests to
-  1e-9) without depending on ``ppi_py`` at run time.
+  The estimate and interval come from ``ppi_py`` (the PPI authors' package, PyPI
+  ``ppi-python``); the tuned weight is computed here, equal to ``ppi_py``'s (tests, 1e-9).
 - :func:`active_mean`: active statistical inference (Zrnic & Candès, "Active Statistical
   Inference", ICML 2024, arXiv 2403.03208); with a tuned lambda its standard error is the
   delete-one jackknife (Efron & Stein, Ann Stat 1981), which holds coverage with tens of labels.
@@ -24,8 +24,8 @@ Methods and their sources:
   Evaluations", arXiv 2511.21140).
 - :func:`unpaired_difference`: the difference of two independent estimates.
 
-Inputs are checked by the helpers at the top of this module (also used by ``sampling`` and
-``power``); bad input raises :class:`~autorubric_local.core.errors.InputError`.
+Inputs are checked by :mod:`.checks` (also used by ``sampling`` and ``power``); bad input
+raises :class:`~autorubric_local.core.errors.InputError`.
 """
 
 from __future__ import annotations
@@ -39,6 +39,13 @@ from numpy.typing import ArrayLike
 from scipy.stats import norm
 
 from autorubric_local.core.errors import InputError
+from autorubric_local.estimates.checks import (
+    as_vector,
+    check_alpha,
+    check_binary,
+    check_lam,
+    check_same_length,
+)
 
 __all__ = [
     "Interval",
@@ -49,77 +56,6 @@ __all__ = [
     "rogan_gladen",
     "unpaired_difference",
 ]
-
-
-# --------------------------------------------------------------------------- input checks
-
-
-def as_vector(name: str, values: ArrayLike, *, min_size: int = 1, allow_nan: bool = False) -> np.ndarray:
-    """``values`` as a 1-d float array of at least ``min_size`` finite values.
-
-    Parameters
-    ----------
-    name : str
-        The argument's name, used in error messages.
-    values : array-like of shape (n,)
-    min_size : int, default 1
-    allow_nan : bool, default False
-        Accept NaN (not infinities), e.g. for human values of undrawn items.
-
-    Raises
-    ------
-    InputError
-        Not 1-d, fewer than ``min_size`` values, non-numeric, or non-finite values.
-    """
-    try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{name} must be numeric, got {values!r:.80}") from exc
-    if arr.ndim != 1:
-        raise InputError(f"{name} must be 1-d, got shape {arr.shape}")
-    if arr.size < min_size:
-        raise InputError(f"{name} needs at least {min_size} values, got {arr.size}")
-    bad = np.isinf(arr) if allow_nan else ~np.isfinite(arr)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{name} must be finite, got {arr[i]} at index {i}")
-    return arr
-
-
-def check_alpha(alpha: float) -> float:
-    """``alpha`` as a float; raises :class:`InputError` unless ``0 < alpha < 1``."""
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)) or not (
-        0.0 < float(alpha) < 1.0
-    ):
-        raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
-    return float(alpha)
-
-
-def check_same_length(**arrays: np.ndarray) -> int:
-    """The common length of the named arrays; raises :class:`InputError` when they differ."""
-    sizes = {name: int(a.size) for name, a in arrays.items()}
-    if len(set(sizes.values())) > 1:
-        listed = ", ".join(f"{name} has {size}" for name, size in sizes.items())
-        raise InputError(f"lengths differ: {listed}")
-    return next(iter(sizes.values()))
-
-
-def check_binary(name: str, values: np.ndarray) -> np.ndarray:
-    """``values`` (already a float vector) if every entry is 0 or 1, else :class:`InputError`."""
-    bad = (values != 0.0) & (values != 1.0)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"{name} must be 0/1, got {values[i]} at index {i}")
-    return values
-
-
-def check_lam(lam: float | None) -> float | None:
-    """``lam`` as a float (any finite value, as PPI++ allows), or None for the tuned value."""
-    if lam is None:
-        return None
-    if isinstance(lam, bool) or not isinstance(lam, (int, float, np.floating)) or not math.isfinite(lam):
-        raise InputError(f"lam must be a finite number or None, got {lam!r}")
-    return float(lam)
 
 
 @functools.lru_cache(maxsize=64)
@@ -179,8 +115,11 @@ def _is_binary(y: np.ndarray) -> bool:
     return bool(np.all((y == 0.0) | (y == 1.0)))
 
 
-def classical_mean(y: ArrayLike, alpha: float) -> Interval:
+def classical_mean(y: ArrayLike, alpha: float, binary: bool | None = None) -> Interval:
     """Mean of the human labels alone, with a CLT interval (Wilson for 0/1 data).
+
+    ``binary``: None tells 0/1 data by its values; False forces the CLT interval (values that
+    only happen to be 0 or 1, e.g. paired differences of two runs' labels).
 
     For non-binary ``y``: ``mean(y) ± z_{1-alpha/2} * sd(y) / sqrt(n)`` with the population
     standard deviation (``ddof=0``), exactly as ``ppi_py.baselines.classical_mean_ci``.
@@ -220,7 +159,7 @@ def classical_mean(y: ArrayLike, alpha: float) -> Interval:
     z = _z(alpha)
     mean = float(values.mean())
     se = float(values.std() / math.sqrt(n))
-    if _is_binary(values):
+    if (binary if binary is not None else _is_binary(values)):
         shrink = 1.0 + z * z / n
         centre = (mean + z * z / (2 * n)) / shrink
         half = z / shrink * math.sqrt(mean * (1.0 - mean) / n + z * z / (4 * n * n))
@@ -296,8 +235,9 @@ def ppi_mean(
     ``ppi_py``); interval ``theta ± z_{1-alpha/2} * std_error``. ``lam = 1`` is plain PPI,
     ``lam = 0`` the classical CLT estimate; ``lam = None`` tunes it to minimise the variance,
     ``Cov(Y, f) / ((1 + n/N) Var(f))`` clipped to [0, 1], so the estimate is asymptotically never
-    worse than classical. Equal to ``ppi_py.ppi_mean_ci`` and ``ppi_py.ppi_mean_pointestimate``
-    (default ``lam_optim_mode="overall"``) to 1e-9. The labelled items must be a uniformly random
+    worse than classical. The estimate and interval are ``ppi_py.ppi_mean_pointestimate`` and
+    ``ppi_py.ppi_mean_ci`` (the PPI authors' package) at that weight; the tuned weight equals
+    theirs (default ``lam_optim_mode="overall"``; checked in the tests to 1e-9). The labelled items must be a uniformly random
     sample, independent of the unlabelled ones.
 
     Parameters
@@ -341,15 +281,13 @@ def ppi_mean(
         lam_used = ppi_tuned_lam(y_arr, fl, fu)
         if np.ptp(np.concatenate([fl, fu])) == 0.0:
             note = "judge predictions are all equal: lam set to 0 (classical)"
-    big_n = fu.size
-    estimate = float(lam_used * fu.mean() + (y_arr - lam_used * fl).mean())
-    var = float(np.var(lam_used * fu) / big_n + np.var(y_arr - lam_used * fl) / n)
-    se = math.sqrt(var)
-    z = _z(alpha)
-    return Interval(
-        estimate, estimate - z * se, estimate + z * se, se,
-        lam=lam_used, n_effective=_n_effective(float(np.var(y_arr)), se), note=note,
-    )
+    import ppi_py  # the PPI authors' package computes the estimate and its interval
+
+    estimate = float(np.ravel(ppi_py.ppi_mean_pointestimate(y_arr, fl, fu, lam=lam_used))[0])
+    low, high = (float(np.ravel(v)[0]) for v in ppi_py.ppi_mean_ci(y_arr, fl, fu, alpha=alpha, lam=lam_used))
+    se = (high - low) / (2 * _z(alpha))
+    return Interval(estimate, low, high, se, lam=lam_used, n_effective=_n_effective(float(np.var(y_arr)), se),
+                    note=note)
 
 
 def _active_tuned_lam(a: np.ndarray, b: np.ndarray) -> float:

@@ -20,7 +20,8 @@ from numpy.typing import ArrayLike
 from scipy.stats import norm
 
 from autorubric_local.core.errors import InputError
-from autorubric_local.estimates.methods import ppi_tuned_lam, as_vector, check_alpha, check_same_length
+from autorubric_local.estimates.checks import as_vector, check_alpha, check_same_length
+from autorubric_local.estimates.methods import ppi_tuned_lam
 
 __all__ = ["judge_only_labels_for_width", "labels_for_width", "ppi_labels_for_width"]
 
@@ -91,9 +92,10 @@ def ppi_labels_for_width(
 ) -> dict[str, int | float]:
     """Labels needed for ``width`` by the classical and the PPI++ estimate, from a labelled pilot.
 
-    Classical: ``V = Var(y_pilot)``. PPI++: ``lam`` tuned on the pilot as :func:`ppi_mean` would
-    (pilot as the labelled items, ``f_all`` as the unlabelled ones), ``V = Var(y_pilot - lam
-    f_pilot)`` and ``U = lam² Var(f_all) / N``. Variances use ``ddof=1`` (unbiased pilot
+    Classical: ``V = Var(y_pilot)``. PPI++: the fewest labels over ``lam`` in [0, 1] (a grid of
+    0.01 plus the weight :func:`ppi_mean` would tune on the pilot) with ``V = Var(y_pilot - lam
+    f_pilot)`` and ``U = lam² Var(f_all) / N``; ``lam = 0`` is the classical figure, so PPI++ never
+    needs more. Variances use ``ddof=1`` (unbiased pilot
     estimates). ``N = len(f_all)`` stands for the unlabelled items; when the labels are a large
     share of the items the real unlabelled term is slightly larger.
 
@@ -130,12 +132,20 @@ def ppi_labels_for_width(
     fa = as_vector("f_all", f_all, min_size=2)
     check_same_length(y_pilot=y, f_pilot=fp)
     alpha = check_alpha(alpha)
-    lam = ppi_tuned_lam(y, fp, fa)
     classical = labels_for_width(width, alpha, float(np.var(y, ddof=1)))
-    ppi = labels_for_width(
-        width, alpha, float(np.var(y - lam * fp, ddof=1)), lam * lam * float(np.var(fa, ddof=1)) / fa.size,
-    )
-    return {"classical": classical, "ppi": ppi, "lam": lam}
+    var_f = float(np.var(fa, ddof=1)) / fa.size
+    best_n, best_lam = classical, 0.0
+    # lam = 0 is the classical estimate, so the PPI++ figure is never above it; the weight
+    # PPI++ would tune on the pilot is among the candidates, with a grid over [0, 1] for the
+    # label count actually planned (the tuned weight depends on n / N).
+    for lam in sorted({ppi_tuned_lam(y, fp, fa), *np.linspace(0.0, 1.0, 101).tolist()}):
+        try:
+            n = labels_for_width(width, alpha, float(np.var(y - lam * fp, ddof=1)), lam * lam * var_f)
+        except InputError:
+            continue
+        if n < best_n:
+            best_n, best_lam = n, float(lam)
+    return {"classical": classical, "ppi": best_n, "lam": best_lam}
 
 
 def judge_only_labels_for_width(width: float, alpha: float, f_all: ArrayLike) -> dict[str, int | float]:

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from autorubric_local.core.errors import InputError
-from autorubric_local.estimates.methods import as_vector
+from autorubric_local.estimates.checks import as_vector
 
 __all__ = ["draw", "inclusion_probabilities", "item_uncertainty"]
 
