@@ -193,6 +193,8 @@ def test_label_select_stores_the_design_and_estimate_weights_by_it(graded: Path,
     filled.write_text("".join(json.dumps({**r, "ground_truth": ["MET", "UNMET", "clear"]}) + "\n" for r in template))
     rows = rows_of(estimate(graded, "mini", "--json", "--labels", filled))
     assert rows[("score", "ppi")]["sampling"].startswith("active (selection")
+    assert rows[("score", "ppi")]["n_labelled"] == len(drawn)
+    assert rows[("score", "ppi")]["n_unlabelled"] == N_ITEMS - len(drawn)
     # the dataset's own labels were not drawn by the selection: they stay a uniform sample
     assert rows_of(estimate(graded, "mini", "--json"))[("score", "ppi")]["sampling"] == "uniform"
     missing = tmp_path / "missing.jsonl"

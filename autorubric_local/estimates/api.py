@@ -248,6 +248,8 @@ def estimate_targets(targets: Sequence[TargetData], *, confidence: float = 0.9,
         if len(target.f) == 0:
             continue
         n_labelled = int(target.labelled.sum())
+        if design is not None:  # only the drawn items' labels count under the design
+            n_labelled = int(sum(design[i][1] for i in target.item_ids if i in design))
         note = None
         try:
             if design is None:
@@ -255,6 +257,7 @@ def estimate_targets(targets: Sequence[TargetData], *, confidence: float = 0.9,
             else:
                 intervals, dropped = _active(target, alpha, methods_wanted, design)
                 note = f"{dropped} drawn item(s) without a label for this target left out" if dropped else None
+                n_labelled -= dropped
         except InputError as e:
             if n_labelled >= 2:
                 raise

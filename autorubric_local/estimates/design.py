@@ -145,7 +145,7 @@ def label_power(db: str | Path, run: str | None = None, *, width: float, confide
             continue
         lab = target.labelled
         if lab.sum() >= 2:
-            need = power.ppi_labels_for_width(width, alpha, target.y[lab], target.f[lab], target.f[~lab])
+            need = power.ppi_labels_for_width(width, alpha, target.y[lab], target.f[lab], target.f)
             basis = "pilot"
         else:
             need = power.judge_only_labels_for_width(width, alpha, target.f)
