@@ -41,8 +41,8 @@ What is asserted, and why:
   0.93 that a simulated figure may land either side);
 - PPI++: ``ppi_mean`` reproduces ``ppi_py`` (population variances, normal quantile), whose
   interval at n = 50 with an informative judge covers 0.877 (20,000 datasets per judge in the
-  script, Monte-Carlo sd 0.002): at the edge of 0.87, so its band is widened by two Monte-Carlo
-  sds (lower bound 0.857 at 2,000 datasets); at n = 200 it is 0.888-0.898;
+  script, Monte-Carlo sd 0.002): near the edge of 0.87; the seeded 2,000-dataset figures are
+  asserted in [0.87, 0.93] as they are; at n = 200 it is 0.888-0.898;
 - n = 20: computed and printed (``pytest -s``), asserted only loosely (>= 0.80): PPI++ covers
   0.83-0.86 there and active 0.86-0.91, CLT-based intervals with 20 labels;
 - the judge alone: biased beyond any interval for the always-MET judge (bias > 0.2, and > 20 sds
@@ -100,7 +100,10 @@ def test_classical_covers_at_n_ge_50(table: list[sim.Setting]) -> None:
 
 
 def test_ppi_covers_at_n_ge_50(table: list[sim.Setting]) -> None:
-    low, high = BAND[0] - 2 * MC_SD, BAND[1] + 2 * MC_SD
+    # The issue's band itself: the simulation is seeded, so this is deterministic. PPI++'s true
+    # coverage at n = 50 with an informative judge is 0.877 (20,000 datasets, the script), inside
+    # the band but near its edge.
+    low, high = BAND
     misses = [f"{s.judge} n={s.n}: {s.coverage['ppi']:.3f}" for s in _large(table)
               if not low <= s.coverage["ppi"] <= high]
     assert not misses, f"PPI++ coverage outside [{low:.3f}, {high:.3f}]: {misses}"
