@@ -1,7 +1,8 @@
-"""Distributed grading on a real local Ray cluster (one ``ray.init`` on 127.0.0.1 for the module):
-a run graded by two Ray actors stores exactly what a local run stores (items, reports, judgments,
-probabilities; only timings differ), an actor killed by its PID mid-run loses and duplicates
-nothing, and a driver killed with SIGKILL resumes from the database.
+"""Distributed grading on a real local Ray cluster (one head for the module, started as ``--ray
+local`` starts one: ``start_local_ray``, listening on 127.0.0.1 only): a run graded by two Ray
+actors stores exactly what a local run stores (items, reports, judgments, probabilities; only
+timings differ), an actor killed by its PID mid-run loses and duplicates nothing, and a driver
+killed with SIGKILL resumes from the database.
 
 The judge is the tiny random test model saved as a model folder (``tiny_model_dir``): actors load
 it from its path, as a node loads a judge from its own files.
@@ -10,7 +11,6 @@ it from its path, as a node loads a judge from its own files.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import subprocess
@@ -39,7 +39,7 @@ from autorubric_local.runner import (  # noqa: E402
     EvalRunner,
     load_result,
 )
-from autorubric_local.runner.distributed import RayExecutor  # noqa: E402
+from autorubric_local.runner.distributed import RayExecutor, start_local_ray  # noqa: E402
 
 N_ITEMS = 24
 CHUNK_JUDGMENTS = 9  # 3 items of 3 criteria per chunk: 8 chunks
@@ -49,12 +49,17 @@ VOLATILE = ("run_id", "graded_utc", "engine_seconds", "duration_ms")
 """Columns that hold timings or the run's own id: the only ones allowed to differ between runs."""
 
 
+def second_driver_env(**extra: str) -> dict[str, str]:
+    """Environment of another driver process joining the module's head: without
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` Ray turns the head's address, 127.0.0.1, into the
+    machine's address, where the head does not listen (``start_local_ray``)."""
+    return {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", **extra}
+
+
 @pytest.fixture(scope="module")
 def ray_address() -> Any:
     """A local Ray head with 4 logical CPUs (2 actors of 1 CPU, and room for a second driver's)."""
-    ray.init(num_cpus=4, include_dashboard=False, logging_level=logging.WARNING,
-             object_store_memory=256 * 1024 * 1024)
-    yield ray.get_runtime_context().gcs_address
+    yield start_local_ray(4, object_store_memory=256 * 1024 * 1024)
     ray.shutdown()
 
 
@@ -179,8 +184,8 @@ def test_a_driver_killed_with_sigkill_resumes_from_the_database(
     db_path = tmp_path / "results.sqlite"
     args = [sys.executable, str(WORKER), str(db_path), "crashy", str(tiny_model_dir), str(N_ITEMS),
             str(CHUNK_JUDGMENTS), ray_address]
-    env = {**os.environ, "RAY_CRASH_WORKER_HOLD_AFTER": "2"}
-    driver = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    driver = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=second_driver_env(RAY_CRASH_WORKER_HOLD_AFTER="2"))
     assert driver.stdout is not None
     seen = 0
     for line in driver.stdout:
@@ -197,7 +202,8 @@ def test_a_driver_killed_with_sigkill_resumes_from_the_database(
     assert db["judgments"].count == done * 3
     assert next(iter(db["runs"].rows))["status"] == "running"
 
-    resumed = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    resumed = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False,
+                             env=second_driver_env())
     assert resumed.returncode == 0, resumed.stderr
     lines = resumed.stdout.split()
     assert lines[-1] == "done"

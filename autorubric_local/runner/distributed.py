@@ -16,11 +16,15 @@ Failures use Ray's own mechanisms: actors are created with ``max_restarts`` and 
 ``max_task_retries``, so when an actor's process dies its chunks in flight are graded again by
 the restarted actor (at-least-once grading; the driver commits each chunk index once). A driver
 that dies leaves its committed chunks in SQLite and a resume grades the rest.
+
+A Ray head this package starts itself (``--ray local``: :func:`start_local_ray`) listens on
+127.0.0.1 only; a cluster given by address is used as it is.
 """
 
 from __future__ import annotations
 
 import copy
+import ipaddress
 import logging
 import math
 import os
@@ -44,6 +48,7 @@ from autorubric_local.runner.executors import EngineRecord, engine_records, grad
 logger = logging.getLogger(__name__)
 
 RAY_MISSING = "distributed grading needs Ray: pip install 'autorubric-local[ray]' (or scripts/setup_ray.sh)"
+LOOPBACK = "127.0.0.1"
 
 
 def import_ray() -> Any:
@@ -59,6 +64,56 @@ def import_ray() -> Any:
     except ImportError as exc:
         raise EngineError(RAY_MISSING) from exc
     return ray
+
+
+def start_local_ray(num_cpus: int, num_gpus: int = 0, object_store_memory: int | None = None) -> str:
+    """Start a new Ray head in this process whose services listen on 127.0.0.1 only; return its
+    GCS address (``127.0.0.1:PORT``). Stop it with ``ray.shutdown()``.
+
+    Ray binds the gRPC servers of its GCS, raylet, object manager and workers, and its agents, to
+    127.0.0.1 when the node's IP is 127.0.0.1, and to every interface (or the node IP) otherwise.
+    On Linux, Ray 2.60 replaces a node IP of 127.0.0.1 by the machine's address
+    (``services.resolve_ip_for_localhost``) unless multi-node clusters are off
+    (``ray_constants.ENABLE_RAY_CLUSTER``, read from ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` when Ray
+    is imported); so they are off while ``ray.init`` starts the head, and on again after (a driver
+    of another process joins this head only with ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``: otherwise
+    it turns ``127.0.0.1:PORT`` into the machine's address). Ray's dashboard (web UI) is off.
+
+    Parameters
+    ----------
+    num_cpus : int >= 1
+        Logical CPUs of the head.
+    num_gpus : int >= 0, default 0
+        GPUs of the head.
+    object_store_memory : int, optional
+        Bytes of the object store (Ray's default when None).
+
+    Raises
+    ------
+    EngineError
+        Ray is not installed, or its head is not on a loopback address (then it is shut down).
+    RuntimeError, ConnectionError, ValueError
+        From ``ray.init``: e.g. this process is already connected to Ray.
+    """
+    ray = import_ray()
+    from ray._private import ray_constants
+
+    clusters = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        ray.init(address=RAY_LOCAL, _node_ip_address=LOOPBACK, num_cpus=num_cpus, num_gpus=num_gpus,
+                 object_store_memory=object_store_memory, include_dashboard=False, logging_level=logging.WARNING)
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = clusters
+    gcs_address: str = ray.get_runtime_context().gcs_address
+    host = gcs_address.rsplit(":", 1)[0].strip("[]")
+    address = ipaddress.ip_address(host)
+    if not address.is_loopback:
+        ray.shutdown()
+        raise EngineError(f"Ray started its head on {gcs_address}, not on {LOOPBACK}, so its services would listen "
+                          "on every interface: it was shut down (a Ray other than 2.60 may choose the node IP "
+                          "differently; see start_local_ray)")
+    return gcs_address
 
 
 def refuse_built_engines(judges: Sequence[JudgeSpec]) -> None:
@@ -205,10 +260,8 @@ class RayActors:
             address = self.settings.address
             try:
                 if address == RAY_LOCAL:
-                    cpus = max(1, math.ceil(self.settings.workers * self.settings.num_cpus))
-                    gpus = math.ceil(self.settings.workers * self.settings.num_gpus)
-                    ray.init(num_cpus=cpus, num_gpus=gpus, include_dashboard=False,
-                             logging_level=logging.WARNING)
+                    start_local_ray(max(1, math.ceil(self.settings.workers * self.settings.num_cpus)),
+                                    math.ceil(self.settings.workers * self.settings.num_gpus))
                 else:
                     ray.init(address=None if address == RAY_AUTO else address, logging_level=logging.WARNING)
             except (ConnectionError, RuntimeError, ValueError) as exc:
