@@ -40,11 +40,12 @@ Z95 = 1.959963984540054  # norm.ppf(0.975)
 
 def test_classical_mean_hand_computed() -> None:
     res = classical_mean([1.0, 2.0, 3.0, 4.0], 0.1)
-    se = math.sqrt(1.25 / 4)  # population sd² = 1.25
+    se = math.sqrt((2.25 + 0.25 + 0.25 + 2.25) / 3 / 4)  # sample sd² = 5/3
+    t3 = 2.3533634348018264  # scipy.stats.t.ppf(0.95, 3)
     assert res.estimate == pytest.approx(2.5)
     assert res.std_error == pytest.approx(se)
-    assert res.ci_low == pytest.approx(2.5 - Z90 * se)
-    assert res.ci_high == pytest.approx(2.5 + Z90 * se)
+    assert res.ci_low == pytest.approx(2.5 - t3 * se)
+    assert res.ci_high == pytest.approx(2.5 + t3 * se)
     assert res.n_effective == 4
     assert res.lam is None and res.note is None
 
@@ -80,15 +81,21 @@ def test_classical_mean_all_equal_binary_still_has_width() -> None:
     assert res.ci_low == 0.0 and res.ci_high is not None and res.ci_high > 0.05
 
 
-def test_classical_mean_matches_ppi_py() -> None:
+def test_classical_mean_matches_scipy_t_and_tends_to_ppi_py() -> None:
+    from scipy import stats
+
     baselines = pytest.importorskip("ppi_py.baselines")
     rng = np.random.default_rng(0)
     for trial in range(20):
         y = rng.normal(loc=trial, scale=1 + trial, size=5 + 7 * trial)
         for alpha in (0.05, 0.1, 0.3):
             res = classical_mean(y, alpha)
-            low, high = baselines.classical_mean_ci(y, alpha=alpha)
+            low, high = stats.ttest_1samp(y, 0.0).confidence_interval(1 - alpha)
             assert abs(res.ci_low - low) < 1e-9 and abs(res.ci_high - high) < 1e-9
+    y = rng.normal(size=20_000)  # large n: the t interval is ppi_py's CLT interval
+    low, high = baselines.classical_mean_ci(y, alpha=0.1)
+    res = classical_mean(y, 0.1)
+    assert abs(res.ci_low - low) < 1e-4 and abs(res.ci_high - high) < 1e-4
 
 
 def test_judge_mean_has_no_interval() -> None:
@@ -128,12 +135,14 @@ def test_ppi_mean_hand_computed_tuned_lam() -> None:
     assert res.estimate == pytest.approx(lam * 0.6 + 0.5 - lam * 0.5)
 
 
-def test_ppi_mean_lam_zero_is_classical_clt() -> None:
+def test_ppi_mean_lam_zero_is_ppi_py_classical_clt() -> None:
+    baselines = pytest.importorskip("ppi_py.baselines")
     rng = np.random.default_rng(3)
     y, fl, fu = rng.normal(size=30), rng.normal(size=30), rng.normal(size=100)
-    ppi, classical = ppi_mean(y, fl, fu, 0.1, lam=0.0), classical_mean(y, 0.1)
-    assert ppi.estimate == pytest.approx(classical.estimate)
-    assert ppi.ci_low == pytest.approx(classical.ci_low) and ppi.ci_high == pytest.approx(classical.ci_high)
+    ppi = ppi_mean(y, fl, fu, 0.1, lam=0.0)
+    low, high = baselines.classical_mean_ci(y, alpha=0.1)
+    assert ppi.estimate == pytest.approx(y.mean())
+    assert ppi.ci_low == pytest.approx(low) and ppi.ci_high == pytest.approx(high)
 
 
 def test_ppi_mean_constant_judge_falls_back_to_classical() -> None:

@@ -84,3 +84,55 @@ def test_labels_of_the_wrong_length_are_refused() -> None:
     res, ds = make_run([BIN], [["MET"]], [["MET"]], p_met=[[0.5]])
     with pytest.raises(InputError, match="item 'item-0': 2 label"):
         build_targets(res, ds, {"item-0": ["MET", "MET"]})
+
+
+def _target(y, f, excluded=None, verdict=None):  # type: ignore[no-untyped-def]
+    from autorubric_local.estimates.targets import TargetData
+
+    n = len(f)
+    return TargetData("t", "share_met", tuple(f"i{k}" for k in range(n)), np.asarray(f, float), np.asarray(y, float),
+                      None if verdict is None else np.asarray(verdict, float), 0,
+                      np.zeros(n, bool) if excluded is None else np.asarray(excluded, bool))
+
+
+def rows(targets, **kwargs):  # type: ignore[no-untyped-def]
+    from autorubric_local.estimates.api import estimate_targets
+
+    return {r.method: r for r in estimate_targets(targets, **kwargs)}
+
+
+def test_every_item_labelled_gives_the_labels_alone_instead_of_failing() -> None:
+    y = [1, 0, 1, 1, 0, 1]
+    got = rows([_target(y, [0.9, 0.2, 0.8, 0.7, 0.1, 0.6], verdict=[1, 0, 1, 1, 0, 1])])
+    assert got["ppi"].estimate == pytest.approx(4 / 6) and got["ppi"].lam == 0.0
+    assert got["ppi"].ci_low == got["classical"].ci_low and "every item is labelled" in got["ppi"].note
+    assert math.isnan(got["rogan_gladen"].estimate) and got["rogan_gladen"].ci_low is None
+
+
+def test_excluded_labels_make_ppi_undefined_but_keep_classical() -> None:
+    y = [1, np.nan, 0, 1, np.nan, np.nan, np.nan]
+    excluded = [False, True, False, False, False, False, False]  # item 1: a human CANNOT_ASSESS
+    got = rows([_target(y, [0.9, 0.9, 0.2, 0.8, 0.5, 0.4, 0.3], excluded, verdict=[1, 1, 0, 1, 0, 0, 0])])
+    assert got["classical"].estimate == pytest.approx(2 / 3) and "left out" in got["classical"].note
+    for method in ("ppi", "rogan_gladen"):
+        assert math.isnan(got[method].estimate) and got[method].ci_low is None
+        assert "as_unmet" in got[method].note
+
+
+def test_a_drawn_item_without_a_value_makes_the_weighted_estimates_undefined() -> None:
+    y = [1, np.nan, 0, 1, np.nan]
+    design = {"i0": (0.5, True), "i1": (0.5, True), "i2": (0.5, True), "i3": (0.5, True), "i4": (0.5, False)}
+    got = rows([_target(y, [0.9, 0.8, 0.2, 0.7, 0.5])], design=design, sampling="active (selection 1)")
+    for method in ("classical", "ppi"):
+        assert math.isnan(got[method].estimate) and "1 drawn item(s) have no value" in got[method].note
+    design["i1"] = (0.5, False)
+    got = rows([_target(y, [0.9, 0.8, 0.2, 0.7, 0.5])], design=design, sampling="active (selection 1)")
+    assert got["ppi"].ci_low is not None and got["ppi"].n_labelled == 3
+
+
+def test_a_one_hot_cannot_assess_keeps_the_item_with_a_neutral_prediction() -> None:
+    res, ds = make_run([BIN], [["MET"], ["UNMET"]], [["MET"], ["CANNOT_ASSESS"]])
+    t = by_name(build_targets(res, ds, {"item-0": ["MET"], "item-1": ["UNMET"]}))["b"]
+    np.testing.assert_allclose(t.f, [1.0, 0.5])
+    np.testing.assert_array_equal(t.verdict, [1.0, 0.0])  # the judge did not say MET
+    np.testing.assert_array_equal(t.y, [1.0, 0.0])

@@ -94,11 +94,10 @@ def estimate(run: str, db_path: Path, labels_file: Path | None, label_source: st
             if picked not in (None, "latest") or label_source is not None:
                 raise click.UsageError("--compare takes no --selection or --label-source")
             rows = compare_runs(db_path, run, compare_run, db_b=compare_db, labels_a=labels_file,
-                                labels_b=compare_labels, confidence=confidence, cannot_assess=cannot_assess)
+                                labels_b=compare_labels, confidence=confidence, targets=targets or None,
+                                cannot_assess=cannot_assess)
             if methods_wanted:
                 rows = [r for r in rows if r.method in methods_wanted]
-            if targets:
-                rows = [r for r in rows if r.target in targets]
             title = f"{run} minus {compare_run} ({confidence:.0%} intervals)"
         else:
             rows = estimate_run(db_path, run, labels_file=labels_file, label_source=label_source,

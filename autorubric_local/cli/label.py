@@ -54,19 +54,24 @@ def select(run: str, db_path: Path, budget: float, seed: int | None, target: str
         autorubric-local label select ricechem-q1 --budget 50 --seed 0 --out to_label.jsonl
     """
     from autorubric_local.core.errors import AutorubricError
-    from autorubric_local.estimates.design import select_items, selection_rows
+    from autorubric_local.estimates.design import save_selection, select_items, selection_rows
 
     if not db_path.is_file():
         raise click.ClickException(f"{db_path}: no such database")
     try:
-        selection = select_items(db_path, run, budget=budget, seed=seed, target=target, mix=mix)
+        # drawn, written, then stored: a file that cannot be written leaves no selection behind
+        selection = select_items(db_path, run, budget=budget, seed=seed, target=target, mix=mix, save=False)
         rows = selection_rows(db_path, run, selection)
-        if label_studio is not None:
-            _write_label_studio(db_path, run, rows, label_studio, with_predictions)
+        try:
+            if label_studio is not None:
+                _write_label_studio(db_path, run, rows, label_studio, with_predictions)
+            if out is not None:
+                out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        except OSError as e:
+            raise click.ClickException(f"{e.filename}: cannot write: {e.strerror}") from None
+        selection = save_selection(db_path, run, selection)
     except AutorubricError as e:
         raise fail(e) from None
-    if out is not None:
-        out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     click.echo(f"selection {selection.selection_id}: {len(rows)} of {len(selection.items)} items drawn "
                f"(expected {budget:g}); target {target}, seed {seed}", err=True)
     if out is None:
@@ -78,8 +83,14 @@ def _write_label_studio(db_path: Path, run: str, rows: list[dict], path: Path, w
     from autorubric_local.estimates import label_studio
     from autorubric_local.estimates.api import load_run
 
+    from autorubric_local.core.errors import InputError
+
     loaded = load_run(db_path, run, selection=None, require_labels=False)
     criteria = loaded.criteria[rows[0]["id"]] if rows else next(iter(loaded.criteria.values()))
+    differing = [row["id"] for row in rows if loaded.criteria[row["id"]] != criteria]
+    if differing:
+        raise InputError(f"item {differing[0]!r} has a rubric of its own: one Label Studio config cannot label "
+                         "items of different rubrics; use --out (JSONL) instead")
     predictions = None
     if with_predictions:
         by_id = {(r.item_id or f"item-{r.item_idx}"): r for r in loaded.result.item_results}

@@ -24,7 +24,7 @@ per item and target), so an item's correlated criteria never count as independen
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,8 @@ def load_run(db: str | Path, run: str | None = None, *, labels_file: str | Path 
             source = DATASET_SOURCE
         chosen = None
         if selection not in (None, "none") and not (selection == "latest" and source == DATASET_SOURCE):
+            if selection != "latest" and not str(selection).isdigit():
+                raise InputError(f"selection must be 'latest', 'none' or a selection id, got {selection!r}")
             chosen = store.selection(run_id, None if selection == "latest" else int(selection))
             if chosen is None and selection != "latest":
                 raise InputError(f"run {result.experiment_name!r} has no label selection {selection}")
@@ -180,62 +182,95 @@ def _interval_row(target: TargetData, method: str, interval: methods.Interval, n
                     interval.lam, interval.n_effective, interval.note)
 
 
-def _undefined(target: TargetData, method: str, note: str, n_labelled: int, confidence: float,
-               sampling: str) -> Estimate:
-    return Estimate(target.name, method, float("nan"), None, None, None, n_labelled,
-                    len(target.f) - n_labelled, confidence, sampling, note=note)
+def _too_few(note: str) -> methods.Interval:
+    return methods.Interval(float("nan"), None, None, None, note=note)
 
 
 def _uniform(target: TargetData, alpha: float, wanted: Sequence[str]) -> dict[str, methods.Interval]:
+    """Each wanted method's interval with the labelled items taken as a uniform sample."""
     lab = target.labelled
     y, f = target.y[lab], target.f[lab]
+    n, n_unlabelled = int(lab.sum()), int((~lab).sum())
+    excluded = target.n_excluded
+    why_not = None
+    if excluded:
+        why_not = (f"{excluded} labelled item(s) have no value (CANNOT_ASSESS under exclude, or an NA option): "
+                   "the rest are no sample of the items the judge predicts for; use --cannot-assess as_unmet")
     out: dict[str, methods.Interval] = {}
-    calls: dict[str, Callable[[], methods.Interval]] = {
-        "classical": lambda: methods.classical_mean(y, alpha),
-        "judge": lambda: methods.judge_mean(target.f),
-        "ppi": lambda: methods.ppi_mean(y, f, target.f[~lab], alpha),
-    }
-    if target.verdict is not None:
-        v = target.verdict
-        keep_l, keep_u = lab & ~np.isnan(v), ~lab & ~np.isnan(v)
-        calls["rogan_gladen"] = lambda: methods.rogan_gladen(target.y[keep_l], v[keep_l], v[keep_u], alpha)
     for method in wanted:
-        if method in calls:
-            out[method] = calls[method]()
+        if method == "judge":
+            out[method] = methods.judge_mean(target.f)
+        elif method == "rogan_gladen" and target.verdict is None:
+            continue
+        elif n < 2:
+            out[method] = _too_few(f"too few labels for an interval ({n})")
+        elif method == "classical":
+            out[method] = methods.classical_mean(y, alpha)
+            if excluded:
+                out[method] = replace(out[method], note=f"{excluded} labelled item(s) without a value left out: "
+                                                        "the mean over the items that have one")
+        elif why_not is not None:
+            out[method] = _too_few(why_not)
+        elif n_unlabelled == 0:
+            out[method] = (replace(methods.classical_mean(y, alpha), lam=0.0,
+                                   note="every item is labelled: the labels alone (classical)")
+                           if method == "ppi" else _too_few("every item is labelled: nothing to correct"))
+        elif method == "ppi":
+            out[method] = methods.ppi_mean(y, f, target.f[~lab], alpha)
+        elif method == "rogan_gladen":
+            assert target.verdict is not None
+            out[method] = methods.rogan_gladen(y, target.verdict[lab], target.verdict[~lab], alpha)
     return out
 
 
 def _active(target: TargetData, alpha: float, wanted: Sequence[str],
-            design: dict[str, tuple[float, bool]]) -> tuple[dict[str, methods.Interval], int]:
-    """Estimates under the selection ``design``; items drawn whose label is missing for this
-    target are left out of it (returned count)."""
+            design: dict[str, tuple[float, bool]]) -> dict[str, methods.Interval]:
+    """Each wanted method's interval under the selection ``design`` (inverse-probability
+    weighted; a drawn item without a value for this target makes the weighted estimates
+    undefined rather than biased)."""
     ids = target.item_ids
-    missing = [k for k, item in enumerate(ids) if item not in design]
+    missing = [item for item in ids if item not in design]
     if missing:
-        raise InputError(f"target {target.name!r}: item {ids[missing[0]]!r} is not in the selection "
+        raise InputError(f"target {target.name!r}: item {missing[0]!r} is not in the selection "
                          "(the run changed after it); select again")
     pi = np.array([design[item][0] for item in ids])
-    drawn = np.array([design[item][1] for item in ids])
-    unusable = drawn & np.isnan(target.y)
-    keep = ~unusable
-    f, y, drawn, pi = target.f[keep], target.y[keep], drawn[keep], pi[keep]
+    drawn = np.array([design[item][1] for item in ids], dtype=bool)
+    unusable = int((drawn & np.isnan(target.y)).sum())
+    n = int(drawn.sum()) - unusable
     out: dict[str, methods.Interval] = {}
-    if "classical" in wanted:
-        out["classical"] = methods.active_mean(f, y, drawn, pi, alpha, lam=0.0)
-    if "judge" in wanted:
-        out["judge"] = methods.judge_mean(target.f)
-    if "ppi" in wanted:
-        out["ppi"] = methods.active_mean(f, y, drawn, pi, alpha)
-    return out, int(unusable.sum())
+    for method in wanted:
+        if method == "judge":
+            out[method] = methods.judge_mean(target.f)
+        elif method == "rogan_gladen":
+            if target.verdict is not None:
+                out[method] = _too_few("not defined under an active selection")
+        elif unusable:
+            out[method] = _too_few(
+                f"{unusable} drawn item(s) have no value for this target (unlabelled, or CANNOT_ASSESS/NA "
+                "under exclude): the weighted estimate would be biased; label them, or use --cannot-assess as_unmet")
+        elif n < 2:
+            out[method] = _too_few(f"too few drawn labels for an interval ({n})")
+        else:
+            out[method] = methods.active_mean(target.f, target.y, drawn, pi, alpha,
+                                              lam=0.0 if method == "classical" else None)
+    return out
 
 
 def estimate_targets(targets: Sequence[TargetData], *, confidence: float = 0.9,
                      methods_wanted: Sequence[str] = METHODS,
                      design: dict[str, tuple[float, bool]] | None = None, sampling: str = "uniform",
                      normalized: bool = True) -> list[Estimate]:
-    """Every wanted method on every target (a target with too few labels gets rows whose
-    ``note`` says so rather than failing the others). Intervals of shares and of a normalised
-    score (``normalized``) are clipped to [0, 1]."""
+    """Every wanted method on every target. A method that cannot give a valid estimate for a
+    target (too few labels, excluded labels, every item labelled) gets a row whose ``note`` says
+    why, rather than failing the other targets. Intervals of shares and of a normalised score
+    (``normalized``) are clipped to [0, 1].
+
+    Raises
+    ------
+    InputError
+        ``confidence`` outside (0, 1), an unknown method, or a target whose items are not in
+        ``design``.
+    """
     if not 0 < confidence < 1:
         raise InputError(f"confidence must be in (0, 1), got {confidence}")
     unknown = sorted(set(methods_wanted) - set(METHODS))
@@ -244,39 +279,31 @@ def estimate_targets(targets: Sequence[TargetData], *, confidence: float = 0.9,
     alpha = 1 - confidence
     rows: list[Estimate] = []
     for target in targets:
-        bounded = target.kind in BOUNDED_KINDS and (target.kind != SCORE or normalized)
         if len(target.f) == 0:
             continue
-        n_labelled = int(target.labelled.sum())
-        if design is not None:  # only the drawn items' labels count under the design
-            n_labelled = int(sum(design[i][1] for i in target.item_ids if i in design))
-        note = None
-        try:
-            if design is None:
-                intervals = _uniform(target, alpha, methods_wanted)
-            else:
-                intervals, dropped = _active(target, alpha, methods_wanted, design)
-                note = f"{dropped} drawn item(s) without a label for this target left out" if dropped else None
-                n_labelled -= dropped
-        except InputError as e:
-            if n_labelled >= 2:
-                raise
-            rows.extend(_undefined(target, m, f"too few labels: {e}", n_labelled, confidence, sampling)
-                        for m in methods_wanted if m != "judge")
-            rows.append(_interval_row(target, "judge", methods.judge_mean(target.f), n_labelled,
-                                      len(target.f), confidence, sampling))
-            continue
+        bounded = target.kind in BOUNDED_KINDS and (target.kind != SCORE or normalized)
+        if design is None:
+            intervals = _uniform(target, alpha, methods_wanted)
+            n_labelled = int(target.labelled.sum())
+        else:
+            intervals = _active(target, alpha, methods_wanted, design)
+            n_labelled = int(sum(design[i][1] for i in target.item_ids) - (
+                np.array([design[i][1] for i in target.item_ids], dtype=bool) & np.isnan(target.y)).sum())
+        notes = []
+        if target.n_partial:
+            notes.append(f"{target.n_partial} partly labelled item(s) have no human score and count as unlabelled")
+        if target.kind == SCORE:
+            notes.append("judge: the score implied by its probabilities (CANNOT_ASSESS skipped), not the "
+                         "run's stored mean score")
         for method in methods_wanted:
             if method not in intervals:
-                if method == "rogan_gladen" and target.verdict is not None:
-                    rows.append(_undefined(target, method, "not defined under an active selection",
-                                           n_labelled, confidence, sampling))
                 continue
-            row = _interval_row(target, method, intervals[method], n_labelled, len(target.f), confidence, sampling,
-                                bounded=bounded)
-            if note and row.note is None:
-                row = Estimate(**{**asdict(row), "note": note})
-            rows.append(row)
+            interval = intervals[method]
+            extra = [x for x in notes if method == "judge" or not x.startswith("judge:")]
+            if extra:
+                interval = replace(interval, note="; ".join([*([interval.note] if interval.note else []), *extra]))
+            rows.append(_interval_row(target, method, interval, n_labelled, len(target.f), confidence, sampling,
+                                      bounded=bounded))
     return rows
 
 

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,15 @@ import numpy as np
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.estimates import methods, power, sampling
-from autorubric_local.estimates.api import METHODS, Estimate, LoadedRun, load_run, save_labels, targets_of
+from autorubric_local.estimates.api import (
+    DATASET_SOURCE,
+    METHODS,
+    Estimate,
+    LoadedRun,
+    load_run,
+    save_labels,
+    targets_of,
+)
 from autorubric_local.estimates.targets import SCORE, TargetData, build_targets
 from autorubric_local.metrics.extract import criterion_key
 from autorubric_local.metrics.types import CannotAssessMode
@@ -39,6 +47,7 @@ class Selection:
     budget: float
     seed: int | None
     items: list[tuple[str, float, bool]]
+    mix: float = 0.2
 
     @property
     def drawn_ids(self) -> list[str]:
@@ -70,11 +79,14 @@ def _uncertainty(loaded: LoadedRun, targets: Sequence[TargetData], name: str) ->
         target = _target(targets, key)
         by_id = dict(zip(target.item_ids, target.f, strict=True))
         columns.append([by_id.get(i, np.nan) for i in ids])
-    return ids, sampling.item_uncertainty(np.array(columns).T, [c.weight for c in first])
+    weights = [c.weight for c in first]
+    if not any(w > 0 for w in weights):  # a penalty-only rubric: the same spread, on |weights|
+        weights = [abs(w) for w in weights]
+    return ids, sampling.item_uncertainty(np.array(columns).T, weights)
 
 
 def select_items(db: str | Path, run: str | None = None, *, budget: float, seed: int | None = None,
-                 target: str = SCORE, mix: float = 0.2) -> Selection:
+                 target: str = SCORE, mix: float = 0.2, save: bool = True) -> Selection:
     """Draw the items of ``run`` to be labelled, by the judge's uncertainty, and store the design.
 
     Parameters
@@ -100,14 +112,23 @@ def select_items(db: str | Path, run: str | None = None, *, budget: float, seed:
     pi = sampling.inclusion_probabilities(u, budget, mix)
     drawn = sampling.draw(pi, seed)
     items = [(item_id, float(p), bool(d)) for item_id, p, d in zip(ids, pi, drawn, strict=True)]
+    selection = Selection(0, target, float(budget), seed, items, mix)
+    return save_selection(db, run, selection) if save else selection
+
+
+def save_selection(db: str | Path, run: str | None, selection: Selection) -> Selection:
+    """Store ``selection`` (drawn by :func:`select_items` with ``save=False``) for ``run``;
+    return it with its id."""
+    loaded = load_run(db, run, selection=None, require_labels=False)
     store = Store.open(loaded.result.db_path or db)
     try:
-        selection_id = store.save_selection(loaded.run_id, target=target, budget=float(budget), seed=seed,
-                                            mix=mix, settings={"rule": "sqrt-variance mixed with uniform"},
-                                            items=items)
+        selection_id = store.save_selection(loaded.run_id, target=selection.target, budget=selection.budget,
+                                            seed=selection.seed, mix=selection.mix,
+                                            settings={"rule": "sqrt-variance mixed with uniform"},
+                                            items=selection.items)
     finally:
         store.close()
-    return Selection(selection_id, target, float(budget), seed, items)
+    return replace(selection, selection_id=selection_id)
 
 
 def selection_rows(db: str | Path, run: str | None, selection: Selection) -> list[dict[str, Any]]:
@@ -138,6 +159,7 @@ def label_power(db: str | Path, run: str | None = None, *, width: float, confide
     if not 0 < confidence < 1:
         raise InputError(f"confidence must be in (0, 1), got {confidence}")
     _, built = targets_of(db, run, labels_file=labels_file, cannot_assess=cannot_assess)
+    _check_targets(targets, [t.name for t in built])
     alpha = 1 - confidence
     rows = []
     for target in built:
@@ -148,11 +170,35 @@ def label_power(db: str | Path, run: str | None = None, *, width: float, confide
             need = power.ppi_labels_for_width(width, alpha, target.y[lab], target.f[lab], target.f)
             basis = "pilot"
         else:
-            need = power.judge_only_labels_for_width(width, alpha, target.f)
-            basis = "judge"
+            try:
+                need = power.judge_only_labels_for_width(width, alpha, target.f)
+                basis = "judge"
+            except InputError as e:  # e.g. a raw score: no calibrated-judge shortcut
+                need, basis = {"classical": None, "ppi": None}, f"none: {e}"
         rows.append({"target": target.name, "pilot_labels": int(lab.sum()), "classical": need["classical"],
                      "ppi": need["ppi"], "basis": basis})
     return rows
+
+
+def _check_targets(wanted: Sequence[str] | None, names: Sequence[str]) -> None:
+    unknown = [t for t in wanted or [] if t not in names]
+    if unknown:
+        raise InputError(f"unknown target(s) {unknown}; the targets are {list(names)}")
+
+
+def _refuse_selected(db: str | Path, loaded: LoadedRun) -> None:
+    """A run whose labels may have been drawn by a selection cannot be compared as if they were
+    a uniform sample."""
+    if loaded.source == DATASET_SOURCE:
+        return
+    store = Store.open(loaded.result.db_path or db)
+    try:
+        selection = store.selection(loaded.run_id)
+    finally:
+        store.close()
+    if selection is not None:
+        raise InputError(f"run {loaded.name!r} has a label selection ({selection['id']}): its labels are no uniform "
+                         "sample, and --compare does not weight by a selection; estimate each run alone")
 
 
 def _paired(a: TargetData, b: TargetData) -> TargetData:
@@ -167,7 +213,7 @@ def _paired(a: TargetData, b: TargetData) -> TargetData:
 
 def compare_runs(db: str | Path, run_a: str | None, run_b: str, *, db_b: str | Path | None = None,
                  labels_a: str | Path | None = None, labels_b: str | Path | None = None,
-                 confidence: float = 0.9,
+                 confidence: float = 0.9, targets: Sequence[str] | None = None,
                  cannot_assess: CannotAssessMode | str = CannotAssessMode.EXCLUDE) -> list[Estimate]:
     """``A - B`` per target shared by both runs, by ``classical``, ``judge`` and ``ppi``.
 
@@ -187,9 +233,14 @@ def compare_runs(db: str | Path, run_a: str | None, run_b: str, *, db_b: str | P
     alpha = 1 - confidence
     loaded_a = load_run(db, run_a, labels_file=labels_a, selection=None)
     loaded_b = load_run(db_b or db, run_b, labels_file=labels_b, selection=None)
+    _refuse_selected(db, loaded_a)
+    _refuse_selected(db_b or db, loaded_b)
     targets_a = build_targets(loaded_a.result, loaded_a.dataset, loaded_a.labels, cannot_assess)
     targets_b = {t.name: t for t in build_targets(loaded_b.result, loaded_b.dataset, loaded_b.labels, cannot_assess)}
     shared = [t for t in targets_a if t.name in targets_b]
+    _check_targets(targets, [t.name for t in shared])
+    if targets:
+        shared = [t for t in shared if t.name in targets]
     if not shared:
         raise InputError(f"runs {loaded_a.name!r} and {loaded_b.name!r} share no criterion or score")
     paired = set(loaded_a.criteria) == set(loaded_b.criteria)
@@ -239,4 +290,4 @@ def _single(t: TargetData, method: str, alpha: float) -> methods.Interval:
     return _safe(calls[method], int(lab.sum()), method)
 
 
-__all__ = ["METHODS", "Selection", "compare_runs", "label_power", "select_items", "selection_rows"]
+__all__ = ["METHODS", "Selection", "compare_runs", "label_power", "save_selection", "select_items", "selection_rows"]

@@ -100,12 +100,18 @@ def _task_labels(task: Mapping[str, Any], criteria: Sequence[Criterion], where: 
     """Labels of one Label Studio task, full JSON (``annotations``) or JSON-MIN (flat)."""
     choices: dict[int, object] = {}
     if "annotations" in task:
-        annotations = [a for a in task.get("annotations") or [] if not a.get("was_cancelled")]
+        given = task.get("annotations") or []
+        if not isinstance(given, list) or not all(isinstance(a, dict) for a in given):
+            raise InputError(f"{where}: field 'annotations': expected a list of objects")
+        annotations = [a for a in given if not a.get("was_cancelled")]
         if not annotations:
             return [None] * len(criteria)
-        latest = max(annotations, key=lambda a: (str(a.get("updated_at") or a.get("created_at") or ""),
-                                                 int(a.get("id") or 0)))
-        for result in latest.get("result") or []:
+        latest = max(enumerate(annotations), key=lambda ka: (str(ka[1].get("updated_at") or ka[1].get("created_at") or ""),
+                                                             ka[0]))[1]
+        results = latest.get("result") or []
+        if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+            raise InputError(f"{where}: field 'result': expected a list of objects")
+        for result in results:
             if result.get("type") != "choices":
                 continue
             index = _criterion_index(result.get("from_name"), criteria, where)

@@ -64,10 +64,16 @@ class TargetData:
     y : ndarray of shape (N,)
         The human value per item, ``nan`` where unlabelled (or excluded by the mode).
     verdict : ndarray of shape (N,) or None
-        Binary targets: the judge's final verdict as 1 (MET) / 0 (UNMET), ``nan`` for
-        CANNOT_ASSESS (Rogan-Gladen reads it); ``None`` for other kinds.
+        Binary targets: 1 where the judge's final verdict is MET, 0 otherwise (UNMET or
+        CANNOT_ASSESS: the judge did not say MET); Rogan-Gladen reads it. ``None`` for other kinds.
     n_left_out : int
         Graded items left out for want of a prediction (a failed judgment or item).
+    excluded : ndarray of shape (N,) of bool or None
+        Items whose label the mode excluded (a human CANNOT_ASSESS under ``exclude``, an NA
+        option for a mean value): labelled, but without a value, so the items with a value are
+        no longer a sample of the items the judge predicts for (:mod:`.api` refuses PPI then).
+    n_partial : int
+        ``score`` only: items with some criteria labelled and some not (no human score).
     """
 
     name: str
@@ -77,6 +83,13 @@ class TargetData:
     y: np.ndarray
     verdict: np.ndarray | None
     n_left_out: int
+    excluded: np.ndarray | None = None
+    n_partial: int = 0
+
+    @property
+    def n_excluded(self) -> int:
+        """How many items have an excluded label (see ``excluded``)."""
+        return 0 if self.excluded is None else int(self.excluded.sum())
 
     @property
     def labelled(self) -> np.ndarray:
@@ -98,14 +111,13 @@ def _binary_prediction(cr: EnsembleCriterionReport, mode: CannotAssessMode) -> t
     """``(P(MET) under ``mode``, verdict code)`` of a binary criterion report, or None when failed."""
     if cr.error is not None or cr.final_verdict is None:
         return None
-    verdict = {CriterionVerdict.MET: 1.0, CriterionVerdict.UNMET: 0.0}.get(cr.final_verdict, np.nan)
-    probs = cr.label_probabilities
-    if not probs:
-        return (float(verdict) if not np.isnan(verdict) else 0.0 if mode is CannotAssessMode.AS_UNMET else np.nan,
-                verdict)
+    verdict = 1.0 if cr.final_verdict is CriterionVerdict.MET else 0.0
+    probs = cr.label_probabilities or {cr.final_verdict.value: 1.0}
     met, unmet, ca = probs.get("MET", 0.0), probs.get("UNMET", 0.0), probs.get("CANNOT_ASSESS", 0.0)
     denominator = met + unmet + (ca if mode is CannotAssessMode.AS_UNMET else 0.0)
-    return (met / denominator if denominator > 0 else np.nan), verdict
+    # With no MET/UNMET mass (a one-hot CANNOT_ASSESS under exclude) the prediction is 0.5: any
+    # fixed value keeps the estimates valid (f only predicts), and the item keeps its labels.
+    return (met / denominator if denominator > 0 else 0.5), verdict
 
 
 def _option_probabilities(cr: EnsembleCriterionReport, criterion: Criterion) -> np.ndarray | None:
@@ -190,18 +202,24 @@ class _Builder:
     y: list[float]
     verdict: list[float] | None
     left_out: int = 0
+    partial: int = 0
+    excluded: list[bool] | None = None
 
-    def add(self, item_id: str, f: float, y: float, verdict: float | None = None) -> None:
+    def add(self, item_id: str, f: float, y: float, verdict: float | None = None, excluded: bool = False) -> None:
         self.ids.append(item_id)
         self.f.append(f)
         self.y.append(y)
+        if self.excluded is None:
+            self.excluded = []
+        self.excluded.append(excluded)
         if self.verdict is not None:
             self.verdict.append(np.nan if verdict is None else verdict)
 
     def build(self) -> TargetData:
         return TargetData(self.name, self.kind, tuple(self.ids), np.asarray(self.f, dtype=float),
                           np.asarray(self.y, dtype=float),
-                          None if self.verdict is None else np.asarray(self.verdict, dtype=float), self.left_out)
+                          None if self.verdict is None else np.asarray(self.verdict, dtype=float), self.left_out,
+                          np.asarray(self.excluded or [], dtype=bool), self.partial)
 
 
 def build_targets(result: EvalResult, dataset: RubricDataset, labels: Labels,
@@ -263,7 +281,8 @@ def build_targets(result: EvalResult, dataset: RubricDataset, labels: Labels,
                     failed = True
                     score_values.append(np.nan)
                     continue
-                target.add(item_id, got[0], _human_value(criterion, label, mode), got[1])
+                human = _human_value(criterion, label, mode)
+                target.add(item_id, got[0], human, got[1], excluded=label is not None and np.isnan(human))
                 soft = _binary_prediction(cr, CannotAssessMode.EXCLUDE) if cr is not None else None
                 score_values.append(np.nan if soft is None else soft[0])
                 continue
@@ -277,11 +296,12 @@ def build_targets(result: EvalResult, dataset: RubricDataset, labels: Labels,
                 score_values.append(np.nan)
                 continue
             expected = _expected_value(p, criterion)
-            score_values.append(expected)
-            if not np.isnan(expected):
-                value_target.add(item_id, expected, _human_value(criterion, label, mode))
-            else:
-                value_target.left_out += 1
+            score_values.append(expected)  # nan (all mass on NA): skipped in the soft score
+            human = _human_value(criterion, label, mode)
+            # all the judge's mass on NA: the mean scored value stands in (f only predicts)
+            prediction = expected if not np.isnan(expected) else float(np.mean(
+                [o.value for o in criterion.options if not o.na] or [0.0]))
+            value_target.add(item_id, prediction, human, excluded=label is not None and np.isnan(human))
             chosen = None if label is None else criterion.find_option_by_label(str(label))
             for k, target in enumerate(option_targets):
                 target.add(item_id, float(p[k]), np.nan if chosen is None else float(chosen == k))
@@ -292,5 +312,7 @@ def build_targets(result: EvalResult, dataset: RubricDataset, labels: Labels,
         human = np.nan
         if item_labels is not None and all(v is not None for v in item_labels):
             human = float(dataset.compute_weighted_score(list(item_labels), rubric=rubric, **scoring))
+        elif item_labels is not None and any(v is not None for v in item_labels):
+            score.partial += 1
         score.add(item_id, soft_score(weights, score_values, normalize=scoring["normalize"]), human)
     return [b.build() for b in builders.values()] + [score.build()]
