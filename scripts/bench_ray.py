@@ -211,7 +211,9 @@ def round_trip(chunk_judgments: int, trips: int) -> dict[str, Any]:
                             chunk_judgments=chunk_judgments)
         EvalRunner(data, scripted_grader(), config, executor=capture).run_sync()  # type: ignore[arg-type]
     chunk, graded = capture.chunks[0]
-    ray.init(num_cpus=1, include_dashboard=False, logging_level="WARNING")
+    from autorubric_local.runner.distributed import start_local_ray
+
+    start_local_ray(1)  # the tool's own local head: every service on 127.0.0.1
     try:
         actor = ray.remote(Echo).options(num_cpus=1).remote(graded)
         ray.get(actor.grade.remote(list(chunk), 0))  # warm
