@@ -150,7 +150,8 @@ def test_rogan_gladen_corrects_a_biased_informative_judge() -> None:
         assert s.naive_bias > 0.2  # the judge's own MET rate is far off
         assert abs(s.bias) < 0.02
         assert 0.85 <= s.coverage <= 0.97
-        assert s.undefined == 0
+        # refused where J's lower bound is <= 0: rare with 50 labels, never with 200
+        assert s.undefined <= 0.01 * s.reps
 
 
 def test_wilson_needed_for_binary_labels_at_n50() -> None:

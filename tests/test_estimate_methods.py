@@ -247,9 +247,13 @@ def test_rogan_gladen_hand_computed() -> None:
     unlabelled = [1] * 6 + [0] * 4  # q = 0.6
     res = rogan_gladen(y, verdicts, unlabelled, 0.5)
     # p = (0.6 + 2/3 - 1) / (3/4 + 2/3 - 1) = 0.64
-    # var = [0.24/10 + 0.64² * 0.1875/4 + 0.36² * (2/9)/6] / (5/12)² = 0.048 * 144/25
-    se = math.sqrt(0.048 * 144 / 25)
+    # var = [0.24/10 + 0.64² Var(se) + 0.36² Var(sp)] / (5/12)², the proportions' variances from
+    # Agresti-Coull's adjusted estimates (x + z²/2) / (n + z²) over n + z² trials
     z50 = 0.6744897501960817
+    z2 = z50 * z50
+    a_se, a_sp = (3 + z2 / 2) / (4 + z2), (4 + z2 / 2) / (6 + z2)
+    var_se, var_sp = a_se * (1 - a_se) / (4 + z2), a_sp * (1 - a_sp) / (6 + z2)
+    se = math.sqrt((0.24 / 10 + 0.64**2 * var_se + 0.36**2 * var_sp) / (5 / 12) ** 2)
     assert res.estimate == pytest.approx(0.64)
     assert res.std_error == pytest.approx(se)
     assert res.ci_low == pytest.approx(0.64 - z50 * se)
@@ -273,10 +277,22 @@ def test_rogan_gladen_undefined_cases() -> None:
 
 
 def test_rogan_gladen_clips_and_says_so() -> None:
-    # se = 1, sp = 0.5: q = 0.2 gives (0.2 + 0.5 - 1) / 0.5 = -0.6, clipped to 0
-    res = rogan_gladen([1, 1, 0, 0], [1, 1, 1, 0], [1, 0, 0, 0, 0], 0.1)
+    # se = 1, sp = 0.8: q = 0.1 gives (0.1 + 0.8 - 1) / 0.8 = -0.125, clipped to 0
+    y = [1] * 10 + [0] * 10
+    verdicts = [1] * 10 + [1, 1] + [0] * 8
+    res = rogan_gladen(y, verdicts, [1] + [0] * 9, 0.1)
     assert res.estimate == 0.0 and res.note is not None and "clipped" in res.note
     assert res.ci_low == 0.0
+
+
+def test_rogan_gladen_refuses_a_judge_that_says_met_for_nearly_everything() -> None:
+    # The real-data failure (RiceChem q1 partial_pe_ie_explanation, truth 0.17, a judge saying
+    # MET for 99% of items; 20 labels): sensitivity estimated as exactly 1 from 3 positives,
+    # specificity 1/17. J = 0.06 > 0, but its lower bound is below 0: the old interval covered 0%.
+    y = [1] * 3 + [0] * 17
+    verdicts = [1] * 3 + [1] * 16 + [0]
+    res = rogan_gladen(y, verdicts, [1] * 99 + [0], 0.1)
+    assert math.isnan(res.estimate) and res.ci_low is None and "lower" in (res.note or "")
 
 
 # --------------------------------------------------------------------------- differences

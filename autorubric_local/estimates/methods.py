@@ -439,10 +439,12 @@ def rogan_gladen(
     and specificity ``sp = P(verdict=0 | Y=0)``; with ``q`` the judge's MET rate on the ``N_u``
     unlabelled items, ``p = (q + sp - 1) / J``, ``J = se + sp - 1``, clipped to [0, 1]
     (Rogan & Gladen 1978). Its variance carries the uncertainty of q, se and sp (delta method,
-    Lee et al. 2025): ``[q(1-q)/N_u + p² se(1-se)/n1 + (1-p)² sp(1-sp)/n0] / J²`` with ``n1``,
-    ``n0`` the labelled positives and negatives. The normal interval ``p ± z std_error`` is
-    clipped to [0, 1]. When se or sp is estimated as exactly 0 or 1 its variance term is 0, so
-    small calibration sets can give optimistic intervals.
+    Lee et al. 2025): ``[q(1-q)/N_u + p² Var(se) + (1-p)² Var(sp)] / J²``, with ``Var(se)`` and
+    ``Var(sp)`` from Agresti-Coull adjusted proportions over the ``n1`` labelled positives and
+    ``n0`` negatives (never 0, even where se or sp is estimated as exactly 0 or 1). The normal
+    interval ``p ± z std_error`` is clipped to [0, 1]. When ``J``'s own lower bound
+    ``J - z sqrt(Var(se) + Var(sp))`` is <= 0 the correction divides by a quantity that may be 0,
+    and no estimate is given.
 
     Parameters
     ----------
@@ -459,7 +461,7 @@ def rogan_gladen(
     -------
     Interval
         ``estimate`` NaN and no interval, with a ``note``, when ``J <= 0`` (the judge is no better
-        than chance) or the labels hold no positive (``n1 == 0``) or no negative (``n0 == 0``);
+        than chance) or its lower bound is, or the labels hold no positive (``n1 == 0``) or no negative (``n0 == 0``);
         a ``note`` also says when ``p`` was clipped. ``n_effective = Var(Y) / std_error²``.
 
     Raises
@@ -492,19 +494,34 @@ def rogan_gladen(
             f"judge no better than chance on the labels (sensitivity {sens:.3f} + specificity "
             f"{spec:.3f} - 1 = {j:.3f} <= 0): the correction is undefined"
         )
+    z = _z(alpha)
+    # The variances of se and sp use Agresti-Coull's adjusted proportions, never 0 where a small
+    # calibration set estimates se or sp as exactly 0 or 1 (which made the intervals confidently
+    # wrong on a real judge: scripts/results/eval_estimates_*).
+    var_sens, var_spec = _adjusted_variance(sens * n1, n1, z), _adjusted_variance(spec * n0, n0, z)
+    j_low = j - z * math.sqrt(var_sens + var_spec)
+    if j_low <= 0.0:
+        return _undefined(
+            f"judge barely better than chance on the labels (sensitivity {sens:.3f} + specificity {spec:.3f} "
+            f"- 1 = {j:.3f}, whose lower {1 - alpha:.0%} bound {j_low:.3f} <= 0): the correction is unstable"
+        )
     q = float(vu.mean())
     raw = (q + spec - 1.0) / j
     p = min(1.0, max(0.0, raw))
-    var = (
-        q * (1.0 - q) / vu.size + p * p * sens * (1.0 - sens) / n1 + (1.0 - p) ** 2 * spec * (1.0 - spec) / n0
-    ) / (j * j)
+    var = (q * (1.0 - q) / vu.size + p * p * var_sens + (1.0 - p) ** 2 * var_spec) / (j * j)
     se = math.sqrt(var)
-    z = _z(alpha)
     note = f"corrected rate {raw:.4f} clipped to [0, 1]" if raw != p else None
     return Interval(
         p, max(0.0, p - z * se), min(1.0, p + z * se), se,
         n_effective=_n_effective(float(np.var(y_arr)), se), note=note,
     )
+
+
+def _adjusted_variance(successes: float, n: int, z: float) -> float:
+    """Variance of a proportion from Agresti-Coull's adjusted estimate ``(x + z²/2) / (n + z²)``
+    (Agresti & Coull, "Approximate is better than 'exact'", Am Stat 1998)."""
+    adjusted = (successes + z * z / 2) / (n + z * z)
+    return adjusted * (1.0 - adjusted) / (n + z * z)
 
 
 def unpaired_difference(a: Interval, b: Interval, alpha: float) -> Interval:
