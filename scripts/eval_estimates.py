@@ -80,7 +80,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from autorubric_local.estimates.api import Estimate, LoadedRun, estimate_targets, targets_of
-from autorubric_local.estimates.design import _uncertainty
+from autorubric_local.estimates.design import item_uncertainties
 from autorubric_local.estimates.sampling import draw, inclusion_probabilities
 from autorubric_local.estimates.targets import SCORE, TargetData
 
@@ -201,7 +201,7 @@ def population(loaded: LoadedRun, built: Sequence[TargetData]) -> tuple[list[str
     """The items with a judge prediction and a human value for every target (all 327 on RiceChem
     q1), their score uncertainty (what ``label select`` weights by, computed over the whole run)
     and the targets restricted to them."""
-    ids, u = _uncertainty(loaded, built, SCORE)
+    ids, u = item_uncertainties(loaded, built, SCORE)
     complete = set(ids)
     for t in built:
         complete &= {i for i, labelled in zip(t.item_ids, t.labelled, strict=True) if labelled}

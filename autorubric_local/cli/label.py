@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -54,22 +55,24 @@ def select(run: str, db_path: Path, budget: float, seed: int | None, target: str
         autorubric-local label select ricechem-q1 --budget 50 --seed 0 --out to_label.jsonl
     """
     from autorubric_local.core.errors import AutorubricError
-    from autorubric_local.estimates.design import save_selection, select_items, selection_rows
+    from autorubric_local.estimates.api import load_run
+    from autorubric_local.estimates.design import draw_selection, save_selection, selection_rows
 
     if not db_path.is_file():
         raise click.ClickException(f"{db_path}: no such database")
     try:
+        loaded = load_run(db_path, run, selection=None, require_labels=False)
         # drawn, written, then stored: a file that cannot be written leaves no selection behind
-        selection = select_items(db_path, run, budget=budget, seed=seed, target=target, mix=mix, save=False)
-        rows = selection_rows(db_path, run, selection)
+        selection = draw_selection(loaded, budget=budget, seed=seed, target=target, mix=mix)
+        rows = selection_rows(loaded, selection)
         try:
             if label_studio is not None:
-                _write_label_studio(db_path, run, rows, label_studio, with_predictions)
+                _write_label_studio(loaded, rows, label_studio, with_predictions)
             if out is not None:
                 out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
         except OSError as e:
             raise click.ClickException(f"{e.filename}: cannot write: {e.strerror}") from None
-        selection = save_selection(db_path, run, selection)
+        selection = save_selection(db_path, loaded, selection)
     except AutorubricError as e:
         raise fail(e) from None
     click.echo(f"selection {selection.selection_id}: {len(rows)} of {len(selection.items)} items drawn "
@@ -79,13 +82,19 @@ def select(run: str, db_path: Path, budget: float, seed: int | None, target: str
             click.echo(row["id"])
 
 
-def _write_label_studio(db_path: Path, run: str, rows: list[dict], path: Path, with_predictions: bool) -> None:
-    from autorubric_local.estimates import label_studio
-    from autorubric_local.estimates.api import load_run
+def _judge_label(cr: Any) -> str | None:
+    """The judge's final label of one criterion report (None when it has none)."""
+    if cr.final_verdict is not None:
+        return str(cr.final_verdict.value)
+    mc = cr.final_multi_choice_verdict
+    return None if mc is None or mc.selected_index is None else str(cr.criterion.options[mc.selected_index].label)
 
+
+def _write_label_studio(loaded: Any, rows: list[dict], path: Path, with_predictions: bool) -> None:
     from autorubric_local.core.errors import InputError
+    from autorubric_local.estimates import label_studio
+    from autorubric_local.estimates.targets import item_key
 
-    loaded = load_run(db_path, run, selection=None, require_labels=False)
     criteria = loaded.criteria[rows[0]["id"]] if rows else next(iter(loaded.criteria.values()))
     differing = [row["id"] for row in rows if loaded.criteria[row["id"]] != criteria]
     if differing:
@@ -93,16 +102,8 @@ def _write_label_studio(db_path: Path, run: str, rows: list[dict], path: Path, w
                          "items of different rubrics; use --out (JSONL) instead")
     predictions = None
     if with_predictions:
-        by_id = {(r.item_id or f"item-{r.item_idx}"): r for r in loaded.result.item_results}
-        predictions = {}
-        for row in rows:
-            report = by_id[row["id"]].report.report or []
-            predictions[row["id"]] = [
-                cr.final_verdict.value if cr.final_verdict is not None else
-                (cr.criterion.options[cr.final_multi_choice_verdict.selected_index].label  # type: ignore[index]
-                 if cr.final_multi_choice_verdict is not None and cr.final_multi_choice_verdict.selected_index is not None
-                 else None)
-                for cr in report]
+        by_id = {item_key(r): r for r in loaded.result.item_results}
+        predictions = {row["id"]: [_judge_label(cr) for cr in by_id[row["id"]].report.report or []] for row in rows}
     tasks = label_studio.tasks(rows, predictions, model_version=loaded.name)
     path.write_text(json.dumps(tasks, indent=1), encoding="utf-8")
     path.with_suffix(".xml").write_text(label_studio.labelling_config(criteria), encoding="utf-8")

@@ -23,7 +23,7 @@ per item and target), so an item's correlated criteria never count as independen
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from autorubric_local.core.errors import InputError
 from autorubric_local.core.types import Criterion
 from autorubric_local.estimates import methods
 from autorubric_local.estimates.labels import LabelList, read_labels
-from autorubric_local.estimates.targets import SCORE, TargetData, build_targets
+from autorubric_local.estimates.targets import DIFFERENCE, SCORE, TargetData, build_targets, item_key
 from autorubric_local.metrics.extract import human_scoring
 from autorubric_local.metrics.types import CannotAssessMode
 from autorubric_local.runner.results import EvalResult, load_result
@@ -89,7 +89,7 @@ class LoadedRun:
 
 
 def _criteria_by_item(result: EvalResult, dataset: Any) -> dict[str, list[Criterion]]:
-    return {(r.item_id or f"item-{r.item_idx}"): list(dataset.get_item_rubric(r.item_idx).rubric)
+    return {item_key(r): list(dataset.get_item_rubric(r.item_idx).rubric)
             for r in result.item_results}
 
 
@@ -127,7 +127,7 @@ def load_run(db: str | Path, run: str | None = None, *, labels_file: str | Path 
                 labels.setdefault(item_id, [None] * len(criteria[item_id]))[index] = label
             source = label_source
         else:
-            labels = {(r.item_id or f"item-{r.item_idx}"): list(dataset[r.item_idx].ground_truth)
+            labels = {item_key(r): list(dataset[r.item_idx].ground_truth)
                       for r in result.item_results if dataset[r.item_idx].ground_truth is not None}
             source = DATASET_SOURCE
         chosen = None
@@ -186,8 +186,9 @@ def _too_few(note: str) -> methods.Interval:
     return methods.Interval(float("nan"), None, None, None, note=note)
 
 
-def _uniform(target: TargetData, alpha: float, wanted: Sequence[str]) -> dict[str, methods.Interval]:
-    """Each wanted method's interval with the labelled items taken as a uniform sample."""
+def uniform_intervals(target: TargetData, alpha: float, wanted: Sequence[str]) -> dict[str, methods.Interval]:
+    """Each wanted method's interval with the labelled items taken as a uniform sample (a method
+    that cannot give a valid one here gets an undefined interval whose ``note`` says why)."""
     lab = target.labelled
     y, f = target.y[lab], target.f[lab]
     n, n_unlabelled = int(lab.sum()), int((~lab).sum())
@@ -204,8 +205,8 @@ def _uniform(target: TargetData, alpha: float, wanted: Sequence[str]) -> dict[st
             continue
         elif n < 2:
             out[method] = _too_few(f"too few labels for an interval ({n})")
-        elif method == "classical":
-            out[method] = methods.classical_mean(y, alpha)
+        elif method == "classical":  # differences of 0/1 labels are no 0/1 labels
+            out[method] = methods.classical_mean(y, alpha, binary=False if target.kind == DIFFERENCE else None)
             if excluded:
                 out[method] = replace(out[method], note=f"{excluded} labelled item(s) without a value left out: "
                                                         "the mean over the items that have one")
@@ -224,10 +225,10 @@ def _uniform(target: TargetData, alpha: float, wanted: Sequence[str]) -> dict[st
 
 
 def _active(target: TargetData, alpha: float, wanted: Sequence[str],
-            design: dict[str, tuple[float, bool]]) -> dict[str, methods.Interval]:
+            design: dict[str, tuple[float, bool]]) -> tuple[dict[str, methods.Interval], int]:
     """Each wanted method's interval under the selection ``design`` (inverse-probability
     weighted; a drawn item without a value for this target makes the weighted estimates
-    undefined rather than biased)."""
+    undefined rather than biased), and the number of drawn items with a value."""
     ids = target.item_ids
     missing = [item for item in ids if item not in design]
     if missing:
@@ -253,7 +254,7 @@ def _active(target: TargetData, alpha: float, wanted: Sequence[str],
         else:
             out[method] = methods.active_mean(target.f, target.y, drawn, pi, alpha,
                                               lam=0.0 if method == "classical" else None)
-    return out
+    return out, n
 
 
 def estimate_targets(targets: Sequence[TargetData], *, confidence: float = 0.9,
@@ -283,23 +284,19 @@ def estimate_targets(targets: Sequence[TargetData], *, confidence: float = 0.9,
             continue
         bounded = target.kind in BOUNDED_KINDS and (target.kind != SCORE or normalized)
         if design is None:
-            intervals = _uniform(target, alpha, methods_wanted)
-            n_labelled = int(target.labelled.sum())
+            intervals, n_labelled = uniform_intervals(target, alpha, methods_wanted), int(target.labelled.sum())
         else:
-            intervals = _active(target, alpha, methods_wanted, design)
-            n_labelled = int(sum(design[i][1] for i in target.item_ids) - (
-                np.array([design[i][1] for i in target.item_ids], dtype=bool) & np.isnan(target.y)).sum())
+            intervals, n_labelled = _active(target, alpha, methods_wanted, design)
         notes = []
         if target.n_partial:
             notes.append(f"{target.n_partial} partly labelled item(s) have no human score and count as unlabelled")
-        if target.kind == SCORE:
-            notes.append("judge: the score implied by its probabilities (CANNOT_ASSESS skipped), not the "
-                         "run's stored mean score")
+        judge_notes = notes + (["judge: the score implied by its probabilities (CANNOT_ASSESS skipped), not "
+                                "the run's stored mean score"] if target.kind == SCORE else [])
         for method in methods_wanted:
             if method not in intervals:
                 continue
             interval = intervals[method]
-            extra = [x for x in notes if method == "judge" or not x.startswith("judge:")]
+            extra = judge_notes if method == "judge" else notes
             if extra:
                 interval = replace(interval, note="; ".join([*([interval.note] if interval.note else []), *extra]))
             rows.append(_interval_row(target, method, interval, n_labelled, len(target.f), confidence, sampling,
@@ -369,4 +366,4 @@ def targets_of(db: str | Path, run: str | None = None, *, labels_file: str | Pat
 
 
 __all__ = ["DATASET_SOURCE", "METHODS", "SCORE", "Estimate", "LoadedRun", "estimate_run", "estimate_targets",
-           "load_run", "save_labels", "targets_of"]
+           "load_run", "save_labels", "targets_of", "uniform_intervals"]

@@ -31,11 +31,15 @@ from autorubric_local.estimates.api import (
     load_run,
     save_labels,
     targets_of,
+    uniform_intervals,
 )
-from autorubric_local.estimates.targets import SCORE, TargetData, build_targets
+from autorubric_local.estimates.targets import DIFFERENCE, SCORE, TargetData, build_targets, item_key
 from autorubric_local.metrics.extract import criterion_key
 from autorubric_local.metrics.types import CannotAssessMode
 from autorubric_local.store import Store
+
+COMPARED = ("classical", "judge", "ppi")
+"""The methods of a comparison of two runs."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ def _target(targets: Sequence[TargetData], name: str) -> TargetData:
     raise InputError(f"unknown target {name!r}; this run's targets are {[t.name for t in targets]}")
 
 
-def _uncertainty(loaded: LoadedRun, targets: Sequence[TargetData], name: str) -> tuple[list[str], np.ndarray]:
+def item_uncertainties(loaded: LoadedRun, targets: Sequence[TargetData], name: str) -> tuple[list[str], np.ndarray]:
     """Item ids of the run and each one's judge uncertainty about ``name``: ``sqrt(f(1-f))`` for
     a criterion target, the score's standard deviation under independent verdicts
     (:func:`.sampling.item_uncertainty`) for ``score``. Items without a prediction count as
@@ -86,8 +90,9 @@ def _uncertainty(loaded: LoadedRun, targets: Sequence[TargetData], name: str) ->
 
 
 def select_items(db: str | Path, run: str | None = None, *, budget: float, seed: int | None = None,
-                 target: str = SCORE, mix: float = 0.2, save: bool = True) -> Selection:
-    """Draw the items of ``run`` to be labelled, by the judge's uncertainty, and store the design.
+                 target: str = SCORE, mix: float = 0.2) -> Selection:
+    """Draw the items of ``run`` to be labelled, by the judge's uncertainty, and store the design
+    (:func:`draw_selection` then :func:`save_selection`).
 
     Parameters
     ----------
@@ -105,21 +110,25 @@ def select_items(db: str | Path, run: str | None = None, *, budget: float, seed:
     InputError
         No such run or target, or a budget outside (0, N].
     """
-    loaded, targets = targets_of(db, run)
-    ids, u = _uncertainty(loaded, targets, target)
+    loaded = load_run(db, run, selection=None, require_labels=False)
+    return save_selection(db, loaded, draw_selection(loaded, budget=budget, seed=seed, target=target, mix=mix))
+
+
+def draw_selection(loaded: LoadedRun, *, budget: float, seed: int | None = None, target: str = SCORE,
+                   mix: float = 0.2, cannot_assess: CannotAssessMode | str = CannotAssessMode.EXCLUDE) -> Selection:
+    """Draw a selection of ``loaded``'s items (not stored; see :func:`select_items`)."""
+    targets = build_targets(loaded.result, loaded.dataset, loaded.labels, cannot_assess)
+    ids, u = item_uncertainties(loaded, targets, target)
     if not 0 < budget <= len(ids):
         raise InputError(f"budget must be in (0, {len(ids)}] (the run's items), got {budget}")
     pi = sampling.inclusion_probabilities(u, budget, mix)
     drawn = sampling.draw(pi, seed)
     items = [(item_id, float(p), bool(d)) for item_id, p, d in zip(ids, pi, drawn, strict=True)]
-    selection = Selection(0, target, float(budget), seed, items, mix)
-    return save_selection(db, run, selection) if save else selection
+    return Selection(0, target, float(budget), seed, items, mix)
 
 
-def save_selection(db: str | Path, run: str | None, selection: Selection) -> Selection:
-    """Store ``selection`` (drawn by :func:`select_items` with ``save=False``) for ``run``;
-    return it with its id."""
-    loaded = load_run(db, run, selection=None, require_labels=False)
+def save_selection(db: str | Path, loaded: LoadedRun, selection: Selection) -> Selection:
+    """Store ``selection`` (from :func:`draw_selection`) for ``loaded``'s run; return it with its id."""
     store = Store.open(loaded.result.db_path or db)
     try:
         selection_id = store.save_selection(loaded.run_id, target=selection.target, budget=selection.budget,
@@ -131,11 +140,10 @@ def save_selection(db: str | Path, run: str | None, selection: Selection) -> Sel
     return replace(selection, selection_id=selection_id)
 
 
-def selection_rows(db: str | Path, run: str | None, selection: Selection) -> list[dict[str, Any]]:
+def selection_rows(loaded: LoadedRun, selection: Selection) -> list[dict[str, Any]]:
     """One labels-file template row per drawn item: ``id``, ``submission``, ``query``, the
     ``inclusion_probability`` and ``ground_truth`` of nulls to fill in (rubric order)."""
-    loaded = load_run(db, run, selection=None, require_labels=False)
-    by_id = {(r.item_id or f"item-{r.item_idx}"): r for r in loaded.result.item_results}
+    by_id = {item_key(r): r for r in loaded.result.item_results}
     pi = {item_id: p for item_id, p, _ in selection.items}
     rows = []
     for item_id in selection.drawn_ids:
@@ -207,7 +215,7 @@ def _paired(a: TargetData, b: TargetData) -> TargetData:
     ids = [i for i in a.item_ids if i in f_b]
     f_a = dict(zip(a.item_ids, a.f, strict=True))
     y_a = dict(zip(a.item_ids, a.y, strict=True))
-    return TargetData(a.name, a.kind, tuple(ids), np.array([f_a[i] - f_b[i] for i in ids]),
+    return TargetData(a.name, DIFFERENCE, tuple(ids), np.array([f_a[i] - f_b[i] for i in ids]),
                       np.array([y_a[i] - y_b[i] for i in ids]), None, a.n_left_out + b.n_left_out)
 
 
@@ -249,22 +257,18 @@ def compare_runs(db: str | Path, run_a: str | None, run_b: str, *, db_b: str | P
         b = targets_b[a.name]
         if paired:
             d = _paired(a, b)
-            lab = d.labelled
-            n = int(lab.sum())
-            found = {"classical": lambda: methods.classical_mean(d.y[lab], alpha, binary=False),
-                     "judge": lambda: methods.judge_mean(d.f),
-                     "ppi": lambda: methods.ppi_mean(d.y[lab], d.f[lab], d.f[~lab], alpha)}
-            for method in ("classical", "judge", "ppi"):
-                iv = _safe(found[method], n, method)
+            n = int(d.labelled.sum())
+            for method, iv in uniform_intervals(d, alpha, COMPARED).items():
                 rows.append(Estimate(a.name, method, iv.estimate, iv.ci_low, iv.ci_high, iv.std_error, n,
                                      len(d.f) - n, confidence, "paired", iv.lam, iv.n_effective, iv.note))
             continue
-        for method in ("classical", "judge", "ppi"):
-            ia, ib = (_single(t, method, alpha) for t in (a, b))
+        alone_a, alone_b = uniform_intervals(a, alpha, COMPARED), uniform_intervals(b, alpha, COMPARED)
+        n = int(a.labelled.sum() + b.labelled.sum())
+        for method in COMPARED:
+            ia, ib = alone_a[method], alone_b[method]
             iv = (methods.unpaired_difference(ia, ib, alpha) if method != "judge" else
                   methods.Interval(ia.estimate - ib.estimate, None, None, None,
                                    note="judge only: biased whenever a judge is; no valid interval"))
-            n = int(a.labelled.sum() + b.labelled.sum())
             rows.append(Estimate(a.name, method, iv.estimate, iv.ci_low, iv.ci_high, iv.std_error, n,
                                  len(a.f) + len(b.f) - n, confidence, "unpaired", None, None, iv.note))
     save_labels(db, loaded_a)
@@ -272,22 +276,5 @@ def compare_runs(db: str | Path, run_a: str | None, run_b: str, *, db_b: str | P
     return rows
 
 
-def _safe(call: Any, n_labelled: int, method: str) -> methods.Interval:
-    """The method's interval, or an undefined one saying why when there are too few labels."""
-    try:
-        return call()
-    except InputError as e:
-        if n_labelled >= 2 or method == "judge":
-            raise
-        return methods.Interval(float("nan"), None, None, None, note=f"too few labels: {e}")
-
-
-def _single(t: TargetData, method: str, alpha: float) -> methods.Interval:
-    lab = t.labelled
-    calls = {"classical": lambda: methods.classical_mean(t.y[lab], alpha),
-             "judge": lambda: methods.judge_mean(t.f),
-             "ppi": lambda: methods.ppi_mean(t.y[lab], t.f[lab], t.f[~lab], alpha)}
-    return _safe(calls[method], int(lab.sum()), method)
-
-
-__all__ = ["METHODS", "Selection", "compare_runs", "label_power", "save_selection", "select_items", "selection_rows"]
+__all__ = ["METHODS", "Selection", "compare_runs", "draw_selection", "label_power", "save_selection", "select_items",
+           "selection_rows"]

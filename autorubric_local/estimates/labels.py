@@ -43,10 +43,7 @@ def _check_entries(values: object, criteria: Sequence[Criterion], where: str) ->
             for j, (value, criterion) in enumerate(zip(values, criteria, strict=True))]
 
 
-def _add(found: dict[str, LabelList], item_id: object, entries: LabelList, where: str,
-         rubrics: Mapping[str, Sequence[Criterion]]) -> None:
-    if not isinstance(item_id, str) or item_id not in rubrics:
-        raise InputError(f"{where}: field 'id': unknown item {item_id!r} (not an item of the run)")
+def _add(found: dict[str, LabelList], item_id: str, entries: LabelList, where: str) -> None:
     if item_id in found:
         raise InputError(f"{where}: item {item_id!r} is labelled twice in the file")
     found[item_id] = entries
@@ -71,7 +68,7 @@ def _read_jsonl(path: Path, text: str, rubrics: Mapping[str, Sequence[Criterion]
         criteria = rubrics.get(item_id) if isinstance(item_id, str) else None
         if criteria is None:
             raise InputError(f"{where}: field 'id': unknown item {item_id!r} (not an item of the run)")
-        _add(found, item_id, _check_entries(row["ground_truth"], criteria, where), where, rubrics)
+        _add(found, item_id, _check_entries(row["ground_truth"], criteria, where), where)
     return found
 
 
@@ -139,7 +136,7 @@ def _read_label_studio(path: Path, tasks: object, rubrics: Mapping[str, Sequence
         criteria = rubrics.get(item_id) if isinstance(item_id, str) else None
         if criteria is None:
             raise InputError(f"{where}: field 'item_id': unknown item {item_id!r} (not an item of the run)")
-        _add(found, item_id, _task_labels(task, criteria, where), where, rubrics)
+        _add(found, item_id, _task_labels(task, criteria, where), where)
     return found
 
 

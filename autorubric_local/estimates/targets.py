@@ -39,13 +39,21 @@ from autorubric_local.metrics.types import CannotAssessMode
 
 if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.data.dataset import RubricDataset
-    from autorubric_local.runner.results import EvalResult
+    from autorubric_local.runner.results import EvalResult, ItemResult
 
 Labels = Mapping[str, Sequence[CriterionVerdict | str | None]]
 """Human labels by item id: one entry per criterion of the item's rubric (rubric order), ``None``
 where that criterion is unlabelled."""
 
 SCORE = "score"
+DIFFERENCE = "difference"
+"""Kind of a paired target of two runs (per-item differences, :mod:`.design`)."""
+
+
+def item_key(result: ItemResult) -> str:
+    """The id of a graded item as the estimates (and the labels files) name it: its own id, else
+    ``item-<index>``, as the metrics name items."""
+    return result.item_id or f"item-{result.item_idx}"
 
 
 @dataclass(frozen=True)
@@ -57,7 +65,8 @@ class TargetData:
     name : str
         ``KEY`` (criterion), ``KEY=LABEL`` (a multi-choice option's share) or ``"score"``.
     kind : str
-        ``share_met``, ``mean_value``, ``option_share`` or ``score``.
+        ``share_met``, ``mean_value``, ``option_share``, ``score``, or ``difference`` (the
+        per-item differences of two runs).
     item_ids : tuple of str, length N
     f : ndarray of shape (N,)
         The judge's prediction per item (a probability, an expected value or a soft score).
@@ -255,7 +264,7 @@ def build_targets(result: EvalResult, dataset: RubricDataset, labels: Labels,
         return builders[name]
 
     for r in sorted(result.item_results, key=lambda r: r.item_idx):
-        item_id = r.item_id or f"item-{r.item_idx}"
+        item_id = item_key(r)
         rubric = dataset.get_item_rubric(r.item_idx)
         criteria = list(rubric.rubric)
         item_labels = labels.get(item_id)
