@@ -193,11 +193,43 @@ def test_submission_missing_on_line_2(runner: CliRunner, tmp_path: Path) -> None
     assert f"{data}: line 2: field 'submission': missing" in message
 
 
-def test_invalid_json_line(runner: CliRunner, tmp_path: Path) -> None:
+def test_an_unreadable_line_fails_only_its_item(runner: CliRunner, tmp_path: Path, tiny_model_dir: Path) -> None:
+    """Issue 33: a JSONL line that is not JSON, not valid Unicode or not UTF-8 is that item's
+    error, with its line number; the other items are graded and ``grade`` exits 3."""
     data = tmp_path / "subs.jsonl"
-    data.write_text('{"id": "a", "submission": "NMC is dense."}\n{"id": "b", submission: \n', encoding="utf-8")
+    data.write_bytes(
+        b'{"id": "a", "submission": "NMC is dense."}\n'
+        b'{"id": "b", submission: \n'  # not JSON
+        b'{"id": "c", "submission": "\\ud800"}\n'  # valid JSON, not valid Unicode
+        b'{"id": "d", "submission": "LFP \xff"}\n'  # not UTF-8
+        b'\n{"submission": "LFP is safer."}\n'
+    )
+    db_path = tmp_path / "r.sqlite"
+    result = invoke_grade(runner, RUBRIC_FILE, data, "--model", tiny_model_dir, "--db", db_path, "--no-progress",
+                          "--json")
+    assert result.exit_code == 3, result.output
+    assert "3 of 5 items failed" in result.output
+    rows = {row["item_id"]: row for row in json.loads(result.stdout)}
+    assert list(rows) == ["a", "item-1", "item-2", "item-3", "item-4"]  # positions kept; unreadable ids unknown
+    assert rows["item-1"]["error"].startswith(f"InputError: {data}: line 2: invalid JSON")
+    assert rows["item-2"]["error"] == (f"InputError: {data}: line 3: invalid JSON: text at ['submission'] is not "
+                                       "valid Unicode (lone surrogate U+D800)")
+    assert rows["item-3"]["error"].startswith(f"InputError: {data}: line 4: not UTF-8 text")
+    for key in ("item-1", "item-2", "item-3"):
+        assert rows[key]["score"] is None and rows[key]["criteria"] == []
+    for key in ("a", "item-4"):
+        assert rows[key]["error"] is None and rows[key]["score"] is not None
+    database = sqlite_utils.Database(db_path)
+    judged = {row["item_id"] for row in database["judgments"].rows}
+    assert judged == {"a", "item-4"}  # no judge was called for an unreadable line
+
+
+def test_a_file_with_no_readable_line_is_refused(runner: CliRunner, tmp_path: Path) -> None:
+    data = tmp_path / "subs.jsonl"
+    data.write_bytes(b'{"id": "b", submission: \n\xff\n')
     message = grade_error(runner, RUBRIC_FILE, data, tmp_path)
-    assert f"{data}: line 2: invalid JSON" in message
+    assert f"{data}: no line could be read as an item (2 unreadable): {data}: line 1: invalid JSON" in message
+    assert f"{data}: line 2: not UTF-8 text" in message
 
 
 def test_unknown_field(runner: CliRunner, tmp_path: Path) -> None:

@@ -372,7 +372,8 @@ def bad_cli_run(draw: Callable[[Any], Any]) -> tuple[list[str], str]:
     if target == "data":
         doc, _ = draw(mutated_doc(SUBMISSIONS))
         data.write_bytes(draw(byte_mutation(serialise(doc, ".jsonl")))[0])
-        assume(_refused(lambda path: load_grading_data(path, RUBRIC_OBJECT), data))
+        # grade keeps an unreadable line as that item's failure (issue 33): only what it refuses counts here
+        assume(_refused(lambda path: load_grading_data(path, RUBRIC_OBJECT, keep_unreadable=True), data))
         return args, str(data)
     if target == "judges":
         judges = folder / "judges.yaml"

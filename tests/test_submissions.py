@@ -378,3 +378,62 @@ def test_bundled_submissions_load() -> None:
 def test_examples_readme_exists() -> None:
     text = (EXAMPLES / "README.md").read_text(encoding="utf-8")
     assert "battery_rubric.yaml" in text and "battery_submissions.jsonl" in text
+
+
+# ------------------------------------------------------------------ streaming JSONL (issue 33)
+
+
+def test_a_jsonl_file_has_no_size_limit_only_a_line_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSONL file is streamed: the whole-file limit (lowered here to 200 bytes) no longer
+    applies to it, while a JSON file of the same items is still refused; a line over the line
+    limit is refused naming its line (or, with keep_unreadable, is that item's error)."""
+    from autorubric_local.core import checks
+
+    monkeypatch.setattr(checks, "MAX_FILE_BYTES", 200)
+    rows = [{"id": f"s{i}", "submission": "NMC " * 10} for i in range(20)]
+    path = write_jsonl(tmp_path / "big.jsonl", rows)
+    assert path.stat().st_size > 200
+    assert [item.id for item in load_grading_data(path, make_rubric())] == [f"s{i}" for i in range(20)]
+    as_json = tmp_path / "big.json"
+    as_json.write_text(json.dumps(rows), encoding="utf-8")
+    assert "file too large" in error_of(as_json, make_rubric())
+
+    monkeypatch.setattr(checks, "MAX_LINE_BYTES", 60)
+    long_line = tmp_path / "long.jsonl"
+    write_jsonl(long_line, [{"id": "a", "submission": "ok"}, {"id": "b", "submission": "x" * 100},
+                            {"id": "c", "submission": "ok"}])
+    assert f"{long_line}: line 2: line too long (0.0 MiB; the limit is " in error_of(long_line, make_rubric())
+    kept = load_grading_data(long_line, make_rubric(), keep_unreadable=True)
+    assert [item.id for item in kept.items] == ["a", "item-1", "c"]  # the long line was skipped to its end
+    assert "line 2: line too long" in kept.items[1].error
+
+
+def test_limit_stops_reading_a_jsonl_file(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"id": "a", "submission": "x"}\n{"id": "b", "submission": "y"}\n{not json\n', encoding="utf-8")
+    assert [item.id for item in load_grading_data(path, make_rubric(), limit=2).items] == ["a", "b"]
+    assert "line 3: invalid JSON" in error_of(path, make_rubric())
+
+
+def test_unreadable_lines_keep_their_place_in_the_dataset_form(tmp_path: Path) -> None:
+    from autorubric_local.data.item import UnreadableItem
+
+    path = tmp_path / "d.jsonl"
+    header = {"rubric": [{"name": "accuracy", "weight": 1.0, "requirement": "Factually correct"}]}
+    path.write_bytes(json.dumps(header).encode() + b'\n{"submission": "a"}\n{"submission": "\\udfff"}\n'
+                     b'{"submission": "c", "ground_truth": ["MET"]}\n')
+    dataset = load_grading_data(path, keep_unreadable=True)
+    assert [item.id for item in dataset.items] == ["item-0", "item-1", "item-2"]
+    assert isinstance(dataset.items[1], UnreadableItem)
+    assert dataset.items[1].line == 3
+    assert dataset.items[1].error == f"{path}: line 3: invalid JSON: text at ['submission'] is not valid Unicode " \
+                                     "(lone surrogate U+DFFF)"
+    assert dataset.items[2].ground_truth == [CriterionVerdict.MET]
+    assert "line 3: invalid JSON" in error_of(path)  # without keep_unreadable the file is refused
+
+
+def test_an_unreadable_header_refuses_the_dataset_form(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b'{"rubric": [}\n{"submission": "a"}\n')
+    with pytest.raises(InputError, match=r"line 2: field 'rubric'|no rubric"):
+        load_grading_data(path, keep_unreadable=True)

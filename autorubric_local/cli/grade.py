@@ -170,7 +170,10 @@ def grade(
 
         autorubric-local grade q1.json --run q1-cc --contextual-calibration
 
-    Every input (files, --run, --db) is checked before a judge is loaded. Judgments whose
+    A JSONL file is read line by line (no size limit; 64 MiB a line). A line that is not
+    valid JSON, UTF-8 or Unicode is that item's failure, recorded with its line number; the
+    other items are graded (exit status 3). Every other input problem (files, --run, --db)
+    is refused before a judge is loaded. Judgments whose
     judge put more than --off-label-threshold of its first-step probability outside the
     allowed labels are marked "!" in the table and counted on stderr (backends that report it).
 
@@ -195,9 +198,7 @@ def grade(
     rubric_path, data_path = (None, paths[0]) if len(paths) == 1 else paths
     rubric = None if rubric_path is None else load_rubric(rubric_path)
     try:
-        dataset = load_grading_data(data_path, rubric)
-        if limit is not None:
-            dataset.items = dataset.items[:limit]
+        dataset = load_grading_data(data_path, rubric, limit=limit, keep_unreadable=True)
         engine = _engine_options(backend, engine_arg, tensor_parallel_size, dtype)
         grader = _make_grader(model, judges_path, permutations, mode, explanation_first, seed, not no_shuffle,
                               contextual_calibration, engine)

@@ -5,6 +5,9 @@ helpers, so they refuse the same things the same way, before any model is loaded
 
 - a file that is missing, a directory, larger than :data:`MAX_FILE_BYTES` or not UTF-8
   (:func:`read_input_text`; the message names the file and, for bad UTF-8, the byte offset);
+  a JSONL file is instead read line by line (:func:`read_jsonl_lines`), with no size limit for
+  the file and :data:`MAX_LINE_BYTES` for each line, and a line that is too long or not UTF-8
+  is reported as that line's problem, not the file's;
 - JSON or YAML nested deeper than :data:`MAX_DEPTH` levels (:func:`parse_json`,
   :func:`parse_yaml`; depth is measured without recursion, and a parser's own
   ``RecursionError`` or nesting limit gives the same message), and YAML whose aliases expand
@@ -48,12 +51,15 @@ __all__ = [
     "parse_json",
     "parse_yaml",
     "read_input_text",
+    "read_jsonl_lines",
     "short_repr",
     "unknown_field",
 ]
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
-"""Largest input file read (64 MiB)."""
+"""Largest input file read whole (64 MiB): rubrics, panels, JSON datasets; JSONL files are streamed."""
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""Longest JSONL line read (64 MiB, its newline excluded); a JSONL file has no size limit."""
 MAX_DEPTH = 64
 """Deepest nesting of arrays/objects (lists/mappings) accepted in an input file or metadata."""
 MAX_CRITERIA = 10_000
@@ -205,6 +211,58 @@ def jsonl_lines(text: str) -> Iterator[tuple[int, str]]:
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip(_JSON_SPACE):
             yield number, line
+
+
+def read_jsonl_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str | InputError]]:
+    """Stream the non-blank lines of a JSONL file: ``(line number, text)`` for each, 1-based.
+
+    The file is read line by line (split on ``"\\n"`` only, as :func:`jsonl_lines`), so its size
+    is not limited and only one line is held at a time. A line longer than
+    :data:`MAX_LINE_BYTES` or not UTF-8 is yielded as ``(line number, InputError)`` (the
+    message without the file or line, e.g. "not UTF-8 text (invalid start byte at byte 12 of
+    the line)") and reading goes on, so the caller decides whether one bad line fails the file
+    or only its item. A byte-order mark before the first line is dropped.
+
+    Raises
+    ------
+    InputError
+        Naming the path: not found, a directory, or not readable.
+    """
+    path = Path(path)
+    try:
+        handle = path.open("rb")
+        if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
+            handle.close()
+            raise IsADirectoryError
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a file") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read file: {e.strerror or e}") from None
+    with handle:
+        number = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                size = len(raw)
+                while raw and not raw.endswith(b"\n"):  # skip the rest of the line, a piece at a time
+                    raw = handle.readline(2**20)
+                    size += len(raw)
+                size -= raw.endswith(b"\n")
+                yield number, InputError(
+                    f"line too long ({size / 2**20:.1f} MiB; the limit is {MAX_LINE_BYTES / 2**20:g} MiB a line)"
+                )
+                continue
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield number, InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)")
+                continue
+            if text.strip(_JSON_SPACE + "\n"):
+                yield number, text.removesuffix("\n")
 
 
 # ---- parsing ---------------------------------------------------------------------------------

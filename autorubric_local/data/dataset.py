@@ -64,6 +64,7 @@ from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import CannotAssessStrategy, CriterionVerdict
 from autorubric_local.data.item import (
     DataItem,
+    UnreadableItem,
     _item_from_dict,
     item_to_dict,
     rubric_to_json,
@@ -101,6 +102,8 @@ def _checked_item(item: object, rubric: Rubric | None) -> DataItem:
     """Check an item against its effective rubric; return it with ground truth normalised."""
     if not isinstance(item, DataItem):
         raise InputError(f"expected a DataItem, got {type(item).__name__}")
+    if isinstance(item, UnreadableItem):
+        return item  # never graded: it needs no rubric
     effective = item.rubric if item.rubric is not None else rubric
     if effective is None:
         raise InputError(f"field 'rubric': {_NO_RUBRIC}")
@@ -465,28 +468,42 @@ class RubricDataset:
             A line that is not JSON (or is nested too deep), no header, or any problem
             :meth:`from_dict` finds; each names the line.
         """
-        rows: list[tuple[int, Any]] = []
+        rows: list[tuple[str, Any]] = []
         for number, line in jsonl_lines(text):
             try:
-                rows.append((number, parse_json(line)))
+                value = parse_json(line)
             except InputError as e:
                 raise InputError(_located(source, f"line {number}: invalid JSON: {e}")) from None
+            where = f"line {number}" if not rows else f"line {number} (item {len(rows) - 1})"
+            rows.append((where, value))
+        return cls.from_jsonl_rows(rows, source=source, rubric=rubric)
+
+    @classmethod
+    def from_jsonl_rows(
+        cls, rows: Sequence[tuple[str, Any]], *, source: str | None = None, rubric: Rubric | None = None
+    ) -> RubricDataset:
+        """Build a dataset from the parsed lines of its JSONL form: ``rows`` pairs each line's
+        location for messages (e.g. ``"line 4 (item 2)"``) with its JSON value, header first.
+
+        Raises
+        ------
+        InputError
+            No header, or any problem :meth:`from_dict` finds; each names the row's location.
+        """
         if not rows:
             raise InputError(_located(source, "empty file: expected a header line with 'rubric'"))
-        header_line, header = rows[0]
+        header_where, header = rows[0]
         if not isinstance(header, dict):
             kind = json_type_name(header)
-            raise InputError(
-                _located(source, f"line {header_line}: expected a header object, got {kind}")
-            )
+            raise InputError(_located(source, f"{header_where}: expected a header object, got {kind}"))
         return cls._build(
             header,
             [row for _, row in rows[1:]],
-            [f"line {number} (item {i})" for i, (number, _) in enumerate(rows[1:])],
+            [where for where, _ in rows[1:]],
             source,
             rubric,
             allowed=tuple(key for key in DATASET_FIELDS if key != "items"),
-            header_where=f"line {header_line}",
+            header_where=header_where,
         )
 
     @classmethod

@@ -23,7 +23,7 @@ from autorubric_local.data.validation import (
     require_field,
 )
 
-__all__ = ["ITEM_FIELDS", "DataItem", "item_to_dict", "rubric_to_json"]
+__all__ = ["ITEM_FIELDS", "DataItem", "UnreadableItem", "item_to_dict", "rubric_to_json"]
 
 ITEM_FIELDS: tuple[str, ...] = (
     "id", "submission", "description", "ground_truth", "rubric", "reference_submission", "prompt",
@@ -106,6 +106,29 @@ class DataItem:
             )
         # Values are checked against the effective rubric when the item joins a dataset.
         object.__setattr__(self, "ground_truth", list(values))
+
+
+@dataclass(frozen=True)
+class UnreadableItem(DataItem):
+    """The place of a JSONL line that could not be read as an item: not UTF-8, not valid JSON
+    or not valid Unicode (a lone surrogate), or longer than the line limit.
+
+    It keeps the line's position, so the other items keep their indexes and ``item-<i>`` ids,
+    and a run records ``error`` as this item's failure without calling a judge
+    (:func:`~autorubric_local.data.submissions.load_grading_data` with ``keep_unreadable``).
+    ``submission`` is empty and never graded.
+
+    Attributes
+    ----------
+    error : str
+        What was wrong, naming the file and line, e.g.
+        ``"subs.jsonl: line 3: invalid JSON: text at ['submission'] is not valid Unicode ..."``.
+    line : int
+        The 1-based line number in the file.
+    """
+
+    error: str = ""
+    line: int = 0
 
 
 def rubric_to_json(rubric: Rubric) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ from autorubric_local.data.dataset import (
     item_to_dict,
     rubric_to_json,
 )
+from autorubric_local.data.item import UnreadableItem
 from autorubric_local.data.validation import ProblemCollector
 from autorubric_local.graders.planning import GradeItem
 
@@ -128,9 +129,10 @@ def _plan_item(dataset: RubricDataset, index: int, item: object) -> PlannedItem:
     if not isinstance(item.submission, str):
         raise InputError(f"field 'submission': expected a string, got {type(item.submission).__name__}")
     rubric = item.rubric if item.rubric is not None else dataset.rubric
-    if rubric is None:
+    unreadable = isinstance(item, UnreadableItem)
+    if rubric is None and not unreadable:
         raise InputError("field 'rubric': the item has no rubric and the dataset has no global rubric")
-    if not rubric.rubric:
+    if rubric is not None and not rubric.rubric:
         raise InputError("field 'rubric': no criteria")
     key = item.id if item.id is not None else f"item-{index}"
     problem = unicode_problem(key)
@@ -139,7 +141,7 @@ def _plan_item(dataset: RubricDataset, index: int, item: object) -> PlannedItem:
     graded_input = normalize_to_grade_input(item.submission)
     grade_item = GradeItem(
         submission=graded_input.get("output", ""),
-        rubric=tuple(rubric.rubric),
+        rubric=() if rubric is None else tuple(rubric.rubric),
         query=dataset.get_item_query(index),
         reference_submission=dataset.get_item_reference_submission(index),
         item_id=key,
@@ -149,8 +151,10 @@ def _plan_item(dataset: RubricDataset, index: int, item: object) -> PlannedItem:
         "submission": item.submission,
         "query": grade_item.query,
         "reference_submission": grade_item.reference_submission,
-        "rubric": rubric_to_json(rubric),
+        "rubric": None if rubric is None else rubric_to_json(rubric),
     }
+    if unreadable:  # what could not be read is part of the content: a fixed line is a changed item
+        content["unreadable"] = item.error
     return PlannedItem(index, key, item, grade_item, graded_input, canonical_hash(content))
 
 

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self
 
-from autorubric_local.core.errors import AutorubricError
+from autorubric_local.core.errors import AutorubricError, InputError
 from autorubric_local.core.reports import EnsembleEvaluationReport
+from autorubric_local.data.item import UnreadableItem
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.judges.engines import cached_engine_ids, loaded_after
@@ -68,8 +69,16 @@ def grade_chunk(
 
     Returns one :class:`GradedItem` per entry of ``chunk``, in its order; ``progress`` gets the
     number of judgments after each engine pass. Only exceptions outside
-    :data:`RUN_TIME_ERRORS` (bugs) propagate.
+    :data:`RUN_TIME_ERRORS` (bugs) propagate. An
+    :class:`~autorubric_local.data.item.UnreadableItem` (a JSONL line that could not be read)
+    is not graded: it fails with its own error.
     """
+    unreadable = {i: failed_item(entry.grade_item, InputError(entry.item.error))
+                  for i, entry in enumerate(chunk) if isinstance(entry.item, UnreadableItem)}
+    if unreadable:
+        readable = [entry for i, entry in enumerate(chunk) if i not in unreadable]
+        graded = iter(grade_chunk(grader, readable, progress) if readable else [])
+        return [unreadable[i] if i in unreadable else next(graded) for i in range(len(chunk))]
     try:
         graded = grader.grade_batch(
             [entry.grade_item for entry in chunk],
