@@ -100,7 +100,8 @@ def main(argv: list[str]) -> int:
         if hold and chunk.chunk_index == 0:
             wait_for(Path(hold))
 
-    config = EvalConfig(db_path=db_path, experiment_name=name, chunk_judgments=chunk_judgments, show_progress=False)
+    config = EvalConfig(db_path=db_path, experiment_name=name, chunk_judgments=chunk_judgments, chunk_seconds=None,
+                        show_progress=False)
     runner = EvalRunner(build_dataset(n_items), build_grader(delay), config, on_chunk=report)
     go = os.environ.get("CRASH_WORKER_GO")
     if go:

@@ -94,7 +94,7 @@ def test_concurrent_opens_of_a_new_file_apply_each_migration_once(tmp_path: Path
 
 
 def config(db_path: Path, **kwargs: Any) -> EvalConfig:
-    return EvalConfig(db_path=db_path, experiment_name="shared", chunk_judgments=CHUNK_JUDGMENTS,
+    return EvalConfig(db_path=db_path, experiment_name="shared", chunk_judgments=CHUNK_JUDGMENTS, chunk_seconds=None,
                       show_progress=False, **kwargs)
 
 

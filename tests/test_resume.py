@@ -37,7 +37,7 @@ JUDGMENT_COLUMNS_COMPARED = ("item_id", "criterion_index", "judge_id", "permutat
 
 
 def run_reference(db_path: Path) -> None:
-    config = EvalConfig(db_path=db_path, experiment_name="reference", chunk_judgments=CHUNK_JUDGMENTS,
+    config = EvalConfig(db_path=db_path, experiment_name="reference", chunk_judgments=CHUNK_JUDGMENTS, chunk_seconds=None,
                         show_progress=False)
     EvalRunner(crash_worker.build_dataset(N_ITEMS), crash_worker.build_grader(), config).run_sync()
 
@@ -146,7 +146,7 @@ def test_sigint_stops_cleanly_and_resumes(tmp_path: Path, reference: Path) -> No
 
 def test_stop_after_a_chunk_then_resume_in_process(tmp_path: Path, reference: Path) -> None:
     db_path = tmp_path / "results.sqlite"
-    config = EvalConfig(db_path=db_path, experiment_name="crashy", chunk_judgments=CHUNK_JUDGMENTS,
+    config = EvalConfig(db_path=db_path, experiment_name="crashy", chunk_judgments=CHUNK_JUDGMENTS, chunk_seconds=None,
                         show_progress=False)
     runner = EvalRunner(crash_worker.build_dataset(N_ITEMS), crash_worker.build_grader(), config,
                         on_chunk=lambda chunk: runner.stop() if chunk.chunk_index == 1 else None)
@@ -160,7 +160,7 @@ def test_stop_after_a_chunk_then_resume_in_process(tmp_path: Path, reference: Pa
 
 def test_cancelling_the_async_run_keeps_the_chunk_in_flight(tmp_path: Path, reference: Path) -> None:
     db_path = tmp_path / "results.sqlite"
-    config = EvalConfig(db_path=db_path, experiment_name="crashy", chunk_judgments=CHUNK_JUDGMENTS,
+    config = EvalConfig(db_path=db_path, experiment_name="crashy", chunk_judgments=CHUNK_JUDGMENTS, chunk_seconds=None,
                         show_progress=False)
 
     async def cancel_after_first_chunk() -> None:

@@ -107,13 +107,37 @@ def test_chunks_follow_the_judgment_budget(tmp_path: Path) -> None:
     engine.score = lambda requests: calls.append(len(requests)) or original(requests)  # type: ignore[method-assign]
     g = CriterionGrader(LLMConfig(model="scripted", engine=engine), seed=1)
     chunks: list[int] = []
-    EvalRunner(crash_worker.build_dataset(7), g, config(tmp_path, chunk_judgments=7),
+    EvalRunner(crash_worker.build_dataset(7), g, config(tmp_path, chunk_judgments=7, chunk_seconds=None),
                on_chunk=lambda c: chunks.append(c.items)).run_sync()
     assert chunks == [2, 2, 2, 1] and calls == [6, 6, 6, 3]
     chunks.clear()
-    EvalRunner(crash_worker.build_dataset(7), g, config(tmp_path, experiment_name="u", max_concurrent_items=3),
+    EvalRunner(crash_worker.build_dataset(7), g, config(tmp_path, experiment_name="u", max_concurrent_items=3,
+                                                        chunk_seconds=None),
                on_chunk=lambda c: chunks.append(c.items)).run_sync()
     assert chunks == [3, 3, 1]
+
+
+def test_chunks_also_follow_the_time_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33: a slow judge makes short chunks. On a clock that advances 1 s per judgment
+    (3 judgments an item), a 10 s budget gives a first chunk of one item, then chunks of 3
+    items (9 judgments, within 10 s), never the 512-judgment default; every item is still
+    graded once and the result is the same as size-only chunks."""
+    from autorubric_local.runner import chunking
+
+    now = [0.0]
+    monkeypatch.setattr(chunking.time, "monotonic", lambda: now[0])
+
+    def slow(request: ScoreRequest) -> list[float]:
+        now[0] += 1.0
+        return crash_worker.make_policy(0.0)(request)
+
+    chunks: list[int] = []
+    timed = EvalRunner(crash_worker.build_dataset(10), grader(policy=slow), config(tmp_path, chunk_seconds=10.0),
+                       on_chunk=lambda c: chunks.append(c.items)).run_sync()
+    assert chunks == [1, 3, 3, 3]
+    by_size = run(crash_worker.build_dataset(10), grader(policy=crash_worker.make_policy(0.0)),
+                  config(tmp_path, experiment_name="u", chunk_seconds=None))
+    assert [r.report for r in timed.item_results] == [r.report for r in by_size.item_results]
 
 
 def test_same_result_whatever_the_chunking(tmp_path: Path) -> None:
@@ -475,3 +499,32 @@ def test_a_run_whose_lease_is_taken_while_its_judges_load_changes_nothing(tmp_pa
     with pytest.raises(RunLockedError, match="lost the run's lease while its judges loaded"):
         EvalRunner(dataset, grader(), config(tmp_path), executor=Stolen()).run_sync()  # type: ignore[arg-type]
     assert next(iter(db["runs"].rows)) == before
+
+
+def test_timed_chunks_grow_at_most_eightfold_and_learn_nothing_from_empty_chunks() -> None:
+    from autorubric_local.runner.chunking import TimedChunks
+
+    class Entry:
+        def __init__(self, key: str) -> None:
+            self.key = key
+
+    entries = [Entry(f"k{i}") for i in range(200)]
+    costs = {e.key: (0 if e.key == "k1" else 2) for e in entries}  # k1: an unreadable item, no judgment
+    now = [0.0]
+    plan = TimedChunks(entries, costs, max_judgments=100, max_items=None, budget_seconds=30.0, clock=lambda: now[0])
+    sizes: list[int] = []
+    for chunk in plan:
+        sizes.append(sum(costs[e.key] for e in chunk))
+        now[0] += 0.001 * sizes[-1]  # very fast: only the growth cap and max_judgments bound the chunks
+        if len(sizes) == 5:
+            break
+    # 1st: one item (2 judgments); then 8 x 2 = 16: k1 (none) and k2..k9; then 8 x 16 = 128, capped at 100
+    assert sizes == [2, 16, 100, 100, 100]
+    assert plan[0][0].key == "k0" and plan[1][0].key == "k1"
+    slow = TimedChunks(entries, costs, 100, None, 30.0, clock=lambda: now[0])
+    chunks = iter(slow)
+    next(chunks)
+    now[0] += 60.0  # one item took 60 s: 30 s a judgment, so the next chunk holds 1 judgment at most
+    assert [e.key for e in next(chunks)] == ["k1"]  # k1 (no judgment); k2's 2 would not fit
+    now[0] += 5.0
+    assert slow.next_budget() == 1  # k1's chunk judged nothing: the pace is still k0's

@@ -39,6 +39,7 @@ from autorubric_local.graders.criterion_grader import CriterionGrader
 from autorubric_local.graders.panel_file import load_judges_file
 from autorubric_local.judges.config import DEFAULT_MODEL, LLMConfig
 from autorubric_local.judges.engines import check_backend_support
+from autorubric_local.runner.chunking import DEFAULT_CHUNK_SECONDS
 from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,6 +93,9 @@ DEFAULT_OFF_LABEL_THRESHOLD = 0.5
               help="Continue the run named by --run (only missing items are graded), or start a new one.")
 @click.option("--chunk-judgments", type=click.IntRange(min=1), default=DEFAULT_CHUNK_JUDGMENTS,
               show_default=True, help="Most judgments per engine chunk; each chunk is committed at once.")
+@click.option("--chunk-seconds", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_CHUNK_SECONDS,
+              show_default=True, help="Time budget of a chunk: after a first one-item chunk, each is sized from the "
+              "pace so far to commit about this often (this process; Ray chunks go by size).")
 @ray_options
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON instead of a table.")
@@ -126,6 +130,7 @@ def grade(
     run_name: str | None,
     resume: bool,
     chunk_judgments: int,
+    chunk_seconds: float,
     ray_address: str | None,
     workers: int | None,
     worker_cpus: float | None,
@@ -203,7 +208,8 @@ def grade(
         grader = _make_grader(model, judges_path, permutations, mode, explanation_first, seed, not no_shuffle,
                               contextual_calibration, engine)
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume,
-                            chunk_judgments=chunk_judgments, show_progress=not no_progress, distributed=distributed)
+                            chunk_judgments=chunk_judgments, chunk_seconds=chunk_seconds, show_progress=not no_progress,
+                            distributed=distributed)
         streamed: set[str] = set()
         on_chunk = (lambda chunk: _stream(chunk.graded, streamed)) if as_jsonl else None
         executor = None if distributed is None else RayExecutor(distributed)  # imports ray only when it starts

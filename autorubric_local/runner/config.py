@@ -1,7 +1,8 @@
 """Settings of an evaluation run: :class:`EvalConfig` (spec 001, "EvalConfig Options").
 
 Extensions over AutoRubric: ``db_path`` (one SQLite file instead of ``experiments_dir/<name>``),
-``chunk_judgments`` (the memory budget of one engine workload), the run lease's timing
+``chunk_judgments`` (the memory budget of one engine workload), ``chunk_seconds`` (its time
+budget), the run lease's timing
 (``lease_timeout_seconds``, ``lease_heartbeat_seconds``) and ``distributed``
 (:class:`DistributedConfig`: grade on Ray actors). ``max_concurrent_items``
 keeps its meaning of "items in flight": here, the most items sent to the engine in one chunk.
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from autorubric_local.core.errors import InputError
+from autorubric_local.runner.chunking import DEFAULT_CHUNK_SECONDS
 from autorubric_local.store.leases import DEFAULT_LEASE_TIMEOUT_SECONDS
 
 ProgressStyle = Literal["simple", "detailed"]
@@ -122,6 +124,12 @@ class EvalConfig:
     chunk_judgments : int >= 1, default 512
         Most judgments per engine chunk (an item is never split; a larger item runs alone).
         Each finished chunk is committed in one transaction.
+    chunk_seconds : float > 0 or None, default 30
+        Time budget of one chunk when grading in this process: after the first chunk (one
+        item) each chunk is sized from the pace measured so far to take about this long
+        (grading and commit), within ``chunk_judgments``, so a kill loses little on any
+        machine and in any mode (:class:`~autorubric_local.runner.chunking.TimedChunks`).
+        None: chunks by size only. Ray runs (``distributed``) queue chunks by size.
     lease_timeout_seconds : float > 0, default 60
         A run being graded is leased to one process; another process may take the lease over
         when its heartbeat is older than this (or, on the same host, when its process ended).
@@ -146,6 +154,7 @@ class EvalConfig:
     db_path: str | Path | None = None
     resume: bool = True
     chunk_judgments: int = DEFAULT_CHUNK_JUDGMENTS
+    chunk_seconds: float | None = DEFAULT_CHUNK_SECONDS
     lease_timeout_seconds: float = DEFAULT_LEASE_TIMEOUT_SECONDS
     lease_heartbeat_seconds: float = DEFAULT_LEASE_HEARTBEAT_SECONDS
     distributed: DistributedConfig | None = None
@@ -160,6 +169,8 @@ class EvalConfig:
             _bad("max_concurrent_items", "an integer >= 1 or None", self.max_concurrent_items)
         if not _positive_int(self.chunk_judgments):
             _bad("chunk_judgments", "an integer >= 1", self.chunk_judgments)
+        if self.chunk_seconds is not None and not _positive_number(self.chunk_seconds):
+            _bad("chunk_seconds", "a number of seconds > 0 or None", self.chunk_seconds)
         for name in ("lease_timeout_seconds", "lease_heartbeat_seconds"):
             if not _positive_number(getattr(self, name)):
                 _bad(name, "a number of seconds > 0", getattr(self, name))

@@ -10,7 +10,7 @@ only writer: it commits each chunk an executor hands back, in one transaction.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self
 
@@ -110,12 +110,14 @@ class ChunkExecutor(Protocol):
     def graded_chunks(
         self,
         grader: CriterionGrader,
-        chunks: Sequence[Sequence[PlannedItem]],
+        chunks: Iterable[Sequence[PlannedItem]],
         progress: Callable[[int], None],
         stop: threading.Event,
     ) -> Iterator[tuple[int, list[GradedItem]]]:
         """``(chunk index, graded items in chunk order)`` for each chunk, each index once, in
-        any order. Once ``stop`` is set no new chunk is started; chunks already started are
+        any order. ``chunks`` may be cut lazily, as they are asked for
+        (:class:`~autorubric_local.runner.chunking.TimedChunks`): take the next one only when
+        ready to grade it. Once ``stop`` is set no new chunk is started; chunks already started are
         still yielded. ``grader.seed`` is read here, not in :meth:`engines` (a resumed run
         adopts its stored seed when the run is claimed, before :meth:`engines`)."""
         ...
@@ -149,15 +151,20 @@ class LocalExecutor:
     def graded_chunks(
         self,
         grader: CriterionGrader,
-        chunks: Sequence[Sequence[PlannedItem]],
+        chunks: Iterable[Sequence[PlannedItem]],
         progress: Callable[[int], None],
         stop: threading.Event,
     ) -> Iterator[tuple[int, list[GradedItem]]]:
-        """Each chunk through :func:`grade_chunk`, in order, until ``stop`` is set."""
-        for index, chunk in enumerate(chunks):
-            if stop.is_set():
+        """Each chunk through :func:`grade_chunk`, in order, until ``stop`` is set (checked
+        before the next chunk is asked for, so none is cut in vain)."""
+        chunk_iterator = iter(chunks)
+        index = 0
+        while not stop.is_set():
+            chunk = next(chunk_iterator, None)
+            if chunk is None:
                 return
             yield index, grade_chunk(grader, chunk, progress)
+            index += 1
 
     def __enter__(self) -> Self:
         return self

@@ -14,9 +14,10 @@ How a run goes:
    is taken over, with a warning in the log. The lease is renewed with every committed chunk and
    every ``lease_heartbeat_seconds`` by a background thread, and released when the run ends.
 3. Pending items are cut into chunks (``chunk_judgments`` judgments, ``max_concurrent_items``
-   items at most) and each chunk goes through the grader as one engine workload; its items,
-   reports and judgments are committed in one transaction. A kill loses at most the chunk in
-   flight; a resume computes only items without a stored report, so no judgment is missing or
+   items at most; in this process also sized from the pace so far to take about
+   ``chunk_seconds``, starting with one item: :class:`~.chunking.TimedChunks`) and each chunk
+   goes through the grader as one engine workload; its items, reports and judgments are
+   committed in one transaction. A kill loses at most the chunk in flight; a resume computes only items without a stored report, so no judgment is missing or
    duplicated (rows are keyed by run, item, criterion, judge and permutation).
 4. The result is rebuilt from the database (:func:`~.results.result_from_store`), the same way
    for a resumed run and an uninterrupted one.
@@ -61,6 +62,7 @@ from autorubric_local.runner.checkpoint import (
     content_hash,
     plan_dataset,
 )
+from autorubric_local.runner.chunking import TimedChunks, make_chunks
 from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
 from autorubric_local.runner.executors import (
     RUN_TIME_ERRORS,
@@ -366,13 +368,18 @@ class EvalRunner:
         done = store.done_item_ids(run_id)
         pending = [entry for entry in planned if entry.key not in done]
         estimates = {entry.key: self.grader.judgment_count(entry.grade_item) for entry in planned}
-        chunks = make_chunks(pending, estimates, self.config.chunk_judgments, self.config.max_concurrent_items)
+        chunks: TimedChunks[PlannedItem] | list[list[PlannedItem]]
+        if self.config.distributed is None:  # cut as graded, each sized to take about chunk_seconds
+            chunks = TimedChunks(pending, estimates, self.config.chunk_judgments, self.config.max_concurrent_items,
+                                 self.config.chunk_seconds)
+        else:  # queued to the actors up front, by size
+            chunks = make_chunks(pending, estimates, self.config.chunk_judgments, self.config.max_concurrent_items)
         progress = RunProgress(
             enabled=self.config.show_progress, style=self.config.progress_style,
             total_items=len(planned), total_judgments=sum(estimates.values()),
             done_items=len(planned) - len(pending),
             done_judgments=sum(estimates[e.key] for e in planned if e.key in done),
-            total_chunks=None if self.config.distributed is None else len(chunks),
+            total_chunks=None if isinstance(chunks, TimedChunks) else len(chunks),
         )
         completed = len(planned) - len(pending)
         committed: set[int] = set()
@@ -402,7 +409,7 @@ class EvalRunner:
                             f"item {entry.index} ({entry.key!r}) failed: {failed.report.error} "
                             f"(fail_fast; {completed} items committed in run {name!r})"
                         )
-            if len(committed) < len(chunks):  # the executor stopped early: stop() was called
+            if completed < len(planned):  # the executor stopped early: stop() was called
                 status = "interrupted"
                 raise EvalInterruptedError(
                     f"run {name!r} stopped after {completed} of {len(planned)} items; run it again to resume"
@@ -512,26 +519,6 @@ def _stored_as_planned(
     fields = ("item_index", "item_json", "ground_truth_json")
     stored = {row["item_id"]: tuple(row.get(f) for f in fields) for row in rows}
     return all(stored.get(entry.key) == tuple(entry.row()[f] for f in fields) for entry in planned)
-
-
-def make_chunks(
-    pending: Sequence[PlannedItem], estimates: dict[str, int], max_judgments: int, max_items: int | None
-) -> list[list[PlannedItem]]:
-    """Cut pending items, in order, into chunks of at most ``max_judgments`` judgments and
-    ``max_items`` items (an item larger than ``max_judgments`` forms its own chunk)."""
-    chunks: list[list[PlannedItem]] = []
-    current: list[PlannedItem] = []
-    size = 0
-    for entry in pending:
-        cost = estimates[entry.key]
-        if current and (size + cost > max_judgments or (max_items is not None and len(current) >= max_items)):
-            chunks.append(current)
-            current, size = [], 0
-        current.append(entry)
-        size += cost
-    if current:
-        chunks.append(current)
-    return chunks
 
 
 def _header(dataset: RubricDataset) -> dict[str, Any]:
