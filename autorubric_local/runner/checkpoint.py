@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +76,24 @@ class PlannedItem:
             "ground_truth_json": None if self.item.ground_truth is None else json.dumps(ground_truth_json(self.item)),
             "item_hash": self.item_hash,
         }
+
+
+class PlannedRows(Sequence[dict[str, Any]]):
+    """The :meth:`PlannedItem.row` of each planned item, made when read: a run's planned rows
+    go to SQLite a batch at a time instead of all being built first (each holds the item's
+    text twice)."""
+
+    def __init__(self, planned: Sequence[PlannedItem]) -> None:
+        self.planned = planned
+
+    def __len__(self) -> int:
+        return len(self.planned)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:  # type: ignore[override]
+        return self.planned[index].row()
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (entry.row() for entry in self.planned)
 
 
 def canonical_hash(value: Any) -> str:

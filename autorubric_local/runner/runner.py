@@ -57,6 +57,7 @@ from autorubric_local.graders.result_records import (
 )
 from autorubric_local.runner.checkpoint import (
     PlannedItem,
+    PlannedRows,
     adopt_stored_seed,
     check_resumable,
     content_hash,
@@ -320,7 +321,7 @@ class EvalRunner:
             name=name, judges=self._judges(engines), grader=description,
             rubric=None if self.dataset.rubric is None else rubric_to_json(self.dataset.rubric),
             data_path=self.data_path, content_hash=content_hash(planned, description),
-            dataset=_header(self.dataset), items=[entry.row() for entry in planned],
+            dataset=_header(self.dataset), items=PlannedRows(planned),
             lease=owner, unique_name=self.config.resume,
         )
 
@@ -339,7 +340,7 @@ class EvalRunner:
         if not store.renew_run_lease(run_id, owner):
             raise RunLockedError(f"run {name!r} ({run_id}): this writer (pid {owner.pid} on host {owner.host}) lost "
                                  "the run's lease while its judges loaded; nothing was changed")
-        store.plan_items(run_id, [entry.row() for entry in planned])  # refreshes ground truth; keeps reports
+        store.plan_items(run_id, PlannedRows(planned))  # refreshes ground truth; keeps reports
         store.update_run(run_id, status="running", finished_utc=None, judges_json=json.dumps(self._judges(engines)),
                          dataset_json=json.dumps(_header(self.dataset)))
         return len(store.done_item_ids(run_id))

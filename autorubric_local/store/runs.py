@@ -111,9 +111,8 @@ class RunTables:
             self._upsert_items(run_id, items)
 
     def _upsert_items(self, run_id: str, items: Sequence[dict[str, Any]]) -> None:
-        if items:
-            rows = [{"run_id": run_id, **row} for row in items]
-            self.db["items"].upsert_all(rows, pk=("run_id", "item_id"))
+        if items:  # rows are made as sqlite-utils takes them, a batch at a time
+            self.db["items"].upsert_all(({"run_id": run_id, **row} for row in items), pk=("run_id", "item_id"))
 
     def find_run(self, run: str | None = None) -> dict[str, Any] | None:
         """The run whose id or name is ``run`` (the latest of that name), or the latest run."""

@@ -1,0 +1,234 @@
+"""Scale benchmark (issue 33): ``grade`` on 10^3 .. 10^5 items, and the commands that read the run.
+
+For each judge and each size N it writes an AutoRubric dataset JSONL (a header with a rubric of 6
+binary criteria, then N items of about ``--submission-tokens`` tokens each, seeded pseudo-text,
+every item with ground truth so ``metrics`` has something to compare), then, each in its own
+process:
+
+- ``autorubric-local grade`` (``--no-progress --jsonl``, output discarded): wall seconds,
+  judgments/s, peak RSS (``wait4``'s ``ru_maxrss`` of that process), and the split of the
+  grading time: ``engine_s`` is the time spent inside the model's forward passes (the
+  ``forward`` of the judge's ``*ForCausalLM`` class, timed in that process), ``load_s`` the time
+  spent loading the judge, and ``host_s = wall - load - engine`` everything else we do (reading,
+  planning, tokenizing, masks, scoring, SQLite), also per judgment (``host_ms_per_judgment``).
+- ``runs``, ``show RUN``, ``export RUN --per judgment``, ``report RUN`` and ``metrics``: wall seconds
+  and peak RSS each; the report's size in bytes.
+
+Judges: ``tiny`` (the test suite's 2-layer random Llama with its byte-level BPE tokenizer, saved as
+a model folder: the engine costs almost nothing, so the figures are our own work) and
+``embedded`` (the default judge, SmolLM2-135M-Instruct from the bundled GGUF, on this CPU).
+
+Run: ``python scripts/bench_scale.py --judge tiny --items 1000 10000``; one JSON line per
+(judge, N), then a table. Nothing here is a test: figures depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CRITERIA = [
+    ("density", "States the energy density of NMC or LFP cells in Wh/kg."),
+    ("cycle_life", "Compares the cycle life of the two chemistries."),
+    ("safety", "Mentions thermal runaway or thermal stability."),
+    ("cost", "Compares the cost of the two chemistries."),
+    ("use_case", "Names a use case suited to each chemistry."),
+    ("errors", "Contains a factual error about either chemistry."),
+]
+WORDS = ("NMC LFP cathode energy density Wh/kg cycle life thermal runaway cost cobalt nickel iron phosphate "
+         "voltage plateau capacity fade charge rate safety vehicle storage grid cell pack module").split()
+
+
+def tokens_per_word(model: str) -> float:
+    """How many tokens the judge's tokenizer spends on a word of :data:`WORDS` text, measured."""
+    from autorubric_local.judges.config import LLMConfig
+    from autorubric_local.judges.engines import load_engine
+
+    engine = load_engine(LLMConfig(model=model))
+    sample = " ".join(random.Random(1).choice(WORDS) for _ in range(2000))
+    return len(engine.tokenizer.encode(sample, add_special_tokens=False)) / 2000
+
+
+def write_dataset(path: Path, n_items: int, words: int, seed: int = 0) -> None:
+    """The dataset JSONL (header with the rubric, then ``n_items`` items of ``words`` words each),
+    streamed to disk."""
+    rng = random.Random(seed)
+    rubric = [{"name": name, "weight": -1.0 if name == "errors" else 1.0, "requirement": text}
+              for name, text in CRITERIA]
+    with path.open("w", encoding="utf-8") as out:
+        out.write(json.dumps({"name": "scale", "prompt": "Compare NMC and LFP cathodes for EV batteries.",
+                              "rubric": rubric}) + "\n")
+        for i in range(n_items):
+            text = " ".join(rng.choice(WORDS) for _ in range(words))
+            truth = [rng.choice(["MET", "UNMET"]) for _ in CRITERIA]
+            out.write(json.dumps({"id": f"s{i}", "submission": f"Item {i}. {text}", "ground_truth": truth}) + "\n")
+
+
+def build_tiny_judge(folder: Path) -> Path:
+    """The test suite's tiny random judge saved as a model folder (as ``tiny_model_dir``)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import build_tiny_model, build_tiny_tokenizer  # the suite's own builders
+
+    tokenizer = build_tiny_tokenizer()
+    model = build_tiny_model(tokenizer)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config["max_position_embeddings"] = 8192
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+def child_grade(model: str, data: str, db: str) -> None:
+    """In a child process: ``grade`` in-process with the judge's forward passes and loading timed."""
+    import transformers
+
+    from autorubric_local.cli import main
+    from autorubric_local.graders import criterion_grader
+    from autorubric_local.judges import engines
+
+    timers = {"engine_s": 0.0, "load_s": 0.0, "forward_calls": 0}
+
+    def timed(function: Any, key: str) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                timers[key] += time.perf_counter() - started
+                if key == "engine_s":
+                    timers["forward_calls"] += 1
+        return wrapper
+
+    for name in dir(transformers):
+        if name.endswith("ForCausalLM"):
+            try:
+                cls = getattr(transformers, name)
+            except Exception:  # an optional model whose dependencies are missing
+                continue
+            if isinstance(cls, type) and "forward" in cls.__dict__:
+                cls.forward = timed(cls.forward, "engine_s")
+    criterion_grader.load_engine = timed(engines.load_engine, "load_s")  # where the grader looks it up
+    started = time.perf_counter()
+    with open(os.devnull, "w") as sink:
+        stdout, sys.stdout = sys.stdout, sink
+        try:
+            main(["grade", data, "--model", model, "--db", db, "--run", "scale", "--no-progress", "--jsonl"],
+                 standalone_mode=False)
+        except SystemExit as exc:
+            if exc.code not in (0, None, 3):
+                raise
+        finally:
+            sys.stdout = stdout
+    timers["wall_s"] = time.perf_counter() - started
+    print(json.dumps(timers))
+
+
+def run_child(command: list[str]) -> tuple[float, float, str]:
+    """Run ``command``: its wall seconds, peak RSS in MiB (the child's own ``ru_maxrss``, from
+    ``wait4``) and stdout."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = process.stdout.read()  # type: ignore[union-attr]
+    err = process.stderr.read()  # type: ignore[union-attr]
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 3):
+        raise RuntimeError(f"{' '.join(command[:5])} ... failed ({code}): {err[-3000:]}")
+    return wall, usage.ru_maxrss / 1024, out
+
+
+def bench(judge: str, model: str, n_items: int, submission_tokens: int, work: Path) -> dict[str, Any]:
+    data, db = work / f"{judge}-{n_items}.jsonl", work / f"{judge}-{n_items}.sqlite"
+    ratio = tokens_per_word(model)
+    write_dataset(data, n_items, round(submission_tokens / ratio))
+    cli = [sys.executable, "-m", "autorubric_local.cli"]
+    _, rss, out = run_child([sys.executable, __file__, "--child", model, str(data), str(db)])
+    timers = json.loads(out.strip().splitlines()[-1])
+    import sqlite_utils
+
+    database = sqlite_utils.Database(db)
+    judgments = database["judgments"].count
+    failed = database.execute("select count(*) from items where json_extract(report_json, '$.error') is not null").fetchone()[0]
+    prompt_tokens = database.execute("select avg(prompt_tokens) from judgments").fetchone()[0] \
+        if "prompt_tokens" in database["judgments"].columns_dict else None
+    database.close()
+    grade_s = timers["wall_s"] - timers["load_s"]
+    row: dict[str, Any] = {
+        "judge": judge, "items": n_items, "judgments": judgments, "items_with_error": failed,
+        "submission_tokens": submission_tokens, "tokens_per_word": round(ratio, 2),
+        "mean_prompt_tokens": prompt_tokens,
+        "data_mib": round(data.stat().st_size / 2**20, 1),
+        "grade_wall_s": round(timers["wall_s"], 1), "load_s": round(timers["load_s"], 1),
+        "judgments_per_s": round(judgments / grade_s, 1),
+        "engine_s": round(timers["engine_s"], 1), "forward_calls": timers["forward_calls"],
+        "host_s": round(grade_s - timers["engine_s"], 1),
+        "host_ms_per_judgment": round(1000 * (grade_s - timers["engine_s"]) / judgments, 3),
+        "engine_ms_per_judgment": round(1000 * timers["engine_s"] / judgments, 3),
+        "grade_peak_rss_mib": round(rss),
+        "db_mib": round(db.stat().st_size / 2**20, 1),
+    }
+    report = work / f"{judge}-{n_items}-report"  # a folder: the page and its files
+    commands = {
+        "runs": [*cli, "runs", "--db", str(db)],
+        "show": [*cli, "show", "scale", "--db", str(db)],
+        "export": [*cli, "export", "scale", "--db", str(db), "--per", "judgment", "--format", "jsonl",
+                   "--out", str(work / "export.jsonl")],
+        "report": [*cli, "report", "scale", "--db", str(db), "--out", str(report)],
+        "metrics": [*cli, "metrics", str(db), "--run", "scale", "--no-save"],
+    }
+    for name, command in commands.items():
+        wall, rss, _ = run_child(command)
+        row[f"{name}_s"] = round(wall, 1)
+        row[f"{name}_peak_rss_mib"] = round(rss)
+    row["report_mib"] = round(sum(f.stat().st_size for f in report.rglob("*") if f.is_file()) / 2**20, 2)
+    shutil.rmtree(report)
+    for leftover in (data, db, work / "export.jsonl"):
+        leftover.unlink(missing_ok=True)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--judge", choices=["tiny", "embedded"], action="append")
+    parser.add_argument("--items", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--submission-tokens", type=int, default=1000)
+    parser.add_argument("--child", nargs=3, metavar=("MODEL", "DATA", "DB"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child_grade(*args.child)
+        return
+    work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    try:
+        print(f"# bench_scale on {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}; "
+              f"python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.2f}", flush=True)
+        rows = []
+        for judge in args.judge or ["tiny"]:
+            model = str(build_tiny_judge(work / "tiny-judge")) if judge == "tiny" else "smollm2-135m-instruct"
+            for n_items in args.items:
+                row = bench(judge, model, n_items, args.submission_tokens, work)
+                row["load_average_1m_after"] = round(os.getloadavg()[0], 2)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        keys = ["judge", "items", "judgments", "judgments_per_s", "host_ms_per_judgment", "engine_ms_per_judgment",
+                "grade_peak_rss_mib", "db_mib", "runs_s", "show_s", "export_s", "report_s", "metrics_s"]
+        print("\n| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
+        for row in rows:
+            print("| " + " | ".join(str(row.get(k)) for k in keys) + " |")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
