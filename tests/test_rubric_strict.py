@@ -389,3 +389,22 @@ def test_shared_aliases_are_measured_once() -> None:
     with pytest.raises(InputError, match="more than 100 values"):
         checks.check_nesting(level, max_values=100)
     assert time.perf_counter() - started < 0.5
+
+
+@pytest.mark.parametrize("depth", [65, 100_000])
+def test_judge_config_and_preset_files_get_the_same_yaml_limits(tmp_path: Path, depth: int) -> None:
+    """LLMConfig.from_yaml and preset files used plain yaml.safe_load (issue 33's leftovers):
+    no nesting limit of ours, and a parser's own error or RecursionError at great depth."""
+    from autorubric_local.judges import presets
+    from autorubric_local.judges.config import LLMConfig
+
+    path = tmp_path / "judge.yaml"
+    path.write_text("model: [" + "[" * depth + "]" * depth + "]", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        LLMConfig.from_yaml(path)
+    assert str(info.value) == f"{path}: invalid YAML: nested deeper than 64 levels"
+    preset = tmp_path / "deep.yaml"
+    preset.write_text("name: deep\nweights: [" + "[" * depth + "]" * depth + "]", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        presets._load_preset(preset)
+    assert str(info.value) == f"{preset}: invalid YAML: nested deeper than 64 levels"

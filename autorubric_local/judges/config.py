@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from autorubric_local.core.checks import parse_yaml, read_input_text
 from autorubric_local.core.errors import InputError
 from autorubric_local.engine.hosted_types import ThinkingConfig, ThinkingLevel
 from autorubric_local.engine.vllm_args import ENGINE_ARGS, check_engine_args
@@ -206,12 +207,11 @@ class LLMConfig(BaseModel):
             If a field is unknown or out of range.
         """
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError(f"{path}: file not found") from None
-        except yaml.YAMLError as exc:
-            raise InputError(f"{path}: invalid YAML: {exc}") from exc
+        try:  # the same reading and YAML limits as rubric and panel files
+            data = parse_yaml(read_input_text(path))
+        except InputError as exc:
+            message = str(exc)
+            raise InputError(message if message.startswith(str(path)) else f"{path}: invalid YAML: {message}") from None
         if not isinstance(data, dict):
             raise InputError(f"{path}: expected a mapping of LLMConfig fields, got {type(data).__name__}")
         return cls(**data)

@@ -27,8 +27,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 
+from autorubric_local.core.checks import parse_yaml
 from autorubric_local.core.errors import InputError, ModelNotFoundError
 from autorubric_local.engine.vllm_args import check_engine_args
 from autorubric_local.judges.weights import (
@@ -173,10 +173,10 @@ def get_preset(name: str) -> ModelPreset | None:
 
 
 def _load_preset(file: Traversable) -> ModelPreset:
-    try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise InputError(f"{file}: invalid YAML: {exc}") from exc
+    try:  # the same YAML limits as every other input file
+        data = parse_yaml(file.read_text(encoding="utf-8"))
+    except InputError as exc:
+        raise InputError(f"{file}: invalid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise InputError(f"{file}: a model preset must be a mapping")
     for key in ("name", "weights"):
