@@ -430,3 +430,30 @@ def test_the_page_renders_in_a_headless_browser(pages: dict[str, Path]) -> None:
                 assert hostile == HOSTILE
     finally:
         driver.quit()
+
+
+def test_a_long_run_is_paged_with_every_item_once_in_order(db: Path, tmp_path: Path) -> None:
+    """Issue 33: the items of a large run are split over linked pages of --per-page items (one
+    table of 10^5 rows does not open in a browser); the summary is on the first page only."""
+    stored = [row["item_id"] for row in Store.open(db).item_rows(Store.open(db).find_run("plain")["id"])]
+    assert len(stored) > 6
+    result = invoke("report", "plain", "--db", db, "--out", tmp_path / "r", "--per-page", "3")
+    assert result.exit_code == 0, result.output
+    count = -(-len(stored) // 3)
+    files = sorted((tmp_path / "r").glob("*.html"))
+    assert {f.name for f in files} == {"index.html"} | {f"items-{n}.html" for n in range(2, count + 1)}
+    seen: list[str] = []
+    for number in range(1, count + 1):
+        text = read(tmp_path / "r" / ("index.html" if number == 1 else f"items-{number}.html"))
+        page = Page(text)
+        assert len(page.item_ids) == (3 if number < count else len(stored) - 3 * (count - 1))
+        seen += page.item_ids
+        assert f'<span id="item-count">{len(stored)}</span>' in text
+        assert (page.rates != {}) == (number == 1) and ("settings" in page.ids) == (number == 1)
+        assert (f'href="items-{number + 1}.html" rel="next"' in text) == (number < count)
+        if number > 1:
+            previous = "index.html" if number == 2 else f"items-{number - 1}.html"
+            assert f'href="{previous}" rel="prev"' in text
+    assert seen == stored
+    again = invoke("report", "plain", "--db", db, "--out", tmp_path / "r")  # default 100 a page: stale pages go
+    assert again.exit_code == 0 and [f.name for f in (tmp_path / "r").glob("*.html")] == ["index.html"]

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from autorubric_local.report.context import report_context
+from autorubric_local.report.context import find_report_run, item_page, report_summary
 from autorubric_local.runner.results import resolve_db_path
 from autorubric_local.store import Store
 
@@ -49,7 +49,7 @@ def _pct(value: float | None) -> str:
 
 def render_report(context: dict[str, Any]) -> str:
     """The report page of ``context`` (from :func:`.context.report_context`) as HTML text."""
-    return _environment().get_template(TEMPLATE).render(**context)
+    return _environment().get_template(TEMPLATE).render(page_file=page_file, **context)
 
 
 def default_out_dir(run_name: str) -> Path:
@@ -58,8 +58,13 @@ def default_out_dir(run_name: str) -> Path:
     return Path("report-" + re.sub(r"[^A-Za-z0-9._-]", "_", run_name))
 
 
-def write_report(db_path: str | Path, run: str, out_dir: str | Path | None = None) -> Path:
-    """Write the report of ``run`` in the database ``db_path`` to ``out_dir/index.html``.
+def write_report(
+    db_path: str | Path, run: str, out_dir: str | Path | None = None, *, per_page: int | None = None
+) -> Path:
+    """Write the report of ``run`` in the database ``db_path`` to ``out_dir/index.html``: the
+    run's summary and its first :data:`~.context.ITEMS_PER_PAGE` items, the other items on
+    pages ``items-2.html``, ``items-3.html``, ... linked from each page (only the items of the
+    page being written are read into memory).
 
     Parameters
     ----------
@@ -69,6 +74,8 @@ def write_report(db_path: str | Path, run: str, out_dir: str | Path | None = Non
         Run name (its latest run) or id.
     out_dir : str or Path, optional
         Created if needed; default :func:`default_out_dir` of the run's name.
+    per_page : int, optional
+        Items a page (default :data:`~.context.ITEMS_PER_PAGE`).
 
     Returns
     -------
@@ -83,11 +90,22 @@ def write_report(db_path: str | Path, run: str, out_dir: str | Path | None = Non
     path = resolve_db_path(db_path)
     store = Store.open(path)
     try:
-        context = report_context(store, run, path)
+        row = find_report_run(store, run, path)
+        summary = report_summary(store, row, path, per_page=per_page)
+        folder = Path(out_dir) if out_dir is not None else default_out_dir(summary["run"]["name"])
+        folder.mkdir(parents=True, exist_ok=True)
+        for stale in folder.glob("items-*.html"):  # pages of an earlier, longer report
+            stale.unlink()
+        pages = summary["page"]["count"]
+        for number in range(1, pages + 1):  # one page in memory at a time
+            context = {**summary, **item_page(store, row, number, summary["page"])}
+            (folder / page_file(number)).write_text(render_report(context), encoding="utf-8")
     finally:
         store.close()
-    folder = Path(out_dir) if out_dir is not None else default_out_dir(context["run"]["name"])
-    folder.mkdir(parents=True, exist_ok=True)
-    page = folder / REPORT_FILE
-    page.write_text(render_report(context), encoding="utf-8")
-    return page
+    return folder / REPORT_FILE
+
+
+def page_file(number: int) -> str:
+    """The file of report page ``number``: :data:`REPORT_FILE` for the first, ``items-<n>.html``
+    for the others."""
+    return REPORT_FILE if number == 1 else f"items-{number}.html"
