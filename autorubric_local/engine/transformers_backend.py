@@ -33,7 +33,7 @@ from autorubric_local.engine.base import (
     mass_outside,
 )
 from autorubric_local.engine.batched import Unit, run_units, trie_allowed
-from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat, SeamError
+from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
 from autorubric_local.engine.constrained import read_generated
 from autorubric_local.engine.packing import (
     PackedRow,
@@ -217,11 +217,9 @@ class TransformersEngine(HFTextMixin):
         """Per request: ``(prompt_ids, label_ids)`` (exact tokenization, :mod:`.chat_text`) or an error."""
         out: list[tuple[list[int], list[list[int]]] | str] = []
         for request in requests:
-            prompt_ids = self.prompt_tokens(prefix, request.suffix)
-            try:
-                label_ids = [self.label_tokens(prefix + request.suffix, prompt_ids, label) for label in request.labels]
-            except SeamError as exc:
-                out.append(f"infrastructure: {exc}")
+            prompt_ids, label_ids, error = self.score_tokens(prefix, request.suffix, request.labels)
+            if error is not None:
+                out.append(error)
                 continue
             longest = len(prompt_ids) + max(len(ids) for ids in label_ids)
             if not prompt_ids:
