@@ -497,11 +497,15 @@ class TransformersEngine(HFTextMixin):
 
 
 def _common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
-    """Longest common token prefix of ``prompts``, at most the shortest length minus one."""
-    limit = min(len(p) for p in prompts) - 1
-    first = prompts[0]
+    """Longest common token prefix of ``prompts``, at most the shortest length minus one.
+
+    The common prefix of a set of sequences is that of its lexicographic least and greatest.
+    """
+    rows = [list(p) for p in prompts]
+    limit = min(len(p) for p in rows) - 1
+    low, high = min(rows), max(rows)
     length = 0
-    while length < limit and all(p[length] == first[length] for p in prompts):
+    while length < limit and low[length] == high[length]:
         length += 1
     return length
 
