@@ -27,6 +27,11 @@ scoring with scoring, generation with generation, same model, workload and machi
   random ids (shapes [1, 2048] and [4, 512], logits of the last position only, best of 3 after a
   warm-up); ``bound_seconds = computed_tokens / prefill_tokens_per_s``.
   ``efficiency`` = bound_seconds / score seconds: how close score mode is to the bound.
+- ``engine_seconds_score`` / ``host_seconds_score`` (and ``_explain``): the split of (b) (and
+  (c)) between the model's forward passes (``engine.forward_timer``: wall time of every
+  top-level forward call, each waited for on CUDA) and everything else in ``run_tasks`` (our
+  host work: tokenizing, planning, tries and masks, reading logits). ``host_ms_per_judgment_score``
+  (and ``_explain``) = host seconds / judgments x 1000.
 - ``peak_rss_mib``: peak resident memory of this process (``ru_maxrss``).
 - ``naive_max_prob_diff``: largest difference between a naive and a score-mode label
   probability on the sample (the engine promises they agree; a sanity check, not a timing).
@@ -186,9 +191,20 @@ def time_engine(
     engine: TransformersEngine, tasks: Sequence[JudgmentTask], mode: JudgeMode, explanation_tokens: int
 ) -> tuple[float, list[JudgmentResult]]:
     """Seconds for one ``run_tasks`` call over ``tasks``, and its results."""
+    seconds, _, results = time_split(engine, tasks, mode, explanation_tokens)
+    return seconds, results
+
+
+def time_split(
+    engine: TransformersEngine, tasks: Sequence[JudgmentTask], mode: JudgeMode, explanation_tokens: int
+) -> tuple[float, float, list[JudgmentResult]]:
+    """Wall seconds of one ``run_tasks`` call, the seconds of its model forward passes in it
+    (``engine.forward_timer``), and its results."""
+    timer = engine.forward_timer
+    before = timer.seconds
     start = time.perf_counter()
     results = run_tasks(engine, tasks, mode=mode, reasoning_first=False, explanation_tokens=explanation_tokens)
-    return time.perf_counter() - start, results
+    return time.perf_counter() - start, timer.seconds - before, results
 
 
 def ab_scoring(engine: TransformersEngine, tasks: Sequence[JudgmentTask], batch_tokens: int, rounds: int) -> dict:
@@ -237,6 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--model {args.model!r}: expected a transformers engine, got {type(engine).__name__}")
     if args.batch_tokens is not None:
         engine.max_batch_tokens = args.batch_tokens
+    engine.forward_timer.synchronize = True  # on CUDA, forward seconds to each pass's end
     tasks = plan(engine, n_items, args.seed)
     per_item = len(tasks) // n_items
     print(f"model {engine.model_id}: {n_items} items x {per_item} judgments = {len(tasks)} judgments; "
@@ -263,14 +280,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"(a) naive, batch 1, no sharing, on a sample of {len(sample)} judgments: "
           f"(a1) scoring {naive_score_s:.1f} s, (a2) generation {naive_generate_s:.1f} s")
 
-    score_s, score_results = time_engine(engine, tasks, JudgeMode.SCORE, args.explanation_tokens)
-    print(f"(b) score mode, whole workload: {score_s:.1f} s")
+    score_s, score_engine_s, score_results = time_split(engine, tasks, JudgeMode.SCORE, args.explanation_tokens)
+    print(f"(b) score mode, whole workload: {score_s:.1f} s (model forwards {score_engine_s:.1f} s, host "
+          f"{score_s - score_engine_s:.1f} s)")
 
     n_explain_items = min(args.explain_items or n_items, n_items)
     explain_tasks = [t for t in tasks if t.item_index < n_explain_items]
-    explain_s, explain_results = time_engine(engine, explain_tasks, JudgeMode.EXPLAIN, args.explanation_tokens)
+    explain_s, explain_engine_s, explain_results = time_split(
+        engine, explain_tasks, JudgeMode.EXPLAIN, args.explanation_tokens)
     which = "whole workload" if n_explain_items == n_items else f"first {n_explain_items} items (fixed subsample)"
-    print(f"(c) explain mode, {which}, {len(explain_tasks)} judgments: {explain_s:.1f} s")
+    print(f"(c) explain mode, {which}, {len(explain_tasks)} judgments: {explain_s:.1f} s (model forwards "
+          f"{explain_engine_s:.1f} s, host {explain_s - explain_engine_s:.1f} s)")
 
     computed = computed_tokens(engine, tasks)
     unshared = unshared_tokens(engine, tasks)
@@ -313,6 +333,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seconds_score": score_s,
         "seconds_explain": explain_s,
         "seconds_bound": bound_s,
+        "engine_seconds_score": score_engine_s,
+        "host_seconds_score": score_s - score_engine_s,
+        "host_ms_per_judgment_score": 1000 * (score_s - score_engine_s) / len(tasks),
+        "engine_seconds_explain": explain_engine_s,
+        "host_seconds_explain": explain_s - explain_engine_s,
+        "host_ms_per_judgment_explain": 1000 * (explain_s - explain_engine_s) / len(explain_tasks),
         "naive_max_prob_diff": prob_diff,
         "errors": errors,
         "batch_tokens": getattr(engine, "max_batch_tokens", None),

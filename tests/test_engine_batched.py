@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_engine_transformers import (
     BINARY,
     CHOICE4,
@@ -22,10 +24,11 @@ from test_engine_transformers import (
     reference_logprobs,
     shared_start_requests,
 )
+from test_packing import TREE_LISTS
 
 from autorubric_local.engine import ScoreRequest, from_transformers
 from autorubric_local.engine.attention import AttentionPlan
-from autorubric_local.engine.batched import Unit, plan_batches, unit_allowed
+from autorubric_local.engine.batched import Unit, plan_batches, trie_allowed, unit_allowed
 from autorubric_local.engine.constrained import (
     JSON_SENTENCE_BODY_REGEX,
     JSON_STRING_BODY_REGEX,
@@ -33,7 +36,7 @@ from autorubric_local.engine.constrained import (
     choose_tokens,
 )
 from autorubric_local.engine.packing import may_attend, pack_trie
-from autorubric_local.engine.transformers_backend import default_batch_tokens
+from autorubric_local.engine.transformers_backend import _common_prefix_length, default_batch_tokens
 
 torch = pytest.importorskip("torch")
 
@@ -345,3 +348,38 @@ def test_llm_config_max_batch_tokens_reaches_the_engine_and_the_hash_only_when_s
     finally:
         for engine in loaded:
             engines.release_engine(engine)
+
+
+# ------------------------------------------------------------------ masks and shared prefixes
+
+
+@given(TREE_LISTS)
+@settings(max_examples=60, deadline=None)
+def test_trie_allowed_is_may_attend(trees) -> None:  # type: ignore[no-untyped-def]
+    """The binary-lifting mask equals the reference rule, node by node."""
+    row = pack_trie(3, trees)
+    allowed = trie_allowed(row).tolist()
+    n = len(row.token_ids)
+    assert allowed == [[may_attend(row, q, k) for k in range(n)] for q in range(n)]
+
+
+def test_trie_allowed_on_deep_branching_paths() -> None:
+    """Depths up to 140 (every lifting bit used), a branch at every level of a long suffix."""
+    rng = random.Random(3)
+    suffix = [rng.randrange(50) for _ in range(130)]
+    trees = [(suffix[:cut], [[rng.randrange(50, 60) for _ in range(rng.randint(1, 12))]]) for cut in range(1, 131, 7)]
+    row = pack_trie(0, trees)
+    assert row.max_depth >= 128
+    allowed = trie_allowed(row)
+    n = len(row.token_ids)
+    expected = torch.tensor([[may_attend(row, q, k) for k in range(n)] for q in range(n)])
+    assert torch.equal(allowed, expected)
+
+
+@given(st.lists(st.lists(st.integers(0, 2), min_size=1, max_size=6), min_size=1, max_size=5))
+def test_common_prefix_length_is_the_shared_start(prompts: list[list[int]]) -> None:
+    """Longest start shared by every prompt, capped at the shortest prompt's length minus one."""
+    expected = 0
+    while expected < min(map(len, prompts)) - 1 and len({p[expected] for p in prompts}) == 1:
+        expected += 1
+    assert _common_prefix_length(prompts) == expected

@@ -645,3 +645,22 @@ def test_a_model_the_packed_path_fails_on_falls_back_to_the_plain_path(tiny_mode
     assert engine.attention_path.startswith("plain (packed path failed: TypeError")
     for result, reference in zip(results, expected):
         assert result.error is None and max_abs_diff(result.logprobs, reference) <= TOL
+
+
+def test_forward_timer_counts_every_model_forward(tiny_model: Any) -> None:
+    """The engine's forward timer sees each top-level forward call once, whatever the path, and
+    is shared by engines over the same model."""
+    from autorubric_local.engine.transformers_backend import ForwardTimer
+
+    engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="timed", max_packed_tokens=256)
+    assert ForwardTimer.of(tiny_model.model) is engine.forward_timer
+    seen: list[int] = []
+    handle = tiny_model.model.register_forward_hook(lambda *_: seen.append(1))
+    try:
+        calls, seconds = engine.forward_timer.calls, engine.forward_timer.seconds
+        engine.score(make_requests(engine))
+        engine.generate(generate_requests(engine, max_new_tokens=3))
+    finally:
+        handle.remove()
+    assert engine.forward_timer.calls - calls == len(seen) >= 3
+    assert engine.forward_timer.seconds > seconds

@@ -98,22 +98,27 @@ def trie_allowed(row: PackedRow) -> torch.Tensor:
 
     Vectorised :func:`~.packing.may_attend`: with ``A[n, d]`` the ancestor of node ``n`` at
     depth ``d`` (:func:`~.packing.ancestor_table`), ``q`` sees ``k`` iff ``A[q, depth[k]] == k``.
+    ``A`` is built by binary lifting: ``A[n, d]`` is ``n`` lifted ``depth[n] - d`` levels, one
+    gather per bit of that distance (``log2(max_depth)`` tensor steps, no loop over nodes).
     """
     import torch
 
     n = len(row.token_ids)
+    nodes = torch.arange(n)
     parents = torch.tensor(row.parents, dtype=torch.long)
     depths = torch.tensor(row.depths, dtype=torch.long)
-    table = torch.full((n, row.max_depth + 1), -1, dtype=torch.long)
-    # Walk every node up to the root at once, one depth level per step (deepest first).
-    walker = torch.arange(n)
-    rows = torch.arange(n)
-    for depth in range(row.max_depth, -1, -1):
-        here = depths[walker.clamp(min=0)] == depth
-        here &= walker >= 0
-        table[rows[here], depth] = walker[here]
-        walker = torch.where(here, parents[walker.clamp(min=0)], walker)
-    return table.gather(1, depths[None, :].expand(n, n)) == torch.arange(n)[None, :]
+    distance = depths[:, None] - torch.arange(row.max_depth + 1)[None, :]  # levels up, (n, max_depth + 1)
+    valid = distance >= 0
+    lifted = nodes[:, None].expand_as(distance).clone()
+    jump = torch.where(parents >= 0, parents, nodes)  # 2^bit-th ancestor; depth-0 nodes stay put
+    bit = 0
+    while (1 << bit) <= row.max_depth:
+        take = valid & (((distance >> bit) & 1) == 1)
+        lifted = torch.where(take, jump[lifted], lifted)
+        jump = jump[jump]
+        bit += 1
+    table = torch.where(valid, lifted, -1)
+    return table.gather(1, depths[None, :].expand(n, n)) == nodes[None, :]
 
 
 def unit_allowed(unit: Unit, width: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -19,6 +19,14 @@ space), the label is instead scored as its own encoding after the unchanged prom
 which is what the model emits when it continues the prompt, and only after checking that
 decoding ``prompt tokens + label tokens`` gives back ``prompt + label``; if it does not, the
 request fails with an error (:class:`SeamError`) rather than score some other text.
+
+Shared heads are encoded once: :meth:`HFTextMixin.score_tokens` and
+:meth:`HFTextMixin.prompt_tokens` encode ``prefix + suffix`` (and ``prefix + suffix + label``)
+as the prefix's tokens up to its last *hard cut*, computed once per prefix, followed by one call
+over the text from the cut on. A hard cut is a position where the tokenizer provably gives the
+same tokens in two calls as in one (:mod:`.token_cuts`, which says for which tokenizers); for
+any other tokenizer, or a prefix without one, the whole text is encoded in one call. Either
+way the ids are those of one call over the whole text.
 """
 
 from __future__ import annotations
@@ -27,9 +35,12 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from autorubric_local.engine.token_cuts import join_pieces, last_cut, supports_cuts
 from autorubric_local.engine.user_text import split_marked
 
 _MAX_MEMOISED = 100_000
+_MAX_HEADS = 256
+"""Prefixes whose encoding up to their last hard cut is kept (most recent first out last)."""
 
 PromptFormat = Literal["auto", "chat", "completion"]
 
@@ -105,10 +116,21 @@ class HFTextMixin:
 
     def _encode_marked(self, text: str) -> list[int]:
         pieces = split_marked(text)
+        return self._encode_pieces(pieces, self._runs_mode(pieces))
+
+    def _runs_mode(self, pieces: list[tuple[str, bool]]) -> bool:
+        """Whether a special-token string reaches into untrusted text (then runs are encoded
+        apart with special-token parsing off, :meth:`tokens`)."""
+        pattern, _ = self._control_tokens()
+        return pattern is not None and _special_in_untrusted(pieces, pattern)
+
+    def _encode_pieces(self, pieces: list[tuple[str, bool]], runs_mode: bool) -> list[int]:
+        """Ids of the marked text split as ``pieces``: one call (``runs_mode`` False) or the
+        template's special tokens as ids and the runs between them encoded apart."""
+        if not runs_mode:
+            return list(self.tokenizer.encode("".join(piece for piece, _ in pieces), add_special_tokens=False))
         pattern, ids_of = self._control_tokens()
-        plain_text = "".join(piece for piece, _ in pieces)
-        if pattern is None or not _special_in_untrusted(pieces, pattern):
-            return list(self.tokenizer.encode(plain_text, add_special_tokens=False))
+        assert pattern is not None
         out: list[int] = []
         run: list[str] = []
 
@@ -142,11 +164,63 @@ class HFTextMixin:
         return known
 
     def prompt_tokens(self, prefix: str, suffix: str) -> list[int]:
-        """Token ids of the whole prompt ``prefix + suffix``, encoded in one call (not memoised).
+        """Token ids of the whole prompt ``prefix + suffix`` as one call encodes it.
 
-        Equals :meth:`tokens` of the concatenation: no seam at the prefix/suffix boundary.
+        Equals :meth:`tokens` of the concatenation: no seam at the prefix/suffix boundary. The
+        prefix up to its last hard cut is encoded once per prefix (module docstring).
         """
-        return self._encode_marked(prefix + suffix)
+        return self._encode_joined(prefix, suffix)
+
+    def _encode_joined(self, head: str, tail: str) -> list[int]:
+        """``_encode_marked(head + tail)``, reusing ``head``'s ids up to its last hard cut."""
+        cut = self._head_cut(head)
+        if cut is None:
+            return self._encode_marked(head + tail)
+        try:
+            tail_pieces = split_marked(tail)
+        except ValueError:  # a span opened in head and closed in tail: no piece split to reuse
+            return self._encode_marked(head + tail)
+        left, rest, left_ids, left_runs = cut
+        window = join_pieces(rest, tail_pieces)
+        # No special-token string spans the cut (token_cuts), so the whole text's mode is
+        # either side's.
+        runs_mode = left_runs or self._runs_mode(window)
+        if runs_mode not in left_ids:
+            left_ids[runs_mode] = self._encode_pieces(left, runs_mode)
+        return left_ids[runs_mode] + self._encode_pieces(window, runs_mode)
+
+    def _head_cut(
+        self, head: str
+    ) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]], dict[bool, list[int]], bool] | None:
+        """``head`` split at its last hard cut: the pieces before and after it, the ids before
+        it (per encoding mode, filled lazily) and whether the part before it needs runs mode;
+        None without a cut (unsupported tokenizer, unbalanced markers, no cut position)."""
+        supported = self.__dict__.get("_cuts_ok")
+        if supported is None:
+            supported = self.__dict__["_cuts_ok"] = supports_cuts(self.tokenizer)
+        if not supported:
+            return None
+        heads: dict[str, Any] = self.__dict__.setdefault("_heads", {})
+        if head in heads:
+            return heads[head]  # type: ignore[no-any-return]
+        try:
+            pieces = split_marked(head)
+        except ValueError:
+            found = None
+        else:
+            at = last_cut(pieces)
+            if at is None:
+                found = None
+            else:
+                index, offset = at
+                text, untrusted = pieces[index]
+                left = [*pieces[:index], (text[:offset], untrusted)]
+                rest = [(text[offset:], untrusted), *pieces[index + 1 :]]
+                found = (left, rest, {}, self._runs_mode(left))
+        if len(heads) >= _MAX_HEADS:
+            del heads[next(iter(heads))]
+        heads[head] = found
+        return found
 
     def label_tokens(self, prompt: str, prompt_ids: Sequence[int], label: str) -> list[int]:
         """Continuation token ids of ``label`` after ``prompt`` (whose ids are ``prompt_ids``).
@@ -163,7 +237,10 @@ class HFTextMixin:
         """
         if not label:
             raise SeamError("a label is the empty string")
-        joint = self._encode_marked(prompt + label)
+        return self._continuation(prompt, prompt_ids, label, self._encode_marked(prompt + label))
+
+    def _continuation(self, prompt: str, prompt_ids: Sequence[int], label: str, joint: list[int]) -> list[int]:
+        """:meth:`label_tokens` given ``joint``, the ids of ``prompt + label`` in one call."""
         n = len(prompt_ids)
         if len(joint) > n and joint[:n] == list(prompt_ids):
             return joint[n:]
@@ -181,11 +258,19 @@ class HFTextMixin:
         """A score request's prompt ids, each label's continuation ids, and an error or None.
 
         The error is ``"infrastructure: ..."`` when a label cannot be tokenized exactly
-        (:class:`SeamError`); the label list is then empty.
+        (:class:`SeamError`); the label list is then empty. The same ids as
+        :meth:`prompt_tokens` and :meth:`label_tokens`, the prefix's head encoded once.
         """
         prompt = self.prompt_tokens(prefix, suffix)
+        text = prefix + suffix
+
+        def continuation(label: str) -> list[int]:
+            if not label:
+                raise SeamError("a label is the empty string")
+            return self._continuation(text, prompt, label, self._encode_joined(prefix, suffix + label))
+
         try:
-            return prompt, [self.label_tokens(prefix + suffix, prompt, label) for label in labels], None
+            return prompt, [continuation(label) for label in labels], None
         except SeamError as exc:
             return prompt, [], f"infrastructure: {exc}"
 

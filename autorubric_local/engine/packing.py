@@ -88,21 +88,27 @@ class _Trie:
     def new_nodes(self, tree: Tree) -> int:
         """Nodes that inserting ``tree`` would add (nodes it already shares are not counted)."""
         added: dict[tuple[int, int], int] = {}
-        for path in _paths(tree):
-            parent = ROOT
+
+        def walk(path: Sequence[int], parent: int) -> int:
             for token in path:
                 key = (parent, token)
                 node = self.children.get(key, added.get(key))
                 if node is None:
                     node = added[key] = -2 - len(added)  # provisional id, distinct from ROOT
                 parent = node
+            return parent
+
+        suffix_ids, label_ids = tree
+        end = walk(suffix_ids, ROOT)
+        for label in label_ids:
+            walk(label[:-1], end)
         return len(added)
 
-    def insert(self, path: Sequence[int]) -> list[int]:
-        """Insert one token path from the root; its nodes, root first."""
+    def insert(self, path: Sequence[int], parent: int = ROOT, start_depth: int = 0) -> list[int]:
+        """Insert one token path below ``parent`` (the root by default, else a node of depth
+        ``start_depth - 1``); its nodes, first to last."""
         nodes: list[int] = []
-        parent = ROOT
-        for depth, token in enumerate(path):
+        for depth, token in enumerate(path, start_depth):
             key = (parent, token)
             node = self.children.get(key)
             if node is None:
@@ -115,10 +121,14 @@ class _Trie:
         return nodes
 
 
-def _paths(tree: Tree) -> list[list[int]]:
-    """The token paths of one tree: its suffix, then suffix + each label but its last token."""
+def _insert_tree(trie: _Trie, tree: Tree) -> tuple[list[int], list[list[int]]]:
+    """Insert one tree's token paths (its suffix, then suffix + each label but its last token);
+    the suffix's nodes and each label continuation's nodes. The suffix is walked once: label
+    continuations start at its last node."""
     suffix_ids, label_ids = tree
-    return [list(suffix_ids)] + [[*suffix_ids, *label[:-1]] for label in label_ids]
+    suffix_path = trie.insert(suffix_ids)
+    end, depth = suffix_path[-1], len(suffix_ids)
+    return suffix_path, [trie.insert(label[:-1], end, depth) for label in label_ids]
 
 
 def _check(index: int, tree: Tree) -> None:
@@ -148,15 +158,13 @@ def pack_trie(prefix_len: int, trees: Sequence[Tree]) -> PackedRow:
     tree_nodes: list[list[int]] = []
     for index, tree in enumerate(trees):
         _check(index, tree)
-        suffix_ids, label_ids = tree
-        suffix_path = trie.insert(suffix_ids)
+        suffix_path, continuations = _insert_tree(trie, tree)
         used = set(suffix_path)
         tree_targets: list[list[tuple[int, int]]] = []
-        for label in label_ids:
-            path = trie.insert([*suffix_ids, *label[:-1]])
-            used.update(path)
+        for label, continuation in zip(tree[1], continuations):
+            used.update(continuation)
             # Label token j is predicted at the path's node of depth len(suffix) - 1 + j.
-            predictors = path[len(suffix_ids) - 1 :]
+            predictors = [suffix_path[-1], *continuation]
             tree_targets.append(list(zip(predictors, label)))
         targets.append(tree_targets)
         ends.append(suffix_path[-1])
@@ -181,8 +189,7 @@ def trie_size(trees: Sequence[Tree]) -> int:
     trie = _Trie()
     for index, tree in enumerate(trees):
         _check(index, tree)
-        for path in _paths(tree):
-            trie.insert(path)
+        _insert_tree(trie, tree)
     return len(trie)
 
 
@@ -202,8 +209,7 @@ def chunk_trie(trees: Sequence[Tree], max_tokens: int) -> list[list[int]]:
             chunks.append(current)
             current, trie = [], _Trie()
         current.append(index)
-        for path in _paths(tree):
-            trie.insert(path)
+        _insert_tree(trie, tree)
     if current:
         chunks.append(current)
     return chunks

@@ -33,7 +33,7 @@ from autorubric_local.engine.base import (
     mass_outside,
 )
 from autorubric_local.engine.batched import Unit, run_units, trie_allowed
-from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat, SeamError
+from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
 from autorubric_local.engine.constrained import read_generated
 from autorubric_local.engine.packing import (
     PackedRow,
@@ -82,6 +82,9 @@ class TransformersEngine(HFTextMixin):
     ----------
     attention_path : str
         Which path runs, recorded per run (``AttentionPlan.description``).
+    forward_timer : ForwardTimer
+        Seconds and calls of the model's forward passes (every path), to tell the model's time
+        from the host work around it.
     """
 
     backend_name = "transformers"
@@ -121,6 +124,7 @@ class TransformersEngine(HFTextMixin):
         self._packed_proven = False
         self.max_batch_tokens = default_batch_tokens(model) if max_batch_tokens is None else max_batch_tokens
         self._batched_proven = False
+        self.forward_timer = ForwardTimer.of(model)
 
     @property
     def attention_path(self) -> str:
@@ -217,11 +221,9 @@ class TransformersEngine(HFTextMixin):
         """Per request: ``(prompt_ids, label_ids)`` (exact tokenization, :mod:`.chat_text`) or an error."""
         out: list[tuple[list[int], list[list[int]]] | str] = []
         for request in requests:
-            prompt_ids = self.prompt_tokens(prefix, request.suffix)
-            try:
-                label_ids = [self.label_tokens(prefix + request.suffix, prompt_ids, label) for label in request.labels]
-            except SeamError as exc:
-                out.append(f"infrastructure: {exc}")
+            prompt_ids, label_ids, error = self.score_tokens(prefix, request.suffix, request.labels)
+            if error is not None:
+                out.append(error)
                 continue
             longest = len(prompt_ids) + max(len(ids) for ids in label_ids)
             if not prompt_ids:
@@ -498,12 +500,68 @@ class TransformersEngine(HFTextMixin):
         return self._grammars[regex]
 
 
+class ForwardTimer:
+    """Wall seconds and number of a model's top-level forward calls (forward hooks).
+
+    One timer per model, shared by every engine over it. On CUDA, kernels run asynchronously:
+    set ``synchronize`` to wait for each forward's end before reading the clock (benchmarks);
+    without it a forward's seconds are its launch time.
+
+    Attributes
+    ----------
+    seconds : float
+        Summed wall time of completed forward calls, >= 0.
+    calls : int
+        Completed forward calls.
+    synchronize : bool
+        Whether to wait for the device at the end of each call.
+    """
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.calls = 0
+        self.synchronize = False
+        self._started = 0.0
+
+    @classmethod
+    def of(cls, model: Any) -> ForwardTimer:
+        """The timer of ``model``, installed on its first use (a model without hooks gets an
+        idle timer)."""
+        timer = getattr(model, "_autorubric_forward_timer", None)
+        if isinstance(timer, ForwardTimer):
+            return timer
+        timer = cls()
+        try:
+            model.register_forward_pre_hook(timer._start)
+            model.register_forward_hook(timer._stop)
+            model._autorubric_forward_timer = timer
+        except AttributeError:
+            pass
+        return timer
+
+    def _start(self, module: Any, args: Any) -> None:
+        self._started = time.perf_counter()
+
+    def _stop(self, module: Any, args: Any, output: Any) -> None:
+        if self.synchronize:
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+        self.seconds += time.perf_counter() - self._started
+        self.calls += 1
+
+
 def _common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
-    """Longest common token prefix of ``prompts``, at most the shortest length minus one."""
-    limit = min(len(p) for p in prompts) - 1
-    first = prompts[0]
+    """Longest common token prefix of ``prompts``, at most the shortest length minus one.
+
+    The common prefix of a set of sequences is that of its lexicographic least and greatest.
+    """
+    rows = [list(p) for p in prompts]
+    limit = min(len(p) for p in rows) - 1
+    low, high = min(rows), max(rows)
     length = 0
-    while length < limit and all(p[length] == first[length] for p in prompts):
+    while length < limit and low[length] == high[length]:
         length += 1
     return length
 

@@ -1,0 +1,111 @@
+"""Hard cuts: places where a text can be encoded in two calls with exactly the one call's tokens.
+
+Encoding ``head + tail`` in one call is the reference (:mod:`.chat_text`, "Exact tokenization"),
+but many prompts share one long head (the system text and the submission) and differ only in a
+short tail (criterion, label). This module finds, in the head, a position ``c`` where the
+tokenizer provably never lets a token or pre-token span the boundary, so that
+
+``encode(head + tail) == encode(head[:c]) + encode(head[c:] + tail)``
+
+and ``encode(head[:c])`` can be computed once for every tail.
+
+The cut
+-------
+``c`` is a position with an ASCII letter at ``c - 1``, a space (U+0020) at ``c`` and an ASCII
+letter at ``c + 1`` (ASCII, so that every Unicode version agrees on what a letter is). It is
+accepted only for tokenizers whose pipeline is one of these (:func:`supports_cuts`, read from
+the tokenizer's own ``tokenizer.json``):
+
+- *Byte-level BPE* (GPT-2, SmolLM2): no normalizer, pre-tokenizer ``ByteLevel`` with its
+  built-in regex. BPE merges never cross pre-tokens. The regex's pre-token holding the letter
+  at ``c - 1`` (a letter run, or a contraction such as ``'s``) ends at ``c`` whatever follows
+  ``c`` (a space is no letter; no alternative looks further), every earlier match is decided by
+  text before ``c``, and the pattern has no look-behind or anchor, so matching from ``c`` on is
+  the same in ``head + tail`` and in ``head[c:] + tail``.
+- *SentencePiece-style BPE without pre-tokenizer* (Gemma 3 as converted here): normalizer
+  ``Replace(" ", "▁")`` only, pre-tokenizer absent or a ``Split`` on ``" "`` (which finds no
+  space after that normalizer), BPE over the whole text. A merge across ``c`` would produce a
+  token containing ``<letter>▁``; the check requires that no vocabulary token contains one, so
+  no merge crosses ``c``, and the merges on either side never see each other: each side merges
+  as it would alone.
+
+In both, the BPE model must have no dropout and no subword prefix or suffix, and no added
+token may contain ``<letter><space>`` or ``<letter>▁`` (so the added-token split, which comes
+first, never spans ``c``) or strip whitespace around it or match whole words only
+(``lstrip``/``rstrip``/``single_word``). Any other tokenizer gets no cut: callers then encode
+the whole text in one call, as before. The tests compare both ways on many prompts for both
+judge families.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+SPACE = " "
+META_SPACE = "\u2581"
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _has_letter_then(text: str, spaces: str) -> bool:
+    """Whether ``text`` holds an ASCII letter followed by one of ``spaces``."""
+    return any(text[i] in spaces and text[i - 1] in _LETTERS for i in range(1, len(text)))
+
+
+def supports_cuts(tokenizer: Any) -> bool:
+    """Whether :func:`last_cut` positions are exact for ``tokenizer`` (module docstring).
+
+    ``tokenizer`` is a transformers fast tokenizer (``backend_tokenizer`` a ``tokenizers``
+    object); anything else is not supported.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    try:
+        model = backend.model  # type: ignore[union-attr]
+        normalizer, pre = _spec(backend.normalizer), _spec(backend.pre_tokenizer)  # type: ignore[union-attr]
+        added = list(backend.get_added_tokens_decoder().values())  # type: ignore[union-attr]
+    except (AttributeError, TypeError, ValueError):
+        return False
+    if type(model).__name__ != "BPE" or model.dropout or model.continuing_subword_prefix or model.end_of_word_suffix:
+        return False
+    for token in added:
+        if token.lstrip or token.rstrip or token.single_word or _has_letter_then(token.content, SPACE + META_SPACE):
+            return False
+    if normalizer is None:
+        return bool(pre and pre.get("type") == "ByteLevel" and pre.get("use_regex", True))
+    spaces_to_meta = (normalizer.get("type") == "Replace" and normalizer.get("pattern") == {"String": SPACE}
+                      and normalizer.get("content") == META_SPACE)
+    split_on_space = pre is not None and pre.get("type") == "Split" and pre.get("pattern") == {"String": SPACE}
+    if not spaces_to_meta or not (pre is None or split_on_space):
+        return False
+    vocab = backend.get_vocab(with_added_tokens=False)  # type: ignore[union-attr]
+    return META_SPACE in vocab and not any(_has_letter_then(token, META_SPACE) for token in vocab)
+
+
+def _spec(component: Any) -> dict[str, Any] | None:
+    """A ``tokenizers`` normalizer or pre-tokenizer as its JSON object (None when absent)."""
+    return None if component is None else json.loads(component.__getstate__())
+
+
+def last_cut(pieces: list[tuple[str, bool]]) -> tuple[int, int] | None:
+    """The last cut inside one piece of ``pieces``, as ``(piece index, offset of the space)``.
+
+    A cut is a space with an ASCII letter on both sides within the same piece (so the text
+    after it is never empty); None when there is none.
+    """
+    for index in range(len(pieces) - 1, -1, -1):
+        text = pieces[index][0]
+        at = text.rfind(SPACE, 1, len(text) - 1)
+        while at > 0:
+            if text[at - 1] in _LETTERS and text[at + 1] in _LETTERS:
+                return index, at
+            at = text.rfind(SPACE, 1, at)
+    return None
+
+
+def join_pieces(left: list[tuple[str, bool]], right: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    """``left + right`` with two trusted pieces at the seam merged into one, as
+    :func:`~.user_text.split_marked` gives for the joined text (it keeps adjacent untrusted
+    spans apart)."""
+    if left and right and not left[-1][1] and not right[0][1]:
+        return [*left[:-1], (left[-1][0] + right[0][0], left[-1][1]), *right[1:]]
+    return [*left, *right]

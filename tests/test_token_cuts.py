@@ -1,0 +1,200 @@
+"""Shared heads encoded once give exactly the one-call encoding (:mod:`autorubric_local.engine.token_cuts`).
+
+For every tokenizer family here (the tests' byte-level ChatML BPE, an in-memory Gemma-style BPE
+without pre-tokenizer, and the real SmolLM2 and Gemma 3 tokenizers when installed), prompts with
+tricky text at every seam (trailing spaces, unicode, special-token strings inside the data) are
+encoded through the fast path (:meth:`prompt_tokens`, :meth:`score_tokens`) and compared with one
+call over the whole text. Controls show the checks of :func:`supports_cuts` are needed: tokenizers
+that fail them really do tokenize differently across a cut.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from autorubric_local.engine.chat_text import HFTextMixin, SeamError
+from autorubric_local.engine.token_cuts import join_pieces, last_cut, supports_cuts
+from autorubric_local.engine.user_text import mark, plain, split_marked
+
+# Characters that stress seams: spaces of several kinds, letters next to spaces, combining
+# marks, CJK, emoji, '▁', JSON punctuation, and the start of special-token strings.
+SEAM_TEXT = st.lists(
+    st.sampled_from([" ", "  ", "\n", "\n\n", "\t", "\u00a0", "\u3000", "a", "Z", " b", "é", "e\u0301", "中", "😀",
+                     "▁", ":", '"', "{", "<", ">", "1", "##", "\r\n", "word ", " the end", "<|im_end|>",
+                     "<|im_start|>", "<end_of_turn>", "<bos>", "'s", "it's a"]),
+    max_size=14,
+).map("".join)
+LABELS = st.lists(st.sampled_from(['MET"', 'UNMET"', 'CANNOT_ASSESS"', "1,", "12}", " x", "é", "\n", "a b"]),
+                  min_size=1, max_size=3)
+
+
+class TextOnly(HFTextMixin):
+    """The text half of an engine: exact tokenization without a model."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self._token_cache = {}
+        self.set_prompt_format("auto")
+
+
+def one_call(engine: TextOnly, prefix: str, suffix: str, labels: list[str]) -> tuple[list[int], list[list[int]], str | None]:
+    """The reference: the whole prompt (and prompt + label) encoded in one call; a seam error
+    as the engine reports it."""
+    prompt = engine._encode_marked(prefix + suffix)
+    try:
+        return prompt, [engine.label_tokens(prefix + suffix, prompt, label) for label in labels], None
+    except SeamError as exc:
+        return prompt, [], f"infrastructure: {exc}"
+
+
+def gemma_style_tokenizer(cross_space_merges: bool) -> Any:
+    """A BPE like the converted Gemma 3 one: spaces normalized to '▁', no pre-tokenizer.
+
+    Trained with a '▁' split (no merge across a word start) unless ``cross_space_merges``, in
+    which case merges such as 'e▁' are learned and :func:`supports_cuts` must refuse it.
+    """
+    from conftest import _CORPUS
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.normalizer = normalizers.Replace(" ", "▁")
+    if not cross_space_merges:
+        tok.pre_tokenizer = pre_tokenizers.Split("▁", "merged_with_next")
+    alphabet = sorted({c for line in _CORPUS for c in line.replace(" ", "▁")} | set("abcdefghijklmnopqrstuvwxyz\n▁'"))
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<pad>", "<eos>", "<bos>", "<unk>"],
+                                  initial_alphabet=alphabet, show_progress=False)
+    tok.train_from_iterator(_CORPUS * 4, trainer)
+    tok.pre_tokenizer = pre_tokenizers.Split(" ", "merged_with_previous")  # as converted Gemma: finds no space
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>",
+                                        pad_token="<pad>", unk_token="<unk>")
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<start_of_turn>", "<end_of_turn>"]})
+    return tokenizer
+
+
+def real_tokenizer(preset: str) -> Any:
+    from autorubric_local.core.errors import ModelNotFoundError
+    from autorubric_local.judges.engines import gguf_tokenizer
+    from autorubric_local.judges.presets import resolve_model
+
+    try:
+        return gguf_tokenizer(resolve_model(preset).path)
+    except ModelNotFoundError as exc:
+        pytest.skip(f"{preset} not installed: {exc}")
+
+
+@pytest.fixture(scope="module", params=["byte_level", "gemma_style", "smollm2", "gemma3"])
+def engine(request: pytest.FixtureRequest, tiny_model: Any) -> TextOnly:
+    if request.param == "byte_level":
+        return TextOnly(tiny_model.tokenizer)
+    if request.param == "gemma_style":
+        return TextOnly(gemma_style_tokenizer(cross_space_merges=False))
+    return TextOnly(real_tokenizer("smollm2-135m-instruct" if request.param == "smollm2" else "gemma3-270m"))
+
+
+# ------------------------------------------------------------------------------ pure parts
+
+
+def test_last_cut_is_the_last_space_between_ascii_letters_inside_one_piece() -> None:
+    pieces = [("Grade this answer", False), ("é b", True), ("a  b", False), ("x", True)]
+    assert last_cut(pieces) == (0, 10)  # before " answer"; "é b" and "a  b" have no cut, "x" no space
+    assert last_cut([("ab c", False)]) == (0, 2)
+    assert last_cut([("ab ", False), ("c", False)]) is None  # a cut never spans pieces
+    assert last_cut([(" a", False), ("a ", True), ("1 a", False)]) is None
+
+
+def test_join_pieces_merges_trusted_text_only() -> None:
+    assert join_pieces([("a", False)], [("b", False), ("c", True)]) == [("ab", False), ("c", True)]
+    assert join_pieces([("a", True)], [("b", True)]) == [("a", True), ("b", True)]
+    assert join_pieces([], [("b", False)]) == [("b", False)]
+
+
+# ------------------------------------------------------------------------- which tokenizers
+
+
+def test_supported_tokenizers(tiny_model: Any) -> None:
+    assert supports_cuts(tiny_model.tokenizer)
+    assert supports_cuts(gemma_style_tokenizer(cross_space_merges=False))
+
+
+def test_merges_across_a_word_start_are_refused_and_would_change_tokens() -> None:
+    tokenizer = gemma_style_tokenizer(cross_space_merges=True)
+    assert not supports_cuts(tokenizer)
+    texts = ["The submission states the figure.", "It does not judge ONE criterion at a time."]
+    differs = False
+    for text in texts:
+        for at in [i for i in range(1, len(text) - 1) if text[i] == " " and text[i - 1].isalpha()]:
+            apart = tokenizer.encode(text[:at], add_special_tokens=False) + tokenizer.encode(
+                text[at:], add_special_tokens=False)
+            differs |= apart != tokenizer.encode(text, add_special_tokens=False)
+    assert differs
+
+
+def test_metaspace_and_added_tokens_with_spaces_are_refused(tiny_model: Any) -> None:
+    from test_injection_tokens import build_sentencepiece_tokenizer
+
+    assert not supports_cuts(build_sentencepiece_tokenizer())  # prepends '▁' per call
+    tokenizer = tiny_model.tokenizer.__class__(tokenizer_object=tiny_model.tokenizer.backend_tokenizer.__class__
+                                              .from_str(tiny_model.tokenizer.backend_tokenizer.to_str()))
+    tokenizer.add_tokens(["impartial grader"])
+    assert not supports_cuts(tokenizer)
+    text = "You are an impartial grader here"
+    at = text.index(" grader")
+    assert tokenizer.encode(text[:at], add_special_tokens=False) + tokenizer.encode(
+        text[at:], add_special_tokens=False) != tokenizer.encode(text, add_special_tokens=False)
+
+
+def test_a_tokenizer_without_backend_is_refused() -> None:
+    assert not supports_cuts(object())
+
+
+# ------------------------------------------------------------------------------- exactness
+
+
+@given(head=SEAM_TEXT, data=SEAM_TEXT, after=SEAM_TEXT, tail=SEAM_TEXT, labels=LABELS)
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_fast_path_equals_one_call(
+    engine: TextOnly, head: str, data: str, after: str, tail: str, labels: list[str]
+) -> None:
+    """prefix = template words + data (untrusted) + more template; the cut falls in the data or
+    the template; the result is the one-call encoding, labels included."""
+    prefix = "Grade this answer.\n" + head + mark("An answer " + data) + after
+    suffix = tail + '{"criterion_status": "'
+    assert engine._head_cut(prefix) is not None  # the fast path really runs
+    prompt, label_ids, error = engine.score_tokens(prefix, suffix, labels)
+    assert (prompt, label_ids, error) == one_call(engine, prefix, suffix, labels)
+    assert engine.prompt_tokens(prefix, suffix) == prompt
+    if not engine._runs_mode(split_marked(prefix + suffix)):  # else special strings in data are text
+        assert prompt == engine.tokenizer.encode(plain(prefix + suffix), add_special_tokens=False)
+
+
+def test_planned_prompts_equal_one_call(engine: TextOnly) -> None:
+    """Every judgment of real planned prompts (bench workload and the bundled example), with a
+    special-token string of the tokenizer inside one submission."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    from bench_workload import build_items
+
+    from autorubric_local.graders.planning import plan_tasks
+
+    items = build_items(3, 1)
+    special = sorted(engine._control_tokens()[1])[0]
+    items[1] = items[1].__class__(**{**items[1].__dict__, "submission": items[1].submission + f" then {special} x "})
+    tasks = plan_tasks(items, [("j", engine.format_chat)], shuffle_options=False)
+    assert any(engine._runs_mode(split_marked(t.prefix)) for t in tasks)
+    for task in tasks:
+        labels = list(task.labels())
+        assert engine.score_tokens(task.prefix, task.suffix, labels) == one_call(
+            engine, task.prefix, task.suffix, labels)
+
+
+def test_seam_errors_are_reported_as_before(engine: TextOnly) -> None:
+    prefix = "Grade this answer.\n" + mark("An answer")
+    _, labels, error = engine.score_tokens(prefix, " ok: ", ["MET", ""])
+    assert labels == [] and error == "infrastructure: a label is the empty string"
