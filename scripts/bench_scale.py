@@ -199,11 +199,42 @@ def bench(judge: str, model: str, n_items: int, submission_tokens: int, work: Pa
     return row
 
 
+def big_file(model: str, work: Path, n_items: int, limit: int | None) -> dict[str, Any]:
+    """Issue 33's size cliff: a submissions JSONL of ``n_items`` rows of ~2 KB (40,000 rows: ~81 MB,
+    over the old 64 MiB file limit), graded with ``--limit`` (or whole) by the CLI."""
+    rng = random.Random(2)
+    rubric, data, db = work / "rubric.yaml", work / "big.jsonl", work / "big.sqlite"
+    rubric.write_text("".join(f"- name: {name}\n  weight: 1\n  requirement: {text}\n" for name, text in CRITERIA),
+                      encoding="utf-8")
+    with data.open("w", encoding="utf-8") as out:
+        for i in range(n_items):
+            text = " ".join(rng.choice(WORDS) for _ in range(270))
+            out.write(json.dumps({"id": f"s{i}", "submission": f"Item {i}. {text}"}) + "\n")
+    command = [sys.executable, "-m", "autorubric_local.cli", "grade", str(rubric), str(data), "--model", model,
+               "--db", str(db), "--run", "big", "--no-progress", "--jsonl"] + ([] if limit is None else
+                                                                                ["--limit", str(limit)])
+    wall, rss, out = run_child(command)
+    import sqlite_utils
+
+    database = sqlite_utils.Database(db)
+    row = {"big_file_mb": round(data.stat().st_size / 1e6, 1), "big_file_mib": round(data.stat().st_size / 2**20, 1),
+           "rows": n_items, "limit": limit, "wall_s": round(wall, 1), "peak_rss_mib": round(rss),
+           "items_graded": database.execute("select count(*) from items where report_json is not null").fetchone()[0],
+           "judgments": database["judgments"].count, "jsonl_lines_printed": len(out.splitlines())}
+    database.close()
+    for leftover in (data, db, rubric):
+        leftover.unlink(missing_ok=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--judge", choices=["tiny", "embedded"], action="append")
     parser.add_argument("--items", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--submission-tokens", type=int, default=1000)
+    parser.add_argument("--big-file", type=int, metavar="ROWS", help="grade a submissions file of ROWS ~2 KB rows "
+                        "(40000: ~81 MB) with the tiny judge and --limit (--big-limit) instead")
+    parser.add_argument("--big-limit", type=int, default=5, help="--limit for --big-file; 0: the whole file")
     parser.add_argument("--child", nargs=3, metavar=("MODEL", "DATA", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -213,6 +244,10 @@ def main() -> None:
     try:
         print(f"# bench_scale on {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}; "
               f"python {sys.version.split()[0]}; load average {os.getloadavg()[0]:.2f}", flush=True)
+        if args.big_file:
+            row = big_file(str(build_tiny_judge(work / "tiny-judge")), work, args.big_file, args.big_limit or None)
+            print(json.dumps(row), flush=True)
+            return
         rows = []
         for judge in args.judge or ["tiny"]:
             model = str(build_tiny_judge(work / "tiny-judge")) if judge == "tiny" else "smollm2-135m-instruct"
