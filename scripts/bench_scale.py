@@ -208,7 +208,7 @@ def big_file(model: str, work: Path, n_items: int, limit: int | None) -> dict[st
                       encoding="utf-8")
     with data.open("w", encoding="utf-8") as out:
         for i in range(n_items):
-            text = " ".join(rng.choice(WORDS) for _ in range(270))
+            text = " ".join(rng.choice(WORDS) for _ in range(300))
             out.write(json.dumps({"id": f"s{i}", "submission": f"Item {i}. {text}"}) + "\n")
     command = [sys.executable, "-m", "autorubric_local.cli", "grade", str(rubric), str(data), "--model", model,
                "--db", str(db), "--run", "big", "--no-progress", "--jsonl"] + ([] if limit is None else
