@@ -650,7 +650,7 @@ def test_a_model_the_packed_path_fails_on_falls_back_to_the_plain_path(tiny_mode
 def test_forward_timer_counts_every_model_forward(tiny_model: Any) -> None:
     """The engine's forward timer sees each top-level forward call once, whatever the path, and
     is shared by engines over the same model."""
-    from autorubric_local.engine.transformers_backend import ForwardTimer
+    from autorubric_local.engine.forward_timer import ForwardTimer
 
     engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="timed", max_packed_tokens=256)
     assert ForwardTimer.of(tiny_model.model) is engine.forward_timer
