@@ -156,7 +156,8 @@ def test_a_chunk_handed_back_twice_is_committed_once(
         record_items(self, run_id, items, *args, **kwargs)
 
     monkeypatch.setattr(Store, "record_items", counting)
-    config = EvalConfig(db_path=db_path, experiment_name="twice", chunk_judgments=9, show_progress=False)
+    config = EvalConfig(db_path=db_path, experiment_name="twice", chunk_judgments=9, chunk_seconds=None,
+                        show_progress=False)
     with caplog.at_level(logging.WARNING, logger="autorubric_local.runner.runner"):
         result = EvalRunner(crash_worker.build_dataset(9), crash_worker.build_grader(), config,
                             on_chunk=chunks.append, executor=ReplayingExecutor()).run_sync()
@@ -169,7 +170,8 @@ def test_a_chunk_handed_back_twice_is_committed_once(
 
 def test_an_executor_that_stops_early_leaves_an_interrupted_run(tmp_path: Path) -> None:
     db_path = tmp_path / "r.sqlite"
-    config = EvalConfig(db_path=db_path, experiment_name="early", chunk_judgments=9, show_progress=False)
+    config = EvalConfig(db_path=db_path, experiment_name="early", chunk_judgments=9, chunk_seconds=None,
+                        show_progress=False)
     with pytest.raises(EvalInterruptedError, match="stopped after 3 of 9 items"):
         EvalRunner(crash_worker.build_dataset(9), crash_worker.build_grader(), config,
                    executor=ReplayingExecutor(limit=1)).run_sync()

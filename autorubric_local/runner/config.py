@@ -129,7 +129,8 @@ class EvalConfig:
         item) each chunk is sized from the pace measured so far to take about this long
         (grading and commit), within ``chunk_judgments``, so a kill loses little on any
         machine and in any mode (:class:`~autorubric_local.runner.chunking.TimedChunks`).
-        None: chunks by size only. Ray runs (``distributed``) queue chunks by size.
+        None: chunks by size only. Ray runs (``distributed``) and other executors than the
+        default one queue chunks by size.
     lease_timeout_seconds : float > 0, default 60
         A run being graded is leased to one process; another process may take the lease over
         when its heartbeat is older than this (or, on the same host, when its process ended).

@@ -370,10 +370,10 @@ class EvalRunner:
         pending = [entry for entry in planned if entry.key not in done]
         estimates = {entry.key: self.grader.judgment_count(entry.grade_item) for entry in planned}
         chunks: TimedChunks[PlannedItem] | list[list[PlannedItem]]
-        if self.config.distributed is None:  # cut as graded, each sized to take about chunk_seconds
+        if isinstance(executor, LocalExecutor):  # one chunk at a time, in order: cut as graded, each sized by time
             chunks = TimedChunks(pending, estimates, self.config.chunk_judgments, self.config.max_concurrent_items,
                                  self.config.chunk_seconds)
-        else:  # queued to the actors up front, by size
+        else:  # Ray actors (or another executor) may take several at once: cut up front, by size
             chunks = make_chunks(pending, estimates, self.config.chunk_judgments, self.config.max_concurrent_items)
         progress = RunProgress(
             enabled=self.config.show_progress, style=self.config.progress_style,
