@@ -34,8 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 N_CRITERIA = 6
 
 
-def build_judge(folder: Path) -> None:
-    """Save the tests' tiny random judge (4096 positions, as ``tiny_model_dir``) to ``folder``."""
+def build_judge(folder: Path, positions: int = 4096) -> Path:
+    """Save the tests' tiny random judge (``positions`` positions; 4096 as ``tiny_model_dir``) to
+    ``folder`` and return it."""
     sys.path.insert(0, str(ROOT / "tests"))
     from conftest import build_tiny_model, build_tiny_tokenizer
 
@@ -45,8 +46,9 @@ def build_judge(folder: Path) -> None:
     tokenizer.save_pretrained(folder)
     config_file = folder / "config.json"
     config = json.loads(config_file.read_text(encoding="utf-8"))
-    config["max_position_embeddings"] = 4096
+    config["max_position_embeddings"] = positions
     config_file.write_text(json.dumps(config), encoding="utf-8")
+    return folder
 
 
 def write_inputs(folder: Path, n_items: int) -> tuple[Path, Path]:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))  # bench_host, beside this script
 CRITERIA = [
     ("density", "States the energy density of NMC or LFP cells in Wh/kg."),
     ("cycle_life", "Compares the cycle life of the two chemistries."),
@@ -75,18 +76,11 @@ def write_dataset(path: Path, n_items: int, words: int, seed: int = 0) -> None:
 
 
 def build_tiny_judge(folder: Path) -> Path:
-    """The test suite's tiny random judge saved as a model folder (as ``tiny_model_dir``)."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from conftest import build_tiny_model, build_tiny_tokenizer  # the suite's own builders
+    """The test suite's tiny random judge saved as a model folder, with 8192 positions (prompts of
+    1,000-token submissions run to ~2,500 tokens with its byte-level tokenizer)."""
+    from bench_host import build_judge
 
-    tokenizer = build_tiny_tokenizer()
-    model = build_tiny_model(tokenizer)
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    config["max_position_embeddings"] = 8192
-    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    return folder
+    return build_judge(folder, positions=8192)
 
 
 def child_grade(model: str, data: str, db: str) -> None:

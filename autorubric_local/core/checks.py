@@ -29,7 +29,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -176,23 +176,39 @@ def read_input_text(path: str | os.PathLike[str]) -> str:
         Naming the path: not found, a directory, not readable, too large, or not UTF-8.
     """
     path = Path(path)
-    try:
-        with path.open("rb") as handle:
-            info = os.fstat(handle.fileno())
-            if stat.S_ISDIR(info.st_mode):
-                raise IsADirectoryError
-            if stat.S_ISREG(info.st_mode) and info.st_size > MAX_FILE_BYTES:
-                raise InputError(_too_large(path, info.st_size))
+    with _open_input(path) as handle:
+        info = os.fstat(handle.fileno())
+        if stat.S_ISREG(info.st_mode) and info.st_size > MAX_FILE_BYTES:
+            raise InputError(_too_large(path, info.st_size))
+        try:
             data = handle.read(MAX_FILE_BYTES + 1)
+        except OSError as e:
+            raise InputError(f"{path}: cannot read file: {e.strerror or e}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(_too_large(path, len(data)))
+    return decode_utf8(data, str(path))
+
+
+def _open_input(path: Path) -> BinaryIO:
+    """``path`` opened for reading bytes.
+
+    Raises
+    ------
+    InputError
+        Naming the path: not found, a directory, or not readable.
+    """
+    try:
+        handle = path.open("rb")
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory, expected a file") from None
     except OSError as e:
         raise InputError(f"{path}: cannot read file: {e.strerror or e}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise InputError(_too_large(path, len(data)))
-    return decode_utf8(data, str(path))
+    if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
+        handle.close()
+        raise InputError(f"{path}: is a directory, expected a file")
+    return handle
 
 
 def _too_large(path: Path, size: int) -> str:
@@ -229,18 +245,7 @@ def read_jsonl_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str | 
         Naming the path: not found, a directory, or not readable.
     """
     path = Path(path)
-    try:
-        handle = path.open("rb")
-        if stat.S_ISDIR(os.fstat(handle.fileno()).st_mode):
-            handle.close()
-            raise IsADirectoryError
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a file") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read file: {e.strerror or e}") from None
-    with handle:
+    with _open_input(path) as handle:
         number = 0
         while raw := handle.readline(MAX_LINE_BYTES + 1):
             number += 1
