@@ -57,6 +57,11 @@ class AttentionPlan:
     description: str
 
     @property
+    def windowed(self) -> bool:
+        """Whether some layers need the sliding window in their mask (:func:`additive_masks`)."""
+        return SLIDING in self.layer_types and self.window is not None
+
+    @property
     def per_layer_type(self) -> bool:
         """Whether the model gets one mask per layer type (full and sliding layers mixed)."""
         return self.packed and set(self.layer_types) == {FULL, SLIDING}
@@ -130,7 +135,7 @@ def additive_masks(
         mask.masked_fill_(~rule, torch.finfo(dtype).min)
         return mask[None, None].to(device)
 
-    if SLIDING not in plan.layer_types or plan.window is None:
+    if not plan.windowed:
         return additive(allowed)
     near = (query_positions[:, None] - key_positions[None, :]) < plan.window
     sliding = additive(allowed & near)

@@ -121,6 +121,28 @@ def trie_allowed(row: PackedRow) -> torch.Tensor:
     return table.gather(1, depths[None, :].expand(n, n)) == nodes[None, :]
 
 
+def row_mask(plan: AttentionPlan, row: PackedRow, dtype: Any, device: Any) -> torch.Tensor | dict[str, torch.Tensor]:
+    """Additive mask(s) of a packed row scored on top of its prefix's cache, shape
+    (1, 1, n_row, prefix_len + n_row): 0 where attention is allowed, ``dtype``'s min elsewhere.
+
+    Every node sees the whole prefix and, in the row, itself and its ancestors
+    (:func:`trie_allowed`); sliding-window layers also need the window
+    (:func:`~.attention.additive_masks`, one mask per layer type when they are mixed).
+    """
+    import torch
+
+    n = len(row.token_ids)
+    if not plan.windowed:  # the prefix block is all zeros: fill only the row's block
+        mask = torch.zeros(n, row.prefix_len + n, dtype=dtype)
+        mask[:, row.prefix_len :].masked_fill_(~trie_allowed(row), torch.finfo(dtype).min)
+        return mask[None, None].to(device)
+    full = torch.ones(n, row.prefix_len + n, dtype=torch.bool)
+    full[:, row.prefix_len :] = trie_allowed(row)
+    positions = torch.tensor(row.positions, dtype=torch.long)
+    keys = torch.cat([torch.arange(row.prefix_len), positions])
+    return additive_masks(plan, full, positions, keys, dtype, device)
+
+
 def unit_allowed(unit: Unit, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention rule and position ids of one unit right-padded to ``width`` tokens.
 

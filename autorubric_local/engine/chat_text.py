@@ -35,12 +35,17 @@ import re
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from autorubric_local.engine.direct_encode import Encoder, direct_encoder
 from autorubric_local.engine.token_cuts import join_pieces, last_cut, supports_cuts
 from autorubric_local.engine.user_text import split_marked
 
 _MAX_MEMOISED = 100_000
 _MAX_HEADS = 256
 """Prefixes whose encoding up to their last hard cut is kept (most recent first out last)."""
+_MAX_WINDOW_HEADS = 64
+"""Texts between a prefix's cut and a prompt's last cut kept (a prompt and its labels share one)."""
+_MAX_WINDOW_TAILS = 4096
+"""Texts after a prompt's last cut kept (a criterion's end, the answer opening, a label)."""
 
 PromptFormat = Literal["auto", "chat", "completion"]
 
@@ -128,7 +133,8 @@ class HFTextMixin:
         """Ids of the marked text split as ``pieces``: one call (``runs_mode`` False) or the
         template's special tokens as ids and the runs between them encoded apart."""
         if not runs_mode:
-            return list(self.tokenizer.encode("".join(piece for piece, _ in pieces), add_special_tokens=False))
+            return self._encoder()("".join(piece for piece, _ in pieces), False)
+        encode = self._encoder()
         pattern, ids_of = self._control_tokens()
         assert pattern is not None
         out: list[int] = []
@@ -136,7 +142,7 @@ class HFTextMixin:
 
         def flush() -> None:
             if run:
-                out.extend(self.tokenizer.encode("".join(run), add_special_tokens=False, split_special_tokens=True))
+                out.extend(encode("".join(run), True))
                 run.clear()
 
         for piece, untrusted in pieces:
@@ -152,6 +158,13 @@ class HFTextMixin:
             run.append(piece[position:])
         flush()
         return out
+
+    def _encoder(self) -> Encoder:
+        """``tokenizer.encode`` without its wrapper's cost (:mod:`.direct_encode`), made once."""
+        known = self.__dict__.get("_direct_encode")
+        if known is None or known[0] is not self.tokenizer:
+            known = self.__dict__["_direct_encode"] = (self.tokenizer, direct_encoder(self.tokenizer))
+        return known[1]  # type: ignore[no-any-return]
 
     def _control_tokens(self) -> tuple[re.Pattern[str] | None, dict[str, int]]:
         """The tokenizer's special-token strings as one pattern (longest first) and their ids."""
@@ -187,7 +200,34 @@ class HFTextMixin:
         runs_mode = left_runs or self._runs_mode(window)
         if runs_mode not in left_ids:
             left_ids[runs_mode] = self._encode_pieces(left, runs_mode)
-        return left_ids[runs_mode] + self._encode_pieces(window, runs_mode)
+        return left_ids[runs_mode] + self._encode_window(window, runs_mode)
+
+    def _encode_window(self, pieces: list[tuple[str, bool]], runs_mode: bool) -> list[int]:
+        """``_encode_pieces(pieces, runs_mode)`` as the two sides of the window's own last hard
+        cut, each memoised: the part before it is the same for a prompt and its labels, the part
+        after it (the end of a criterion's text, the answer opening and the label) the same for
+        every item. Exact for the reason the head's cut is (:mod:`.token_cuts`)."""
+        at = last_cut(pieces)
+        if at is None:
+            return self._encode_pieces(pieces, runs_mode)
+        index, offset = at
+        text, untrusted = pieces[index]
+        left = [*pieces[:index], (text[:offset], untrusted)]
+        right = [(text[offset:], untrusted), *pieces[index + 1 :]]
+        return (self._memo_pieces("_window_heads", _MAX_WINDOW_HEADS, left, runs_mode)
+                + self._memo_pieces("_window_tails", _MAX_WINDOW_TAILS, right, runs_mode))
+
+    def _memo_pieces(self, name: str, cap: int, pieces: list[tuple[str, bool]], runs_mode: bool) -> list[int]:
+        """``_encode_pieces`` memoised in the dict ``name`` of at most ``cap`` entries (oldest out)."""
+        memo: dict[tuple[tuple[tuple[str, bool], ...], bool], list[int]] = self.__dict__.setdefault(name, {})
+        key = (tuple(pieces), runs_mode)
+        ids = memo.get(key)
+        if ids is None:
+            ids = self._encode_pieces(pieces, runs_mode)
+            if len(memo) >= cap:
+                del memo[next(iter(memo))]
+            memo[key] = ids
+        return ids
 
     def _head_cut(
         self, head: str

@@ -32,7 +32,7 @@ from autorubric_local.engine.base import (
     ScoreRequest,
     mass_outside,
 )
-from autorubric_local.engine.batched import Unit, run_units, trie_allowed
+from autorubric_local.engine.batched import Unit, row_mask, run_units
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
 from autorubric_local.engine.constrained import read_generated
 from autorubric_local.engine.forward_timer import ForwardTimer
@@ -327,21 +327,8 @@ class TransformersEngine(HFTextMixin):
         return results
 
     def _row_mask(self, row: PackedRow) -> torch.Tensor | dict[str, torch.Tensor]:
-        """Additive mask(s), shape (1, 1, n_row, prefix_len + n_row): 0 where attention is allowed.
-
-        Vectorised :func:`~.packing.may_attend`: with ``A[n, d]`` the ancestor of node ``n`` at
-        depth ``d`` (:func:`~.packing.ancestor_table`), node ``q`` may see node ``k`` iff
-        ``A[q, depth[k]] == k``; every node sees the whole prefix. Sliding-window layers also
-        need the window (:func:`~.attention.additive_masks`).
-        """
-        import torch
-
-        n = len(row.token_ids)
-        full = torch.ones(n, row.prefix_len + n, dtype=torch.bool)
-        full[:, row.prefix_len :] = trie_allowed(row)
-        positions = torch.tensor(row.positions, dtype=torch.long)
-        keys = torch.cat([torch.arange(row.prefix_len), positions])
-        return additive_masks(self.attention, full, positions, keys, self.model.dtype, self.model.device)
+        """:func:`~.batched.row_mask` of ``row`` for this model."""
+        return row_mask(self.attention, row, self.model.dtype, self.model.device)
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
