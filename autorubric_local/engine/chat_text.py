@@ -36,12 +36,14 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from autorubric_local.engine.direct_encode import Encoder, direct_encoder
-from autorubric_local.engine.token_cuts import join_pieces, last_cut, supports_cuts
+from autorubric_local.engine.token_cuts import join_pieces, last_cut, split_at, supports_cuts
 from autorubric_local.engine.user_text import split_marked
 
 _MAX_MEMOISED = 100_000
 _MAX_HEADS = 256
 """Prefixes whose encoding up to their last hard cut is kept (most recent first out last)."""
+_MAX_SHARED_HEADS = 64
+"""Prefix texts before their first untrusted span (system text, instructions) kept."""
 _MAX_WINDOW_HEADS = 64
 """Texts between a prefix's cut and a prompt's last cut kept (a prompt and its labels share one)."""
 _MAX_WINDOW_TAILS = 4096
@@ -199,8 +201,21 @@ class HFTextMixin:
         # either side's.
         runs_mode = left_runs or self._runs_mode(window)
         if runs_mode not in left_ids:
-            left_ids[runs_mode] = self._encode_pieces(left, runs_mode)
+            left_ids[runs_mode] = self._encode_head(left, runs_mode)
         return left_ids[runs_mode] + self._encode_window(window, runs_mode)
+
+    def _encode_head(self, pieces: list[tuple[str, bool]], runs_mode: bool) -> list[int]:
+        """``_encode_pieces(pieces, runs_mode)`` for a prefix's part before its last cut, split at
+        the last cut of the trusted text before its first untrusted span: the side before (the
+        system text and instructions every item shares) memoised, the rest (the item's own
+        text) encoded. Exact for the reason every cut is (:mod:`.token_cuts`)."""
+        first = next((i for i, (_, untrusted) in enumerate(pieces) if untrusted), len(pieces))
+        at = last_cut(pieces[:first])
+        if at is None:
+            return self._encode_pieces(pieces, runs_mode)
+        shared, own = split_at(pieces, at)
+        return (self._memo_pieces("_shared_heads", _MAX_SHARED_HEADS, shared, runs_mode)
+                + self._encode_pieces(own, runs_mode))
 
     def _encode_window(self, pieces: list[tuple[str, bool]], runs_mode: bool) -> list[int]:
         """``_encode_pieces(pieces, runs_mode)`` as the two sides of the window's own last hard
@@ -210,10 +225,7 @@ class HFTextMixin:
         at = last_cut(pieces)
         if at is None:
             return self._encode_pieces(pieces, runs_mode)
-        index, offset = at
-        text, untrusted = pieces[index]
-        left = [*pieces[:index], (text[:offset], untrusted)]
-        right = [(text[offset:], untrusted), *pieces[index + 1 :]]
+        left, right = split_at(pieces, at)
         return (self._memo_pieces("_window_heads", _MAX_WINDOW_HEADS, left, runs_mode)
                 + self._memo_pieces("_window_tails", _MAX_WINDOW_TAILS, right, runs_mode))
 
@@ -252,10 +264,7 @@ class HFTextMixin:
             if at is None:
                 found = None
             else:
-                index, offset = at
-                text, untrusted = pieces[index]
-                left = [*pieces[:index], (text[:offset], untrusted)]
-                rest = [(text[offset:], untrusted), *pieces[index + 1 :]]
+                left, rest = split_at(pieces, at)
                 found = (left, rest, {}, self._runs_mode(left))
         if len(heads) >= _MAX_HEADS:
             del heads[next(iter(heads))]

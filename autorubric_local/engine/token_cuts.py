@@ -102,6 +102,14 @@ def last_cut(pieces: list[tuple[str, bool]]) -> tuple[int, int] | None:
     return None
 
 
+def split_at(pieces: list[tuple[str, bool]], at: tuple[int, int]) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
+    """``pieces`` split at ``at`` (``(piece index, offset)``, as :func:`last_cut` gives): the
+    pieces before the offset and from it on, the split piece's half on each side."""
+    index, offset = at
+    text, untrusted = pieces[index]
+    return [*pieces[:index], (text[:offset], untrusted)], [(text[offset:], untrusted), *pieces[index + 1 :]]
+
+
 def join_pieces(left: list[tuple[str, bool]], right: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
     """``left + right`` with two trusted pieces at the seam merged into one, as
     :func:`~.user_text.split_marked` gives for the joined text (it keeps adjacent untrusted
