@@ -125,6 +125,9 @@ def child_grade(model: str, data: str, db: str) -> None:
         finally:
             sys.stdout = stdout
     timers["wall_s"] = time.perf_counter() - started
+    import torch
+
+    timers["torch_threads"] = torch.get_num_threads()
     print(json.dumps(timers))
 
 
@@ -167,6 +170,7 @@ def bench(judge: str, model: str, n_items: int, submission_tokens: int, work: Pa
         "grade_wall_s": round(timers["wall_s"], 1), "load_s": round(timers["load_s"], 1),
         "judgments_per_s": round(judgments / grade_s, 1),
         "engine_s": round(timers["engine_s"], 1), "forward_calls": timers["forward_calls"],
+        "torch_threads": timers["torch_threads"],
         "host_s": round(grade_s - timers["engine_s"], 1),
         "host_ms_per_judgment": round(1000 * (grade_s - timers["engine_s"]) / judgments, 3),
         "engine_ms_per_judgment": round(1000 * timers["engine_s"] / judgments, 3),

@@ -368,3 +368,28 @@ def test_an_engine_failure_is_recorded_as_infrastructure_errors_not_verdicts() -
 
     with pytest.raises(TypeError):  # a bug is not disguised as a judge failure
         grade(CriterionGrader(judges=[judge(FailingEngine(TypeError("bug")), "bug")], seed=0), [BINARY])
+
+
+class ShortEngine(ScriptedEngine):
+    """An engine whose score call drops its last result (a bug in the engine's own code)."""
+
+    def score(self, requests: Any) -> Any:
+        return super().score(requests)[:-1]
+
+
+def test_an_engine_returning_too_few_results_raises_and_is_not_stored_as_a_judge_failure() -> None:
+    """Issue 32: a wrong result count was a RuntimeError, an ENGINE_FAILURES type, so it was stored
+    as ``infrastructure:`` errors and each item was graded again alone. It is a bug: it raises,
+    through the chunk's failure isolation too."""
+    from autorubric_local.engine.base import EngineContractError
+    from autorubric_local.runner.checkpoint import plan_dataset
+    from autorubric_local.runner.executors import grade_chunk
+
+    grader = CriterionGrader(judges=[judge(ShortEngine("short", binary_policy("MET")), "short")], seed=0)
+    with pytest.raises(EngineContractError, match="engine score returned 1 results for 2 requests"):
+        grade(grader, [BINARY, NEGATIVE])
+    dataset = RubricDataset(prompt="Q", rubric=Rubric([BINARY, NEGATIVE]))
+    dataset.add_item("one")
+    dataset.add_item("two")
+    with pytest.raises(EngineContractError):
+        grade_chunk(grader, plan_dataset(dataset), lambda _: None)

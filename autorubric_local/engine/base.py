@@ -26,9 +26,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from autorubric_local.core.reports import TokenUsage
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,41 @@ def mass_outside(first_token_logprobs: Sequence[float]) -> float:
     :attr:`LabelScores.off_label_mass`. Each first token must appear once.
     """
     return max(0.0, 1.0 - math.fsum(math.exp(lp) for lp in first_token_logprobs))
+
+
+class EngineContractError(AssertionError):
+    """An engine broke :class:`Engine`'s contract (one result per request, in input order): a bug
+    in that engine, never a judge's failure. It is not an
+    :data:`~autorubric_local.graders.execution.ENGINE_FAILURES` type, so it is never stored as
+    an ``infrastructure:`` error on the judgments, and a run stops on it with its committed
+    chunks kept."""
+
+
+def filled(results: Sequence[T | None], what: str) -> list[T]:
+    """``results`` with every slot filled, as a list.
+
+    Raises
+    ------
+    EngineContractError
+        If a slot is still None (a request the engine's own code left without a result).
+    """
+    missing = [i for i, result in enumerate(results) if result is None]
+    if missing:
+        raise EngineContractError(f"{what}: no result for request(s) {missing[:10]} of {len(results)}")
+    return list(results)  # type: ignore[arg-type]
+
+
+def checked_count(results: list[T], expected: int, what: str) -> list[T]:
+    """``results`` when it holds ``expected`` results.
+
+    Raises
+    ------
+    EngineContractError
+        Another number of results came back.
+    """
+    if len(results) != expected:
+        raise EngineContractError(f"{what} returned {len(results)} results for {expected} requests")
+    return results
 
 
 @runtime_checkable

@@ -33,6 +33,7 @@ from typing import Any
 from autorubric_local.core.reports import TokenUsage
 from autorubric_local.engine.base import (
     Engine,
+    EngineContractError,
     GenerateRequest,
     Generation,
     LabelScores,
@@ -117,7 +118,7 @@ class CachedEngine:
         with blocking_slot(self._slot, self.limit):
             answered = list(method(requests))
         if len(answered) != len(requests):
-            raise RuntimeError(f"engine returned {len(answered)} results for {len(requests)} requests")
+            raise EngineContractError(f"engine returned {len(answered)} results for {len(requests)} requests")
         return answered
 
     def _store(self, entries: dict[str, dict[str, Any]]) -> None:

@@ -30,6 +30,7 @@ from autorubric_local.engine.base import (
     Generation,
     LabelScores,
     ScoreRequest,
+    filled,
     mass_outside,
 )
 from autorubric_local.engine.batched import Unit, row_mask, run_units
@@ -214,7 +215,7 @@ class TransformersEngine(HFTextMixin):
             work = [t for t in tokenized if not isinstance(t, str)]
             usage = _packed_usage(work, unit.row.prefix_len, rows, prompt_shares(unit.row), node_shares(unit.row))
             place(indices, _label_scores(tokenized, usage, prepared + batch_seconds))
-        return [r for r in results if r is not None]
+        return filled(results, "transformers score")
 
     def _tokenize_requests(
         self, prefix: str, requests: Sequence[ScoreRequest]
@@ -362,7 +363,7 @@ class TransformersEngine(HFTextMixin):
             else:
                 runnable.append(index)
         if not runnable:
-            return [r for r in results if r is not None]
+            return filled(results, "transformers generate")
         work = [(prompts[i], requests[i].max_new_tokens, requests[i].regex) for i in runnable]
         decoded, shared = self._packed_or_plain(lambda: self._generate_packed(work), lambda: self._generate_each(work))
         elapsed = time.perf_counter() - start
@@ -380,7 +381,7 @@ class TransformersEngine(HFTextMixin):
                 ),
                 seconds=elapsed / len(runnable),
             )
-        return [r for r in results if r is not None]
+        return filled(results, "transformers generate")
 
     def _generate_each(self, work: list[tuple[list[int], int, str]]) -> tuple[list[tuple[list[int], bool]], int]:
         """Plain path: one request at a time on the model's own cache; nothing shared."""

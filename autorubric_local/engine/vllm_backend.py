@@ -90,6 +90,7 @@ from autorubric_local.engine.base import (
     Generation,
     LabelScores,
     ScoreRequest,
+    filled,
     mass_outside,
 )
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
@@ -354,7 +355,7 @@ class VLLMEngine(HFTextMixin):
                 ),
                 seconds=elapsed * work / total,
             )
-        return [r for r in results if r is not None]
+        return filled(results, "vLLM generate")
 
     def _generation_params(self, max_new_tokens: int, regex: str) -> Any:
         from vllm import SamplingParams

@@ -30,6 +30,8 @@ from autorubric_local.engine.base import (
     LabelScores,
     ScoreRequest,
     add_costs,
+    checked_count,
+    filled,
 )
 from autorubric_local.graders.planning import JudgmentTask
 from autorubric_local.graders.prompts import (
@@ -129,15 +131,10 @@ def _add(a: LabelScores | Generation, b: LabelScores | Generation) -> Spent:
     return a.usage + b.usage, a.seconds + b.seconds, add_costs(a.cost_usd, b.cost_usd)
 
 
-def _checked(results: list, expected: int, what: str) -> list:
-    if len(results) != expected:
-        raise RuntimeError(f"engine {what} returned {len(results)} results for {expected} requests")
-    return results
-
-
 # Failures of the engine itself (a model or runtime error, out of memory, a backend refusing
 # the batch) become error results for every request of the call; programming errors
-# (TypeError, AttributeError, ...) still raise.
+# (TypeError, AttributeError, ...) and an engine breaking its contract (EngineContractError, an
+# AssertionError: another number of results than requests) still raise.
 ENGINE_FAILURES: tuple[type[BaseException], ...] = (EngineError, RuntimeError, MemoryError, OSError)
 
 
@@ -145,7 +142,7 @@ def _score(engine: Engine, requests: list[ScoreRequest]) -> list[LabelScores]:
     if not requests:
         return []
     try:
-        return _checked(engine.score(requests), len(requests), "score")
+        return checked_count(engine.score(requests), len(requests), "engine score")
     except ENGINE_FAILURES as exc:
         error = f"infrastructure: engine score call failed: {type(exc).__name__}: {exc}"
         return [LabelScores((), error=error) for _ in requests]
@@ -155,7 +152,7 @@ def _generate(engine: Engine, requests: list[GenerateRequest]) -> list[Generatio
     if not requests:
         return []
     try:
-        return _checked(engine.generate(requests), len(requests), "generate")
+        return checked_count(engine.generate(requests), len(requests), "engine generate")
     except ENGINE_FAILURES as exc:
         error = f"infrastructure: engine generate call failed: {type(exc).__name__}: {exc}"
         return [Generation("", error=error) for _ in requests]
@@ -240,7 +237,7 @@ def _run_reasoning_first(
         g = generations[i]
         scored = _from_scores(tasks[i], score, start + g.text, g.truncated, _add(g, score))
         results[i] = dataclasses.replace(scored, prompt_suffix=request.suffix)
-    return [r for r in results if r is not None]
+    return filled(results, "reasoning-first judgments")
 
 
 def _from_scores(
