@@ -409,7 +409,7 @@ def test_grade_then_metrics_end_to_end(runner: CliRunner, tmp_path: Path, tiny_m
 def test_the_results_table_shows_data_as_text_not_markup() -> None:
     from rich.console import Console
 
-    from autorubric_local.cli.grade import _results_table
+    from autorubric_local.cli.grade_output import _results_table
     from autorubric_local.core.reports import (
         EnsembleCriterionReport,
         EnsembleEvaluationReport,

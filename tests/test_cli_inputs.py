@@ -216,7 +216,7 @@ def test_ctrl_c_exits_130(tmp_path: Path, files: tuple[Path, Path], monkeypatch:
         raise KeyboardInterrupt
 
     scripted(monkeypatch, fair)
-    monkeypatch.setattr(EvalRunner, "run_sync", interrupted)
+    monkeypatch.setattr(EvalRunner, "run_to_store", interrupted)
     result = grade(*files, "--db", tmp_path / "r.sqlite")
     assert result.exit_code == 130
     assert "interrupted" in result.stderr

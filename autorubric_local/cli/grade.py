@@ -7,33 +7,30 @@ each committed to the SQLite file, so an interrupted run resumes with ``--run NA
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from autorubric_local.cli.common import (
     database_option,
     distributed_config,
     fail,
     load_rubric,
-    plain_console,
     ray_options,
     run_name_option,
 )
-from autorubric_local.core.errors import AutorubricError, InputError
-from autorubric_local.core.reports import (
-    EnsembleCriterionReport,
-    EnsembleEvaluationReport,
-    JudgeVote,
-    MultiChoiceJudgeVote,
+from autorubric_local.cli.grade_output import (
+    DEFAULT_OFF_LABEL_THRESHOLD,
+    _stream,
+    print_graded,
+    summary_line,
 )
+from autorubric_local.core.errors import AutorubricError, InputError
 from autorubric_local.engine.vllm_args import check_engine_args
 from autorubric_local.graders.criterion_grader import CriterionGrader
 from autorubric_local.graders.panel_file import load_judges_file
@@ -42,14 +39,9 @@ from autorubric_local.judges.engines import check_backend_support
 from autorubric_local.runner.chunking import DEFAULT_CHUNK_SECONDS
 from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
-if TYPE_CHECKING:  # pragma: no cover
-    from autorubric_local.runner.results import EvalResult
-
 EXIT_FAILURES = 3
 """Exit status of ``grade`` when some items or judgments failed (without --allow-failures)."""
 
-DEFAULT_OFF_LABEL_THRESHOLD = 0.5
-"""Default of ``--off-label-threshold``: a judgment whose off-label mass exceeds it is flagged."""
 
 
 @click.command()
@@ -215,9 +207,9 @@ def grade(
         executor = None if distributed is None else RayExecutor(distributed)  # imports ray only when it starts
         runner = EvalRunner(dataset, grader, config, data_path=str(data_path), on_chunk=on_chunk, executor=executor)
         load_seconds = 0.0
-        result = runner.finished_result()
-        if result is not None:
-            console.print(f"run {result.experiment_name} is finished in {db_path}: results read from the database "
+        stored = runner.finished_run()
+        if stored is not None:
+            console.print(f"run {stored.name} is finished in {db_path}: results read from the database "
                           "(no judge loaded; --no-resume grades again as a new run)", markup=False)
         else:
             started = time.perf_counter()
@@ -231,7 +223,7 @@ def grade(
                 else:  # the actors load the judges when the run starts
                     console.print(f"grading on {distributed.workers} Ray workers ({distributed.address}), each "
                                   f"loading judge {names} from its own files; committing to {db_path}", markup=False)
-                result = runner.run_sync()
+                stored = runner.run_to_store()
                 if executor is not None:
                     load_seconds = executor.startup_seconds
             finally:
@@ -242,46 +234,21 @@ def grade(
         raise SystemExit(130) from None
     except AutorubricError as exc:
         raise fail(exc) from exc
-    graded = [(r.item_id, r.report) for r in result.item_results]
-    if as_json:
-        click.echo(json.dumps([_item_json(item_id, report) for item_id, report in graded], indent=2))
-    elif as_jsonl:
-        _stream(graded, streamed)
-    else:
-        plain_console().print(_results_table(graded, off_label_threshold))
-    console.print(_summary(result, load_seconds, db_path), markup=False)
+    tally = print_graded(stored, as_json=as_json, as_jsonl=as_jsonl, streamed=streamed, threshold=off_label_threshold)
+    console.print(summary_line(stored, tally, load_seconds, db_path), markup=False)
     if contextual_calibration:
         inputs = ", ".join(repr(text) for text in grader.content_free_inputs)
         console.print(f"contextual calibration: verdicts read from each judge's distribution divided by its label prior "
                       f"from the content-free inputs {inputs}; the judges' own distributions are kept", markup=False)
-    off_label = _off_label_summary([report for _, report in graded], off_label_threshold)
+    off_label = tally.off_label_line()
     if off_label is not None:
         console.print(off_label, markup=False)
-    failed_items, failed_judgments = _failures(result)
-    if failed_items or failed_judgments:
+    if tally.failed_items or tally.failed_judgments:
         outcome = "exit status 0 (--allow-failures)" if allow_failures else f"exit status {EXIT_FAILURES}"
-        console.print(f"{failed_items} of {len(result.item_results)} items failed, "
-                      f"{failed_judgments} judgments failed; {outcome}")
+        console.print(f"{tally.failed_items} of {tally.items} items failed, "
+                      f"{tally.failed_judgments} judgments failed; {outcome}")
         if not allow_failures:
             raise SystemExit(EXIT_FAILURES)
-
-
-def _stream(graded: Sequence[tuple[str, EnsembleEvaluationReport]], streamed: set[str]) -> None:
-    """Print each item of ``graded`` not printed yet as one JSON line (``_item_json``), flushed."""
-    for item_id, report in graded:
-        if item_id not in streamed:
-            streamed.add(item_id)
-            click.echo(json.dumps(_item_json(item_id, report)))
-    sys.stdout.flush()
-
-
-def _failures(result: EvalResult) -> tuple[int, int]:
-    """``(failed items, failed judgments)`` of a run: items whose report has an ``error``, and
-    judges' votes (binary or multi-choice) with an ``error``, over every item."""
-    reports = [r.report for r in result.item_results]
-    items = sum(1 for report in reports if report.error is not None)
-    judgments = sum(1 for report in reports for vote in _votes(report) if vote.error is not None)
-    return items, judgments
 
 
 def _engine_options(
@@ -367,157 +334,5 @@ def _make_grader(
         contextual_calibration=contextual_calibration,
         **kwargs,
     )
-
-
-def _summary(result: Any, load_seconds: float, db_path: Path) -> str:
-    """One line: items, judgments, wall time, rates, per-item engine time, where the results are."""
-    stats = result.timing_stats
-    failed = f" ({result.failed_items} failed)" if result.failed_items else ""
-    resumed = f"; {result.resumed_items} items from the checkpoint" if result.resumed_items else ""
-    return (
-        f"run {result.experiment_name} ({result.run_id}): {len(result.item_results)} items{failed}, "
-        f"{result.total_judgments} judgments in {stats.total_duration_seconds:.1f} s wall "
-        f"({stats.items_per_second:.2f} items/s, {stats.judgments_per_second:.1f} judgments/s; "
-        f"engine time per item p50 {stats.p50_item_duration_seconds:.2f} s, "
-        f"p95 {stats.p95_item_duration_seconds:.2f} s; judge load {load_seconds:.1f} s{resumed}); "
-        f"results in {db_path}"
-    )
-
-
-def _votes(report: EnsembleEvaluationReport) -> list[JudgeVote | MultiChoiceJudgeVote]:
-    """Every judge's vote on every criterion of ``report`` (one per judgment, as ``_failures``
-    counts them; a vote over several option orders is one)."""
-    return [vote for criterion in report.report or [] for vote in [*criterion.votes, *criterion.multi_choice_votes]]
-
-
-def _percent(share: float) -> str:
-    return f"{share * 100:g}%"
-
-
-def _off_label_summary(reports: Sequence[EnsembleEvaluationReport], threshold: float) -> str | None:
-    """One line: how many answered judgments put more than ``threshold`` of the first-step
-    probability outside the allowed labels, out of those whose backend reported it; None when
-    none did (the line would say nothing)."""
-    answered = [vote for report in reports for vote in _votes(report) if vote.error is None]
-    known = [vote.off_label_mass for vote in answered if vote.off_label_mass is not None]
-    if not known:
-        return None
-    flagged = sum(1 for mass in known if mass > threshold)
-    line = (f"{flagged} of {len(known)} judgments put > {_percent(threshold)} of the first-step probability "
-            "outside the allowed labels")
-    unknown = len(answered) - len(known)
-    return line + (f" ({unknown} more did not report it)" if unknown else "")
-
-
-def _off_label_cell(criterion: EnsembleCriterionReport, threshold: float) -> str:
-    """The largest known off-label mass among the criterion's votes, marked ``!`` above
-    ``threshold``; empty when no vote reports one."""
-    masses = [v.off_label_mass for v in [*criterion.votes, *criterion.multi_choice_votes] if v.off_label_mass is not None]
-    if not masses:
-        return ""
-    worst = max(masses)
-    return f"[bold red]{worst:.2f} ![/bold red]" if worst > threshold else f"{worst:.2f}"
-
-
-def _verdict_cell(report: EnsembleCriterionReport) -> tuple[str, float | None]:
-    probabilities = report.label_probabilities or {}
-    if report.final_verdict is not None:
-        label = report.final_verdict.value
-        return label, probabilities.get(label)
-    verdict = report.final_multi_choice_verdict
-    if verdict is None or verdict.selected_label is None:
-        return "n/a", None
-    return verdict.selected_label, probabilities.get(verdict.selected_label)
-
-
-def _results_table(
-    graded: Sequence[tuple[str, EnsembleEvaluationReport]], off_label_threshold: float = DEFAULT_OFF_LABEL_THRESHOLD
-) -> Table:
-    """One row per item and criterion. An ``off-label`` column (the largest off-label mass of
-    the criterion's judgments, ``!`` above ``off_label_threshold``) is added when any judgment
-    reports one."""
-    show_mass = any(vote.off_label_mass is not None for _, report in graded for vote in _votes(report))
-    show_reasons = any(criterion.final_reason for _, report in graded for criterion in report.report or [])
-    caption = None
-    if show_mass:
-        caption = (f"off-label: the largest first-step probability a judge put outside the allowed labels; "
-                   f"! above {_percent(off_label_threshold)}")
-    table = Table(title="Grades: each criterion's verdict, the judges' P(verdict) and their agreement",
-                  caption=caption)
-    columns = [("item", "left"), ("score", "right"), ("criterion", "left"), ("weight", "right"),
-               ("verdict", "left"), ("P", "right"), ("agree", "right")]
-    if show_mass:
-        columns.append(("off-label", "right"))
-    if show_reasons:
-        columns.append(("explanation", "left"))
-    for column, justify in columns:
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for item_id, report in graded:
-        score = "[red]failed[/red]" if report.score is None else f"{report.score:.3f}"
-        for index, criterion in enumerate(report.report or []):
-            name = escape(criterion.criterion.name or f"criterion {index + 1}")  # data, not markup
-            weight = f"{criterion.criterion.weight:g}"
-            if criterion.error:
-                verdict, probability = f"[red]error: {escape(criterion.error)}[/red]", ""
-            else:
-                label, p = _verdict_cell(criterion)
-                verdict, probability = escape(label), ("" if p is None else f"{p:.2f}")
-            first = index == 0
-            cells = [escape(item_id) if first else "", score if first else "", name, weight,
-                     verdict, probability, f"{criterion.agreement:.2f}"]
-            if show_mass:
-                cells.append(_off_label_cell(criterion, off_label_threshold))
-            if show_reasons:
-                cells.append(escape(criterion.final_reason))
-            table.add_row(*cells)
-        table.add_section()
-    return table
-
-
-def _item_json(item_id: str, report: EnsembleEvaluationReport) -> dict[str, Any]:
-    criteria = []
-    for criterion in report.report or []:
-        label, p = _verdict_cell(criterion)
-        criteria.append(
-            {
-                "name": criterion.criterion.name,
-                "weight": criterion.criterion.weight,
-                "verdict": None if criterion.error else label,
-                "probability": p,
-                "label_probabilities": criterion.label_probabilities,
-                "explanation": criterion.final_reason or None,
-                "error": criterion.error,
-                "agreement": criterion.agreement,
-                "votes": [_vote_json(v) for v in [*criterion.votes, *criterion.multi_choice_votes]],
-            }
-        )
-    return {
-        "item_id": item_id,
-        "score": report.score,
-        "raw_score": report.raw_score,
-        "judge_scores": report.judge_scores,
-        "mean_agreement": report.mean_agreement,
-        "device_seconds": report.device_seconds,
-        "error": report.error,
-        "criteria": criteria,
-    }
-
-
-def _vote_json(vote: JudgeVote | MultiChoiceJudgeVote) -> dict[str, Any]:
-    if isinstance(vote, JudgeVote):
-        answer = None if vote.error else vote.verdict.value
-    else:
-        answer = None if vote.error else vote.selected_label
-    return {
-        "judge_id": vote.judge_id,
-        "weight": vote.weight,
-        "verdict": answer,
-        "label_probabilities": vote.label_probabilities,
-        "label_logprobs": vote.label_logprobs,
-        "one_hot": vote.one_hot,
-        "off_label_mass": vote.off_label_mass,
-        "uncalibrated_label_probabilities": vote.uncalibrated_label_probabilities,
-        "error": vote.error,
-    }
 
 

@@ -38,7 +38,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
@@ -73,7 +73,8 @@ from autorubric_local.runner.executors import (
     failed_item,
 )
 from autorubric_local.runner.progress import RunProgress
-from autorubric_local.runner.results import EvalResult, result_from_store
+from autorubric_local.runner.results import EvalResult
+from autorubric_local.runner.stored import StoredRun
 from autorubric_local.store import Store
 from autorubric_local.store.leases import LeaseOwner
 
@@ -173,7 +174,13 @@ class EvalRunner:
             Another live process is grading this run (nothing was graded), or took the run's
             lease over from this one (the chunk in flight was not committed).
         """
-        finished = self.finished_result()
+        return self.run_to_store().result()
+
+    def run_to_store(self) -> StoredRun:
+        """Run (or resume) as :meth:`run_sync` does, without building the result in memory:
+        where the run's results are (:class:`~.stored.StoredRun`, whose ``graded()`` reads
+        them back a page at a time and ``result()`` whole). Raises what :meth:`run_sync` raises."""
+        finished = self.finished_run()
         if finished is not None:
             return finished
         planned = plan_dataset(self.dataset)
@@ -190,7 +197,7 @@ class EvalRunner:
             return RayExecutor(self.config.distributed)
         return LocalExecutor()
 
-    def _run_on(self, executor: ChunkExecutor, planned: Sequence[PlannedItem]) -> EvalResult:
+    def _run_on(self, executor: ChunkExecutor, planned: Sequence[PlannedItem]) -> StoredRun:
         """Open the run and grade what is pending. A stored run is claimed (its lease taken,
         its content checked) before the executor loads any judge, so a locked or changed run
         is refused without starting Ray actors or loading models; the lease is renewed while
@@ -218,18 +225,26 @@ class EvalRunner:
                     self._grade_pending(store, run_id, name, planned, engines, owner, executor)
             finally:
                 store.release_run_lease(run_id, owner)  # already released when the run was marked
-            row = store.find_run(run_id)
-            assert row is not None
-            result, _ = result_from_store(store, row, str(path))
+            return StoredRun.read(store, run_id, str(path), resumed)
         finally:
             store.close()
-        return replace(result, resumed_items=resumed)
 
     def finished_result(self) -> EvalResult | None:
         """The stored result, read without loading a judge, when the run this runner would
         resume is already finished with this content (same content hash, every item graded
         without an error); None otherwise (including a run whose content differs, which
-        :meth:`run_sync` then refuses, naming what changed).
+        :meth:`run_sync` then refuses, naming what changed): :meth:`finished_run`, read whole.
+
+        Raises
+        ------
+        InputError
+            Malformed dataset (checked here only when a finished run of this name exists).
+        """
+        finished = self.finished_run()
+        return None if finished is None else finished.result()
+
+    def finished_run(self) -> StoredRun | None:
+        """Where the finished run :meth:`finished_result` would read is, or None (its rules).
 
         Nothing is written and no lease is taken; a database that does not exist is not
         created.
@@ -258,10 +273,9 @@ class EvalRunner:
                 return None
             if not _stored_as_planned(existing, store.item_rows(existing["id"]), planned, self.dataset):
                 return None  # ground truth or metadata changed: a resume refreshes them (under the lease)
-            result, _ = result_from_store(store, existing, str(path))
+            return StoredRun.read(store, existing["id"], str(path), len(planned))
         finally:
             store.close()
-        return replace(result, resumed_items=len(planned))
 
     # ------------------------------------------------------------------------------ run rows
 

@@ -13,7 +13,7 @@ and gives it back when the run ends; every check-and-set happens under the write
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import sqlite_utils
@@ -246,6 +246,20 @@ class RunTables:
     def item_rows(self, run_id: str) -> list[dict[str, Any]]:
         """Item rows of a run, in item order."""
         return list(self.db["items"].rows_where("run_id = ?", [run_id], order_by="item_index"))
+
+    def graded_item_pages(self, run_id: str, page_size: int = 500) -> Iterator[list[dict[str, Any]]]:
+        """The run's graded items (``item_index``, ``item_id``, ``engine_seconds``,
+        ``report_json``) in item order, ``page_size`` rows a query (keyset pages on the
+        ``(run_id, item_index)`` index), so a reader holds one page at a time."""
+        last = -1
+        while True:
+            page = list(self.db["items"].rows_where(
+                "run_id = ? and item_index > ? and report_json is not null", [run_id, last],
+                select="item_index, item_id, engine_seconds, report_json", order_by="item_index", limit=page_size))
+            if not page:
+                return
+            yield page
+            last = page[-1]["item_index"]
 
     def done_item_ids(self, run_id: str) -> set[str]:
         """Ids of the run's items graded successfully (a stored report without ``error``).

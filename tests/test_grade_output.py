@@ -1,0 +1,98 @@
+"""``grade`` prints a run from its database a page at a time, never the run built whole (issue 33:
+memory flat in the run's size), and prints exactly what the whole result gives.
+
+The CLI no longer builds an :class:`EvalResult` after grading (``StoredRun.result`` is made to
+fail here): items are read back in keyset pages (``Store.graded_item_pages``), tables are
+printed in parts of ``TABLE_ITEMS`` items, and the JSON array is written item by item, equal
+byte for byte to ``json.dumps([...], indent=2)`` of the whole result.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from test_cli import DATA_FILE, RUBRIC_FILE, invoke_grade
+
+from autorubric_local.cli import grade_output
+from autorubric_local.cli.grade_output import _item_json
+from autorubric_local.runner import load_result
+from autorubric_local.runner.stored import StoredRun
+from autorubric_local.store import Store
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner(env={"COLUMNS": "240"})
+
+
+@pytest.fixture
+def no_whole_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    def whole(self: StoredRun) -> Any:
+        raise AssertionError("grade built the whole result")
+
+    monkeypatch.setattr(StoredRun, "result", whole)
+
+
+def _grade(runner: CliRunner, model: Path, db: Path, *args: str) -> Any:
+    return invoke_grade(runner, RUBRIC_FILE, DATA_FILE, "--model", model, "--db", db, "--run", "r", "--limit", "5",
+                        *args)
+
+
+def test_json_output_is_the_whole_results_json_written_item_by_item(
+    runner: CliRunner, tmp_path: Path, tiny_model_dir: Path, no_whole_result: None
+) -> None:
+    db = tmp_path / "r.sqlite"
+    printed = _grade(runner, tiny_model_dir, db, "--json")
+    assert printed.exit_code == 0, printed.output
+    result, _ = load_result(db, "r")  # the reference, read whole (not through StoredRun.result)
+    expected = json.dumps([_item_json(r.item_id, r.report) for r in result.item_results], indent=2) + "\n"
+    assert printed.stdout == expected
+    assert len(json.loads(printed.stdout)) == 5
+    # Finished: read back from the database, again without the whole result.
+    again = _grade(runner, tiny_model_dir, db, "--json")
+    assert again.exit_code == 0 and again.stdout == expected
+    assert "results read from the database" in again.stderr
+
+
+def test_tables_come_in_parts_with_every_item_once(
+    runner: CliRunner, tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, no_whole_result: None
+) -> None:
+    monkeypatch.setattr(grade_output, "TABLE_ITEMS", 2)
+    printed = _grade(runner, tiny_model_dir, tmp_path / "r.sqlite")
+    assert printed.exit_code == 0, printed.output
+    assert printed.stdout.count("Grades: each criterion's verdict") == 3  # 2 + 2 + 1 items
+    ids = [json.loads(line)["id"] for line in DATA_FILE.read_text(encoding="utf-8").splitlines()[:5]]
+    assert all(printed.stdout.count(f" {item_id} ") == 1 for item_id in ids)
+    assert "run r (" in printed.stderr and ": 5 items, 40 judgments in " in printed.stderr
+
+
+def test_graded_reads_keyset_pages_in_item_order(runner: CliRunner, tmp_path: Path, tiny_model_dir: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "r.sqlite"
+    assert _grade(runner, tiny_model_dir, db, "--jsonl").exit_code == 0
+    pages: list[int] = []
+    original = Store.graded_item_pages
+
+    def spy(self: Store, run_id: str, page_size: int = 500) -> Any:
+        for page in original(self, run_id, page_size):
+            pages.append(len(page))
+            yield page
+
+    monkeypatch.setattr(Store, "graded_item_pages", spy)
+    store = Store.open(db)
+    try:
+        run = store.find_run("r")
+        assert run is not None
+        stored = StoredRun.read(store, run["id"], str(db), resumed_items=0)
+    finally:
+        store.close()
+    paged = list(stored.graded(page_size=2))
+    assert pages == [2, 2, 1]
+    whole = stored.result()
+    assert [g.item_id for g in paged] == [r.item_id for r in whole.item_results]
+    assert [g.report for g in paged] == [r.report for r in whole.item_results]
+    assert stored.total_judgments == whole.total_judgments == 40
