@@ -44,6 +44,8 @@ class GradeTally:
 
     Attributes
     ----------
+    threshold : float
+        Off-label mass above which an answered judgment is flagged (``--off-label-threshold``).
     items, failed_items : int
         Graded items, and those whose report has an ``error``.
     failed_judgments : int
