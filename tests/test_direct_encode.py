@@ -87,3 +87,30 @@ def test_a_tokenizer_that_is_not_fast_keeps_its_own_encode() -> None:
     encode = direct_encoder(Slow())
     assert encode("abc", False) == [3, 0, 0]
     assert encode("abcd", True) == [4, 0, 1]
+
+
+def test_a_subclass_overriding_the_wrapper_keeps_its_own_encode(tiny_model: Any) -> None:
+    """CodeLlama-style tokenizers override ``_encode_plus`` (an infilling split); the backend call
+    would skip that, so they get the wrapper."""
+    import copy
+
+    tokenizer = copy.deepcopy(tiny_model.tokenizer)
+
+    class Infilling(type(tokenizer)):  # type: ignore[misc]
+        def _encode_plus(self, text: Any, *args: Any, **kwargs: Any) -> Any:
+            return super()._encode_plus(text.replace("<FILL>", "x"), *args, **kwargs)
+
+    tokenizer.__class__ = Infilling
+    text = "a <FILL> b"
+    assert direct_encoder(tokenizer)(text, False) == _reference(tokenizer, text, False)
+    assert direct_encoder(tokenizer)(text, False) == _reference(tiny_model.tokenizer, "a x b", False)
+
+
+def test_split_special_tokens_set_later_on_the_tokenizer_is_honoured(tiny_model: Any) -> None:
+    import copy
+
+    tokenizer = copy.deepcopy(tiny_model.tokenizer)
+    encode = direct_encoder(tokenizer)
+    tokenizer.split_special_tokens = True  # now the wrapper's default splits them
+    text = "x <|im_end|> y"
+    assert encode(text, False) == list(tokenizer.encode(text, add_special_tokens=False))

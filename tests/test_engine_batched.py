@@ -364,7 +364,7 @@ def test_trie_allowed_is_may_attend(trees) -> None:  # type: ignore[no-untyped-d
 
 
 def test_trie_allowed_on_deep_branching_paths() -> None:
-    """Depths up to 140 (every lifting bit used), a branch at every level of a long suffix."""
+    """Depths up to 140, a branch at every level of a long suffix."""
     rng = random.Random(3)
     suffix = [rng.randrange(50) for _ in range(130)]
     trees = [(suffix[:cut], [[rng.randrange(50, 60) for _ in range(rng.randint(1, 12))]]) for cut in range(1, 131, 7)]
@@ -374,6 +374,17 @@ def test_trie_allowed_on_deep_branching_paths() -> None:
     n = len(row.token_ids)
     expected = torch.tensor([[may_attend(row, q, k) for k in range(n)] for q in range(n)])
     assert torch.equal(allowed, expected)
+
+
+def test_trie_allowed_refuses_a_parent_numbered_after_its_child() -> None:
+    """The row copies need parents first (as _Trie.insert numbers them); a row breaking that is
+    our bug and raises, never a wrong mask."""
+    import dataclasses
+
+    row = pack_trie(0, [([1, 2, 3], [[4]])])
+    broken = dataclasses.replace(row, parents=[1, -1, 1])
+    with pytest.raises(AssertionError, match="parents must come first"):
+        trie_allowed(broken)
 
 
 @given(st.lists(st.lists(st.integers(0, 2), min_size=1, max_size=6), min_size=1, max_size=5))

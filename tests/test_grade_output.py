@@ -96,3 +96,18 @@ def test_graded_reads_keyset_pages_in_item_order(runner: CliRunner, tmp_path: Pa
     assert [g.item_id for g in paged] == [r.item_id for r in whole.item_results]
     assert [g.report for g in paged] == [r.report for r in whole.item_results]
     assert stored.total_judgments == whole.total_judgments == 40
+
+
+def test_ctrl_c_while_printing_exits_130_and_keeps_the_run(
+    runner: CliRunner, tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(self: StoredRun, page_size: int = 500) -> Any:
+        raise KeyboardInterrupt
+        yield  # a generator, as the real one
+
+    monkeypatch.setattr(StoredRun, "graded", interrupted)
+    db = tmp_path / "r.sqlite"
+    result = _grade(runner, tiny_model_dir, db)
+    assert result.exit_code == 130
+    assert "interrupted while printing; the run is stored in" in result.stderr
+    assert load_result(db, "r")[0].status == "finished"

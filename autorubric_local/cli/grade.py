@@ -26,7 +26,7 @@ from autorubric_local.cli.common import (
 )
 from autorubric_local.cli.grade_output import (
     DEFAULT_OFF_LABEL_THRESHOLD,
-    _stream,
+    stream_json_lines,
     print_graded,
     summary_line,
 )
@@ -41,7 +41,6 @@ from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
 EXIT_FAILURES = 3
 """Exit status of ``grade`` when some items or judgments failed (without --allow-failures)."""
-
 
 
 @click.command()
@@ -203,7 +202,7 @@ def grade(
                             chunk_judgments=chunk_judgments, chunk_seconds=chunk_seconds, show_progress=not no_progress,
                             distributed=distributed)
         streamed: set[str] = set()
-        on_chunk = (lambda chunk: _stream(chunk.graded, streamed)) if as_jsonl else None
+        on_chunk = (lambda chunk: stream_json_lines(chunk.graded, streamed)) if as_jsonl else None
         executor = None if distributed is None else RayExecutor(distributed)  # imports ray only when it starts
         runner = EvalRunner(dataset, grader, config, data_path=str(data_path), on_chunk=on_chunk, executor=executor)
         load_seconds = 0.0
@@ -234,7 +233,12 @@ def grade(
         raise SystemExit(130) from None
     except AutorubricError as exc:
         raise fail(exc) from exc
-    tally = print_graded(stored, as_json=as_json, as_jsonl=as_jsonl, streamed=streamed, threshold=off_label_threshold)
+    try:
+        tally = print_graded(stored, as_json=as_json, as_jsonl=as_jsonl, streamed=streamed,
+                             threshold=off_label_threshold)
+    except KeyboardInterrupt:  # while the results are read back: the run itself is stored
+        console.print(f"interrupted while printing; the run is stored in {db_path}", markup=False)
+        raise SystemExit(130) from None
     console.print(summary_line(stored, tally, load_seconds, db_path), markup=False)
     if contextual_calibration:
         inputs = ", ".join(repr(text) for text in grader.content_free_inputs)

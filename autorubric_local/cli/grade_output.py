@@ -108,7 +108,7 @@ def print_graded(
         _print_json_array(counted())
     elif as_jsonl:
         for graded in counted():
-            _stream([(graded.item_id, graded.report)], streamed)
+            stream_json_lines([(graded.item_id, graded.report)], streamed)
     else:
         page: list[tuple[str, EnsembleEvaluationReport]] = []
         for graded in counted():
@@ -146,7 +146,7 @@ def summary_line(stored: StoredRun, tally: GradeTally, load_seconds: float, db_p
     )
 
 
-def _stream(graded: Sequence[tuple[str, EnsembleEvaluationReport]], streamed: set[str]) -> None:
+def stream_json_lines(graded: Sequence[tuple[str, EnsembleEvaluationReport]], streamed: set[str]) -> None:
     """Print each item of ``graded`` not printed yet as one JSON line (``_item_json``), flushed."""
     for item_id, report in graded:
         if item_id not in streamed:
@@ -156,12 +156,14 @@ def _stream(graded: Sequence[tuple[str, EnsembleEvaluationReport]], streamed: se
 
 
 def _votes(report: EnsembleEvaluationReport) -> list[JudgeVote | MultiChoiceJudgeVote]:
-    """Every judge's vote on every criterion of ``report`` (one per judgment, as ``_failures``
-    counts them; a vote over several option orders is one)."""
+    """Every judge's vote on every criterion of ``report`` (one per judgment, as
+    :class:`GradeTally` counts them; a vote over several option orders is one)."""
     return [vote for criterion in report.report or [] for vote in [*criterion.votes, *criterion.multi_choice_votes]]
+
 
 def _percent(share: float) -> str:
     return f"{share * 100:g}%"
+
 
 def _off_label_cell(criterion: EnsembleCriterionReport, threshold: float) -> str:
     """The largest known off-label mass among the criterion's votes, marked ``!`` above
@@ -172,6 +174,7 @@ def _off_label_cell(criterion: EnsembleCriterionReport, threshold: float) -> str
     worst = max(masses)
     return f"[bold red]{worst:.2f} ![/bold red]" if worst > threshold else f"{worst:.2f}"
 
+
 def _verdict_cell(report: EnsembleCriterionReport) -> tuple[str, float | None]:
     probabilities = report.label_probabilities or {}
     if report.final_verdict is not None:
@@ -181,6 +184,7 @@ def _verdict_cell(report: EnsembleCriterionReport) -> tuple[str, float | None]:
     if verdict is None or verdict.selected_label is None:
         return "n/a", None
     return verdict.selected_label, probabilities.get(verdict.selected_label)
+
 
 def _results_table(
     graded: Sequence[tuple[str, EnsembleEvaluationReport]], off_label_threshold: float = DEFAULT_OFF_LABEL_THRESHOLD
@@ -225,6 +229,7 @@ def _results_table(
         table.add_section()
     return table
 
+
 def _item_json(item_id: str, report: EnsembleEvaluationReport) -> dict[str, Any]:
     criteria = []
     for criterion in report.report or []:
@@ -252,6 +257,7 @@ def _item_json(item_id: str, report: EnsembleEvaluationReport) -> dict[str, Any]
         "error": report.error,
         "criteria": criteria,
     }
+
 
 def _vote_json(vote: JudgeVote | MultiChoiceJudgeVote) -> dict[str, Any]:
     if isinstance(vote, JudgeVote):

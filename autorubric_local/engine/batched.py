@@ -107,7 +107,9 @@ def trie_allowed(row: PackedRow) -> torch.Tensor:
     n = len(row.token_ids)
     allowed = np.zeros((n, n), dtype=bool)
     for node, parent in enumerate(row.parents):
-        if parent >= 0:  # parent < node: _Trie.insert numbers nodes as it creates them
+        if parent >= node:  # _Trie.insert numbers a node after its parent; anything else is our bug
+            raise AssertionError(f"trie node {node} has parent {parent}: parents must come first")
+        if parent >= 0:
             allowed[node] = allowed[parent]
         allowed[node, node] = True
     return torch.from_numpy(allowed)

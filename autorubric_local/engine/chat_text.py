@@ -164,9 +164,9 @@ class HFTextMixin:
     def _encoder(self) -> Encoder:
         """``tokenizer.encode`` without its wrapper's cost (:mod:`.direct_encode`), made once."""
         known = self.__dict__.get("_direct_encode")
-        if known is None or known[0] is not self.tokenizer:
-            known = self.__dict__["_direct_encode"] = (self.tokenizer, direct_encoder(self.tokenizer))
-        return known[1]  # type: ignore[no-any-return]
+        if known is None:
+            known = self.__dict__["_direct_encode"] = direct_encoder(self.tokenizer)
+        return known  # type: ignore[no-any-return]
 
     def _control_tokens(self) -> tuple[re.Pattern[str] | None, dict[str, int]]:
         """The tokenizer's special-token strings as one pattern (longest first) and their ids."""

@@ -30,6 +30,7 @@ from autorubric_local.engine.base import (
     Generation,
     LabelScores,
     ScoreRequest,
+    checked_count,
     filled,
     mass_outside,
 )
@@ -558,7 +559,8 @@ def _per_prefix(requests: Sequence[Any], run_group: Callable[[str, list[Any]], l
     results: list[Any] = [None] * len(requests)
     with torch.inference_mode():
         for prefix, indices in _groups(requests).items():
-            for index, result in zip(indices, run_group(prefix, [requests[i] for i in indices])):
+            group = run_group(prefix, [requests[i] for i in indices])
+            for index, result in zip(indices, checked_count(group, len(indices), "a prefix group")):
                 results[index] = result
     return results
 
