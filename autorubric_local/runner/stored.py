@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from autorubric_local.core.reports import EnsembleEvaluationReport
+from autorubric_local.runner.config import MEMORY_DB
 from autorubric_local.runner.results import EvalResult, result_from_store
 from autorubric_local.store import Store
 
@@ -71,7 +72,7 @@ class StoredRun:
         row = store.find_run(run_id)
         if row is None:
             raise KeyError(f"{db_path}: no run {run_id}")
-        in_memory = result_from_store(store, row, db_path)[0] if db_path == ":memory:" else None
+        in_memory = result_from_store(store, row, db_path)[0] if db_path == MEMORY_DB else None
         return cls(db_path, run_id, row["name"], resumed_items, float(row.get("wall_seconds") or 0.0),
                    store.judgment_count(run_id), in_memory)
 
