@@ -29,7 +29,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import yaml
 
@@ -51,7 +51,9 @@ __all__ = [
     "parse_json",
     "parse_yaml",
     "read_input_text",
+    "JsonlLine",
     "read_jsonl_lines",
+    "read_jsonl_spans",
     "short_repr",
     "unknown_field",
 ]
@@ -244,30 +246,65 @@ def read_jsonl_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str | 
     InputError
         Naming the path: not found, a directory, or not readable.
     """
+    for line in read_jsonl_spans(path):
+        yield line.number, line.text
+
+
+class JsonlLine(NamedTuple):
+    """One non-blank line of a JSONL file (:func:`read_jsonl_spans`).
+
+    Attributes
+    ----------
+    number : int
+        1-based line number.
+    text : str or InputError
+        The line without its ``"\\n"``, or why it cannot be read (too long, not UTF-8).
+    offset : int
+        Byte offset in the file of the bytes ``text`` was decoded from (after a byte-order mark).
+    raw : bytes
+        Those bytes, ``"\\n"`` included when the line has one; empty for a line too long to hold.
+    """
+
+    number: int
+    text: str | InputError
+    offset: int
+    raw: bytes
+
+
+def read_jsonl_spans(path: str | os.PathLike[str]) -> Iterator[JsonlLine]:
+    """:func:`read_jsonl_lines` with each line's place in the file, so that a caller can read
+    it again later instead of holding it
+    (:class:`~autorubric_local.data.jsonl_items.JsonlItems`). Raises what it raises."""
     path = Path(path)
     with _open_input(path) as handle:
         number = 0
+        offset = 0
         while raw := handle.readline(MAX_LINE_BYTES + 1):
             number += 1
+            start = offset
+            offset += len(raw)
             if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                 size = len(raw)
                 while raw and not raw.endswith(b"\n"):  # skip the rest of the line, a piece at a time
                     raw = handle.readline(2**20)
                     size += len(raw)
+                    offset += len(raw)
                 size -= raw.endswith(b"\n")
-                yield number, InputError(
+                yield JsonlLine(number, InputError(
                     f"line too long ({size / 2**20:.1f} MiB; the limit is {MAX_LINE_BYTES / 2**20:g} MiB a line)"
-                )
+                ), start, b"")
                 continue
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
+                start += 3
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                yield number, InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)")
+                yield JsonlLine(number, InputError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)"),
+                                start, raw)
                 continue
             if text.strip(_JSON_SPACE + "\n"):
-                yield number, text.removesuffix("\n")
+                yield JsonlLine(number, text.removesuffix("\n"), start, raw)
 
 
 # ---- parsing ---------------------------------------------------------------------------------

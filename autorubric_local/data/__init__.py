@@ -3,5 +3,6 @@
 - :mod:`.dataset`: ``DataItem`` and ``RubricDataset`` (AutoRubric's JSON format as-is);
 - :mod:`.split`: stratified train/test splits;
 - :mod:`.validation`: checks that name the file, item and field of a problem;
-- :mod:`.submissions`: the ``grade`` command's rubric and data files (JSONL, JSON, datasets).
+- :mod:`.submissions`: the ``grade`` command's rubric and data files (JSONL, JSON, datasets);
+- :mod:`.jsonl_items`: a JSONL file's items, read from the file when used instead of held.
 """

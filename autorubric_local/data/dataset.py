@@ -69,6 +69,7 @@ from autorubric_local.data.item import (
     item_to_dict,
     rubric_to_json,
 )
+from autorubric_local.data.jsonl_items import JsonlItems
 from autorubric_local.data.split import split_indices
 from autorubric_local.data.validation import (
     _NO_RUBRIC,
@@ -152,7 +153,9 @@ class RubricDataset:
     rubric : Rubric or None
         Global rubric; ``None`` only when every item has its own rubric.
     items : list of DataItem
-        The items, validated on construction (see the module docstring).
+        The items, validated on construction (see the module docstring). A ``.jsonl`` file
+        loaded for grading gives a :class:`~autorubric_local.data.jsonl_items.JsonlItems`
+        instead, a sequence that reads each item from the file when used.
     name : str or None
         Optional dataset name, e.g. ``"essay-grading-v1"``.
     reference_submission : str or None
@@ -184,6 +187,8 @@ class RubricDataset:
             raise InputError(
                 f"field 'rubric': expected a Rubric or None, got {type(self.rubric).__name__}"
             )
+        if isinstance(self.items, JsonlItems):
+            return  # each item was checked against this rubric when the file was read, and is again when read
         problems = ProblemCollector(None)
         items = list(self.items)
         where = [f"item {i}" for i in range(len(items))]
@@ -228,6 +233,8 @@ class RubricDataset:
             )
         except InputError as e:
             raise InputError(f"{where}: {e}") from None
+        if not isinstance(self.items, list):
+            self.items = list(self.items)  # items read from a file when used: held from now on
         if item.id is not None:
             for i, other in enumerate(self.items):
                 if other.id == item.id:

@@ -32,19 +32,23 @@ line (JSONL, 1-based) or item (JSON, 0-based) and the field, e.g.
 is returned. JSONL is read line by line, split on ``"\n"`` only, with no limit on the file's
 size and 64 MiB a line (:func:`~autorubric_local.core.checks.read_jsonl_lines`); a JSON file
 over 64 MiB (it is parsed whole), text that is not UTF-8, and JSON nested deeper than 64 levels
-are refused (:mod:`autorubric_local.core.checks`). With ``keep_unreadable`` a JSONL line that
+are refused (:mod:`autorubric_local.core.checks`). A ``.jsonl`` file's items are not held in
+memory: each is kept as its place in the file and read again when used
+(:class:`~autorubric_local.data.jsonl_items.JsonlItems`), so a file of any size loads in a few
+dozen bytes an item. With ``keep_unreadable`` a JSONL line that
 cannot be read becomes an :class:`~autorubric_local.data.item.UnreadableItem` instead (the
 item's failure, not the file's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from autorubric_local.core.checks import check_keys, jsonl_lines, parse_json, read_jsonl_lines
+from autorubric_local.core.checks import JsonlLine, check_keys, jsonl_lines, parse_json, read_jsonl_spans
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.data.dataset import (
@@ -54,8 +58,10 @@ from autorubric_local.data.dataset import (
     json_type_name,
     read_text_file,
 )
-from autorubric_local.data.item import UnreadableItem
-from autorubric_local.data.validation import require_field
+from autorubric_local.data.item import UnreadableItem, _item_from_dict
+from autorubric_local.data.jsonl_items import JsonlItems
+from autorubric_local.data.dataset import _checked_item
+from autorubric_local.data.validation import _duplicate_id, require_field
 
 __all__ = ["SUBMISSION_FIELDS", "load_grading_data"]
 
@@ -99,24 +105,26 @@ def load_grading_data(
     source = str(path)
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        return _load_jsonl(read_jsonl_lines(path), source, rubric, limit, keep_unreadable)
+        return _load_jsonl(read_jsonl_spans(path), source, rubric, limit, keep_unreadable, path)
     text = read_text_file(path)
     try:
         data = parse_json(text)
     except InputError as e:
         if suffix == ".json":
             raise InputError(f"{source}: invalid JSON: {e}") from None
-        return _load_jsonl(jsonl_lines(text), source, rubric, limit, keep_unreadable)
+        return _load_jsonl(_text_lines(text), source, rubric, limit, keep_unreadable)
     if isinstance(data, list):
-        rows = [(i, f"item {i}", row) for i, row in enumerate(data[:limit])]
-        return _load_submissions(rows, {}, source, rubric)
+        reading = _ItemReading(source, rubric, keep_unreadable=False, path=None)
+        for i, row in enumerate(data[:limit]):
+            reading.add_item(row, f"item {i}")
+        return reading.dataset()
     if isinstance(data, dict) and "items" in data:
         dataset = RubricDataset.from_dict(data, source=source, rubric=rubric)
         if limit is not None:
             dataset = dataset.with_items(dataset.items[:limit])
         return _with_ids(dataset, [f"item {i}" for i in range(len(dataset))], source)
     if isinstance(data, dict) and suffix != ".json":
-        return _load_jsonl(jsonl_lines(text), source, rubric, limit, keep_unreadable)  # a one-line JSONL file
+        return _load_jsonl(_text_lines(text), source, rubric, limit, keep_unreadable)  # a one-line JSONL file
     raise InputError(
         f"{source}: expected a JSON array of submissions or a dataset object with 'items', "
         f"got {json_type_name(data)}"
@@ -125,42 +133,188 @@ def load_grading_data(
 
 
 def _load_jsonl(
-    lines: Iterable[tuple[int, str | InputError]],
+    lines: Iterable[JsonlLine],
     source: str,
     rubric: Rubric | None,
     limit: int | None,
     keep_unreadable: bool,
+    path: Path | None = None,
 ) -> RubricDataset:
-    """Items from JSONL lines (read one at a time): submissions, or the dataset form when the
-    first line is a header (an object with ``rubric`` and no ``submission``)."""
-    header: tuple[str, Any] | None = None
-    rows: list[tuple[int, str, Any]] = []  # (item position, location, JSON value)
-    unreadable: dict[int, UnreadableItem] = {}
-    for number, line in lines:
-        problem, value = _parse_line(line)
-        if not rows and not unreadable and header is None and problem is None and _is_header(value):
-            header = (f"line {number}", value)
+    """Items from JSONL lines, read and checked one at a time: submissions, or the dataset form
+    when the first line is a header (an object with ``rubric`` and no ``submission``).
+
+    With ``path`` (lines read from that file) only each item's place in the file is kept and
+    the dataset's items are a :class:`~autorubric_local.data.jsonl_items.JsonlItems`, parsed
+    again when read; without it (lines from text) they are a list. Problems are reported as
+    the file's whole-value loaders report them, in the same order: a line that cannot be read
+    (unless ``keep_unreadable``); then no readable line; then the header; then every item's
+    fields; then ids used twice."""
+    reading = _ItemReading(source, rubric, keep_unreadable, path)
+    for line in lines:
+        problem, value = _parse_line(line.text)
+        if reading.expects_header and problem is None and _is_header(value):
+            reading.read_header(line.number, value)
             continue
-        position = len(rows) + len(unreadable)
-        if limit is not None and position >= limit:
+        if limit is not None and reading.count >= limit:
             break
-        if problem is None:
-            rows.append((position, f"line {number}" if header is None else f"line {number} (item {position})", value))
-        elif keep_unreadable:
-            unreadable[position] = UnreadableItem(submission="", error=f"{source}: line {number}: {problem}",
-                                                  line=number)
+        if problem is not None:
+            reading.add_unreadable(line.number, problem)
         else:
-            raise InputError(f"{source}: line {number}: {problem}")
-    if unreadable and not rows:
-        shown = "; ".join(item.error for item in list(unreadable.values())[:3])
-        raise InputError(f"{source}: no line could be read as an item ({len(unreadable)} unreadable): {shown}")
-    if header is None:
-        return _load_submissions(rows, unreadable, source, rubric)
-    dataset = RubricDataset.from_jsonl_rows([header] + [(where, value) for _, where, value in rows],
-                                            source=source, rubric=rubric)
-    readable = iter(dataset.items)
-    items = [unreadable[i] if i in unreadable else next(readable) for i in range(len(rows) + len(unreadable))]
-    return _with_ids(dataset.with_items(items), _locations(rows, unreadable), source)
+            reading.add_item(value, f"line {line.number}" + (f" (item {reading.count})" if reading.has_header else ""),
+                             line)
+    return reading.dataset()
+
+
+class _ItemReading:
+    """The items of a submissions or dataset file read so far, one at a time (:func:`_load_jsonl`,
+    or a JSON array of submissions): the header, the items (or where each is in the file), and
+    the problems found, by kind (see :func:`_load_jsonl` for the order they are reported in)."""
+
+    def __init__(self, source: str, rubric: Rubric | None, keep_unreadable: bool, path: Path | None) -> None:
+        self.source = source
+        self.rubric = rubric
+        self.keep_unreadable = keep_unreadable
+        self.path = path
+        self.header: RubricDataset | None = None  # the header's dataset, without items
+        self.header_problem: InputError | None = None
+        self.has_header = False
+        self.count = 0
+        self.readable = 0
+        self.unreadable: list[UnreadableItem] = []
+        self.items: JsonlItems | list[DataItem] | None = None  # the items, once the first is read
+        self.field_problems: list[tuple[str, str]] = []  # an item's fields (from_dict's check)
+        self.rubric_problems: list[tuple[str, str]] = []  # against the effective rubric; ids (dataset form)
+        self.id_problems: list[tuple[str, str]] = []  # ids used twice once every item has one
+        self.first_use: dict[str, str] = {}
+        self.first_own_id: dict[str, str] = {}
+
+    @property
+    def expects_header(self) -> bool:
+        return self.count == 0 and not self.has_header
+
+    def read_header(self, number: int, value: dict[str, Any]) -> None:
+        self.has_header = True
+        try:
+            self.header = RubricDataset.from_jsonl_rows([(f"line {number}", value)], source=self.source,
+                                                        rubric=self.rubric)
+        except InputError as e:  # reported after the lines, as when the file was read whole
+            self.header_problem = e
+
+    def add_unreadable(self, number: int, problem: str) -> None:
+        if not self.keep_unreadable:
+            raise InputError(f"{self.source}: line {number}: {problem}")
+        item = UnreadableItem(submission="", error=f"{self.source}: line {number}: {problem}", line=number,
+                              id=f"item-{self.count}")
+        self.unreadable.append(item)
+        self._note_id(item.id, f"line {number}")
+        items = self._sink()
+        if isinstance(items, JsonlItems):
+            items.add_unreadable(item)
+        else:
+            items.append(item)
+        self.count += 1
+
+    def add_item(self, value: Any, where: str, line: JsonlLine | None = None) -> None:
+        """Check the next item, from ``line`` of the file (or from a JSON array: no line)."""
+        position = self.count
+        self.count += 1
+        self.readable += 1
+        item = self._checked(value, position, where)
+        if item is None:
+            return  # its problem is reported: no dataset is made
+        self._note_id(item.id, where)
+        items = self._sink()
+        if isinstance(items, JsonlItems):
+            assert line is not None
+            items.add_line(line.number, line.offset, line.raw)
+        else:
+            items.append(item)
+
+    def _sink(self) -> JsonlItems | list[DataItem]:
+        """Where items go: their places in the file (lines read from a file), else a list. Made
+        at the first item, when whether the file has a header is known."""
+        if self.items is None:
+            if self.path is None:
+                self.items = []
+            elif self.header is None:
+                self.items = JsonlItems(self.path, self.source, _parse_submission)
+            else:
+                self.items = JsonlItems(self.path, self.source,
+                                        functools.partial(_read_dataset_item, self.header.rubric))
+        return self.items
+
+    def _checked(self, value: Any, position: int, where: str) -> DataItem | None:
+        """The item, or None with its problem recorded."""
+        if not self.has_header:
+            try:
+                return _parse_submission(value, position)
+            except InputError as e:
+                self.field_problems.append((where, str(e)))
+                return None
+        if self.header is None:
+            return None  # the header is refused: its items cannot be checked
+        try:
+            item = _item_from_dict(value)
+        except InputError as e:
+            self.field_problems.append((where, str(e)))
+            return None
+        try:
+            item = _checked_item(item, self.header.rubric)
+        except InputError as e:
+            self.rubric_problems.append((where, str(e)))
+            return None
+        if item.id is not None:
+            if item.id in self.first_own_id:
+                self.rubric_problems.append((where, _duplicate_id(item.id, self.first_own_id[item.id])))
+                return None
+            self.first_own_id[item.id] = where
+        return item if item.id is not None else replace(item, id=f"item-{position}")
+
+    def _note_id(self, item_id: str | None, where: str) -> None:
+        assert item_id is not None
+        first = self.first_use.get(item_id)
+        if first is not None:
+            self.id_problems.append((where, f"field 'id': duplicate id {item_id!r} (first used by {first})"))
+        else:
+            self.first_use[item_id] = where
+
+    def dataset(self) -> RubricDataset:
+        """The dataset read, or every problem found (InputError)."""
+        if self.unreadable and not self.readable:
+            shown = "; ".join(item.error for item in self.unreadable[:3])
+            raise InputError(f"{self.source}: no line could be read as an item ({len(self.unreadable)} unreadable): "
+                             f"{shown}")
+        if not self.has_header:
+            if not self.readable:
+                raise InputError(f"{self.source}: no submissions found")
+            if self.rubric is None:
+                raise InputError(f"{self.source}: no rubric: a submissions file carries no rubric, so one must be given")
+        elif self.header_problem is not None:
+            raise self.header_problem
+        _raise_problems(self.source, self.field_problems + self.rubric_problems)
+        _raise_problems(self.source, self.id_problems)
+        items = self._sink()
+        if self.header is None:
+            return RubricDataset(prompt=None, rubric=self.rubric, items=items)
+        return self.header.with_items(items)
+
+
+def _text_lines(text: str) -> Iterator[JsonlLine]:
+    """The lines of JSONL text (:func:`~autorubric_local.core.checks.jsonl_lines`), which have no place in a file."""
+    return (JsonlLine(number, line, -1, b"") for number, line in jsonl_lines(text))
+
+
+def _read_dataset_item(rubric: Rubric | None, value: Any, position: int) -> DataItem:
+    """An item of a dataset's JSONL form, as :class:`_ItemReading` checked it."""
+    item = _checked_item(_item_from_dict(value), rubric)
+    return item if item.id is not None else replace(item, id=f"item-{position}")
+
+
+def _raise_problems(source: str, problems: Sequence[tuple[str, str]]) -> None:
+    collector = ProblemCollector(source)
+    for where, message in problems:
+        collector.add(where, message)
+    collector.raise_if_any()
 
 
 def _parse_line(line: str | InputError) -> tuple[str | None, Any]:
@@ -175,40 +329,6 @@ def _parse_line(line: str | InputError) -> tuple[str | None, Any]:
 
 def _is_header(value: object) -> bool:
     return isinstance(value, dict) and "rubric" in value and "submission" not in value
-
-
-def _locations(rows: Sequence[tuple[int, str, Any]], unreadable: Mapping[int, UnreadableItem]) -> list[str]:
-    """Each item's location for messages, in item order."""
-    where = {position: location for position, location, _ in rows}
-    where.update({position: f"line {item.line}" for position, item in unreadable.items()})
-    return [where[i] for i in range(len(where))]
-
-
-def _load_submissions(
-    rows: Sequence[tuple[int, str, Any]], unreadable: Mapping[int, UnreadableItem], source: str, rubric: Rubric | None
-) -> RubricDataset:
-    """Build a dataset from submission objects; ``rows`` gives each one's item position and
-    location, ``unreadable`` the placeholders of lines that could not be read."""
-    if not rows:
-        raise InputError(f"{source}: no submissions found")
-    if rubric is None:
-        raise InputError(
-            f"{source}: no rubric: a submissions file carries no rubric, so one must be given"
-        )
-    problems = ProblemCollector(source)
-    items: dict[int, DataItem] = {
-        position: replace(item, id=f"item-{position}") for position, item in unreadable.items()
-    }
-    for position, where, row in rows:
-        try:
-            items[position] = _parse_submission(row, position)
-        except InputError as e:
-            problems.add(where, str(e))
-    problems.raise_if_any()
-    ordered = [items[i] for i in range(len(items))]
-    _check_unique_ids(ordered, _locations(rows, unreadable), problems)
-    problems.raise_if_any()
-    return RubricDataset(prompt=None, rubric=rubric, items=ordered)
 
 
 def _parse_submission(row: object, index: int) -> DataItem:
