@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.penalty import ThinkingOutputDict, normalize_to_grade_input
@@ -112,8 +112,84 @@ def _item_json(item: DataItem) -> dict[str, Any]:
     return {key: value for key, value in item_to_dict(item).items() if key != "ground_truth"}
 
 
-def plan_dataset(dataset: RubricDataset) -> list[PlannedItem]:
+class PlannedItems(Sequence[PlannedItem]):
+    """A dataset's planned items, each built again from its dataset item when read.
+
+    Only each item's dataset index, key, item hash and judgment count are held (about 200
+    bytes an item), so planning 10^5 items of a file read when used
+    (:class:`~autorubric_local.data.jsonl_items.JsonlItems`) does not hold their text: a run
+    keeps in memory only the items of the chunk it grades. Indexing gives a
+    :class:`PlannedItem` (a slice, or :meth:`subset`, another lazy ``PlannedItems``).
+
+    Attributes
+    ----------
+    dataset : RubricDataset
+    indexes : list of int
+        Each planned item's index in ``dataset``.
+    keys : list of str
+        Each planned item's row key.
+    item_hashes : list of str
+        Each planned item's ``sha256:v1:<hex>`` hash.
+    judgments : list of int or None
+        Each planned item's number of judgments, when :func:`plan_dataset` was given a count.
+    """
+
+    def __init__(
+        self,
+        dataset: RubricDataset,
+        indexes: list[int],
+        keys: list[str],
+        item_hashes: list[str],
+        judgments: list[int] | None,
+    ) -> None:
+        self.dataset = dataset
+        self.indexes = indexes
+        self.keys = keys
+        self.item_hashes = item_hashes
+        self.judgments = judgments
+
+    def __len__(self) -> int:
+        return len(self.indexes)
+
+    @overload
+    def __getitem__(self, position: int) -> PlannedItem: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> PlannedItems: ...
+
+    def __getitem__(self, position: int | slice) -> PlannedItem | PlannedItems:
+        if isinstance(position, slice):
+            return self.subset(range(len(self))[position])
+        position = range(len(self))[position]  # IndexError as a list gives it
+        index = self.indexes[position]
+        entry = _plan_item(self.dataset, index, self.dataset.items[index], self.item_hashes[position])
+        if entry.key != self.keys[position]:  # the dataset's items changed after planning
+            raise InputError(f"item {index}: its key changed after the dataset was planned "
+                             f"({self.keys[position]!r} -> {entry.key!r})")
+        return entry
+
+    def __iter__(self) -> Iterator[PlannedItem]:
+        return (self[position] for position in range(len(self)))
+
+    def subset(self, positions: Sequence[int]) -> PlannedItems:
+        """The planned items at ``positions``, in that order (lazy too)."""
+        return PlannedItems(
+            self.dataset,
+            [self.indexes[p] for p in positions],
+            [self.keys[p] for p in positions],
+            [self.item_hashes[p] for p in positions],
+            None if self.judgments is None else [self.judgments[p] for p in positions],
+        )
+
+
+def plan_dataset(
+    dataset: RubricDataset, judgment_count: Callable[[GradeItem], int] | None = None
+) -> PlannedItems:
     """Check every item and plan it; refuse a malformed dataset before any work.
+
+    Each item is planned once here, to check it and to compute its key, hash and (with
+    ``judgment_count``, e.g. ``grader.judgment_count``) its number of judgments, and is then
+    let go: the returned :class:`PlannedItems` builds it again when read.
 
     Raises
     ------
@@ -124,7 +200,10 @@ def plan_dataset(dataset: RubricDataset) -> list[PlannedItem]:
     if not isinstance(dataset, RubricDataset):
         raise InputError(f"dataset: expected a RubricDataset, got {type(dataset).__name__}")
     problems = ProblemCollector(dataset.name and f"dataset {dataset.name!r}")
-    planned: list[PlannedItem] = []
+    indexes: list[int] = []
+    keys: list[str] = []
+    hashes: list[str] = []
+    judgments: list[int] | None = None if judgment_count is None else []
     first_use: dict[str, int] = {}
     for index, item in enumerate(dataset.items):
         try:
@@ -136,12 +215,17 @@ def plan_dataset(dataset: RubricDataset) -> list[PlannedItem]:
             problems.add(f"item {index}", f"field 'id': key {entry.key!r} already used by item {first_use[entry.key]}")
             continue
         first_use[entry.key] = index
-        planned.append(entry)
+        indexes.append(index)
+        keys.append(entry.key)
+        hashes.append(entry.item_hash)
+        if judgments is not None and judgment_count is not None:
+            judgments.append(judgment_count(entry.grade_item))
     problems.raise_if_any()
-    return planned
+    return PlannedItems(dataset, indexes, keys, hashes, judgments)
 
 
-def _plan_item(dataset: RubricDataset, index: int, item: object) -> PlannedItem:
+def _plan_item(dataset: RubricDataset, index: int, item: object, item_hash: str | None = None) -> PlannedItem:
+    """Plan one item; ``item_hash`` is its hash when already known (it is computed otherwise)."""
     if not isinstance(item, DataItem):
         raise InputError(f"expected a DataItem, got {type(item).__name__}")
     if not isinstance(item.submission, str):
@@ -164,6 +248,8 @@ def _plan_item(dataset: RubricDataset, index: int, item: object) -> PlannedItem:
         reference_submission=dataset.get_item_reference_submission(index),
         item_id=key,
     )
+    if item_hash is not None:
+        return PlannedItem(index, key, item, grade_item, graded_input, item_hash)
     content = {
         "key": key,
         "submission": item.submission,
@@ -176,10 +262,11 @@ def _plan_item(dataset: RubricDataset, index: int, item: object) -> PlannedItem:
     return PlannedItem(index, key, item, grade_item, graded_input, canonical_hash(content))
 
 
-def content_hash(planned: Sequence[PlannedItem], description: Mapping[str, Any]) -> str:
-    """The run's content hash (module docstring)."""
+def content_hash(item_hashes: Sequence[str], description: Mapping[str, Any]) -> str:
+    """The run's content hash (module docstring), from its planned items' hashes
+    (:attr:`PlannedItems.item_hashes`)."""
     return canonical_hash(
-        {"scheme": "autorubric-local/run", "items": [p.item_hash for p in planned], "grader": dict(description)}
+        {"scheme": "autorubric-local/run", "items": list(item_hashes), "grader": dict(description)}
     )
 
 

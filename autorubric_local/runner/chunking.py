@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["DEFAULT_CHUNK_SECONDS", "FIRST_CHUNK_JUDGMENTS", "MAX_CHUNK_GROWTH", "TimedChunks", "make_chunks"]
+__all__ = ["DEFAULT_CHUNK_SECONDS", "FIRST_CHUNK_JUDGMENTS", "MAX_CHUNK_GROWTH", "TimedChunks", "item_keys", "make_chunks"]
 
 DEFAULT_CHUNK_SECONDS = 30.0
 """Default time budget of one chunk (grading and commit), in seconds."""
@@ -40,28 +40,44 @@ def make_chunks(
 ) -> list[list[T]]:
     """Cut pending items, in order, into chunks of at most ``max_judgments`` judgments and
     ``max_items`` items (an item larger than ``max_judgments`` forms its own chunk)."""
+    keys = item_keys(pending)
     chunks: list[list[T]] = []
     start = 0
     while start < len(pending):
-        chunk = _cut(pending, start, estimates, max_judgments, max_items)
+        chunk = _cut(pending, keys, start, estimates, max_judgments, max_items)
         chunks.append(chunk)
         start += len(chunk)
     return chunks
 
 
+def item_keys(pending: Sequence[T]) -> Sequence[str]:
+    """The items' keys: the sequence's own ``keys`` when it has them (a lazy sequence such as
+    :class:`~.checkpoint.PlannedItems`, whose items are then built only when cut), else read
+    from each item."""
+    keys = getattr(pending, "keys", None)
+    if isinstance(keys, Sequence) and len(keys) == len(pending):
+        return keys
+    return [entry.key for entry in pending]
+
+
 def _cut(
-    pending: Sequence[T], start: int, estimates: Mapping[str, int], max_judgments: int, max_items: int | None
+    pending: Sequence[T],
+    keys: Sequence[str],
+    start: int,
+    estimates: Mapping[str, int],
+    max_judgments: int,
+    max_items: int | None,
 ) -> list[T]:
     """The next chunk from ``pending[start:]``: at least one item, then as many as fit."""
-    chunk = [pending[start]]
-    size = estimates[pending[start].key]
-    for entry in pending[start + 1:]:
-        cost = estimates[entry.key]
-        if size + cost > max_judgments or (max_items is not None and len(chunk) >= max_items):
+    end = start + 1
+    size = estimates[keys[start]]
+    while end < len(pending) and (max_items is None or end - start < max_items):
+        cost = estimates[keys[end]]
+        if size + cost > max_judgments:
             break
-        chunk.append(entry)
         size += cost
-    return chunk
+        end += 1
+    return [pending[position] for position in range(start, end)]
 
 
 class TimedChunks(Generic[T]):
@@ -89,8 +105,10 @@ class TimedChunks(Generic[T]):
 
     Attributes
     ----------
-    chunks : list of list
-        The chunks handed out so far, by index.
+    chunks : dict of int to list
+        The chunks handed out and not yet forgotten (:meth:`forget`), by index.
+    judged : list of int
+        The number of judgments of each chunk handed out, by index.
     seconds : list of float
         The measured cost of each chunk handed out and finished, in seconds.
     """
@@ -111,20 +129,27 @@ class TimedChunks(Generic[T]):
         self.max_items = max_items
         self.budget_seconds = budget_seconds
         self.clock = clock or time.monotonic
-        self.chunks: list[list[T]] = []
+        self.chunks: dict[int, list[T]] = {}
+        self.judged: list[int] = []
         self.seconds: list[float] = []
 
     def __getitem__(self, index: int) -> list[T]:
         return self.chunks[index]
 
+    def forget(self, index: int) -> None:
+        """Let go of chunk ``index`` (committed): a long run then holds only the chunk in flight."""
+        del self.chunks[index]
+
     def __iter__(self) -> Iterator[list[T]]:
+        keys = item_keys(self.pending)
         start = 0
         handed_at: float | None = None
         while start < len(self.pending):
             if handed_at is not None:
                 self.seconds.append(self.clock() - handed_at)
-            chunk = _cut(self.pending, start, self.estimates, self.next_budget(), self.max_items)
-            self.chunks.append(chunk)
+            chunk = _cut(self.pending, keys, start, self.estimates, self.next_budget(), self.max_items)
+            self.chunks[len(self.judged)] = chunk
+            self.judged.append(sum(self.estimates[entry.key] for entry in chunk))
             start += len(chunk)
             handed_at = self.clock()
             yield chunk
@@ -134,8 +159,8 @@ class TimedChunks(Generic[T]):
         latest chunk that judged anything (a chunk of unreadable items only teaches nothing)."""
         if self.budget_seconds is None:
             return self.max_judgments
-        for index in range(len(self.chunks) - 1, -1, -1):
-            judged = sum(self.estimates[entry.key] for entry in self.chunks[index])
+        for index in range(len(self.judged) - 1, -1, -1):
+            judged = self.judged[index]
             if judged:
                 spent = self.seconds[index]
                 fitting = math.inf if spent <= 0 else self.budget_seconds * judged / spent

@@ -4,7 +4,10 @@ SQLite checkpoints, resume, progress and timing (spec 001, "Batch Evaluation wit
 How a run goes:
 
 1. The dataset is checked and planned (:func:`~.checkpoint.plan_dataset`); a malformed dataset is
-   refused before anything is loaded or written. The judges' engines are loaded (a missing
+   refused before anything is loaded or written. The plan keeps each item's key, hash and
+   judgment count only (:class:`~.checkpoint.PlannedItems`): items are built again chunk by
+   chunk, so with a ``.jsonl`` file read when used a run holds only the chunk in flight
+   (the Ray executor cuts every chunk up front and holds them all). The judges' engines are loaded (a missing
    model is refused before a database is created).
 2. The run is opened: resumed when the database has a run of that name (and ``resume``), after
    checking its content hash; otherwise started, with every planned item stored as pending.
@@ -57,6 +60,7 @@ from autorubric_local.graders.result_records import (
 )
 from autorubric_local.runner.checkpoint import (
     PlannedItem,
+    PlannedItems,
     PlannedRows,
     adopt_stored_seed,
     check_resumable,
@@ -183,7 +187,7 @@ class EvalRunner:
         finished = self.finished_run()
         if finished is not None:
             return finished
-        planned = plan_dataset(self.dataset)
+        planned = plan_dataset(self.dataset, self.grader.judgment_count)
         with self._executor() as executor:
             return self._run_on(executor, planned)
 
@@ -197,7 +201,7 @@ class EvalRunner:
             return RayExecutor(self.config.distributed)
         return LocalExecutor()
 
-    def _run_on(self, executor: ChunkExecutor, planned: Sequence[PlannedItem]) -> StoredRun:
+    def _run_on(self, executor: ChunkExecutor, planned: PlannedItems) -> StoredRun:
         """Open the run and grade what is pending. A stored run is claimed (its lease taken,
         its content checked) before the executor loads any judge, so a locked or changed run
         is refused without starting Ray actors or loading models; the lease is renewed while
@@ -267,9 +271,9 @@ class EvalRunner:
                 return None  # the common case: nothing planned or hashed here, run_sync does that once
             planned = plan_dataset(self.dataset)
             adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
-            if existing.get("content_hash") != content_hash(planned, self.grader.describe()):
+            if existing.get("content_hash") != content_hash(planned.item_hashes, self.grader.describe()):
                 return None
-            if store.done_item_ids(existing["id"]) != {entry.key for entry in planned}:
+            if store.done_item_ids(existing["id"]) != set(planned.keys):
                 return None
             if not _stored_as_planned(existing, store.item_rows(existing["id"]), planned, self.dataset):
                 return None  # ground truth or metadata changed: a resume refreshes them (under the lease)
@@ -292,7 +296,7 @@ class EvalRunner:
         return None if existing is None else str(existing["id"])
 
     def _claim_run(
-        self, store: Store, name: str, run_id: str, where: str, planned: Sequence[PlannedItem], owner: LeaseOwner
+        self, store: Store, name: str, run_id: str, where: str, planned: PlannedItems, owner: LeaseOwner
     ) -> str:
         """Take the lease of the stored run ``run_id`` and check that it can be resumed with this
         content (:func:`~.checkpoint.check_resumable`; the grader adopts the run's stored seed
@@ -314,7 +318,7 @@ class EvalRunner:
             assert existing is not None
             adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
             description = self.grader.describe()
-            check_resumable(existing, content_hash(planned, description), description, planned,
+            check_resumable(existing, content_hash(planned.item_hashes, description), description, planned,
                             store.item_rows(run_id), where)
         except BaseException:
             store.release_run_lease(run_id, owner)
@@ -325,7 +329,7 @@ class EvalRunner:
         self,
         store: Store,
         name: str,
-        planned: Sequence[PlannedItem],
+        planned: PlannedItems,
         engines: dict[str, EngineRecord],
         owner: LeaseOwner,
     ) -> str:
@@ -334,13 +338,13 @@ class EvalRunner:
         return store.start_run(
             name=name, judges=self._judges(engines), grader=description,
             rubric=None if self.dataset.rubric is None else rubric_to_json(self.dataset.rubric),
-            data_path=self.data_path, content_hash=content_hash(planned, description),
+            data_path=self.data_path, content_hash=content_hash(planned.item_hashes, description),
             dataset=_header(self.dataset), items=PlannedRows(planned),
             lease=owner, unique_name=self.config.resume,
         )
 
     def _reopen_run(
-        self, store: Store, name: str, run_id: str, planned: Sequence[PlannedItem], engines: dict[str, EngineRecord],
+        self, store: Store, name: str, run_id: str, planned: PlannedItems, engines: dict[str, EngineRecord],
         owner: LeaseOwner,
     ) -> int:
         """Reopen the run :meth:`_claim_run` checked with the loaded engines; returns how many
@@ -375,14 +379,16 @@ class EvalRunner:
         store: Store,
         run_id: str,
         name: str,
-        planned: Sequence[PlannedItem],
+        planned: PlannedItems,
         engines: dict[str, EngineRecord],
         owner: LeaseOwner,
         executor: ChunkExecutor,
     ) -> None:
         done = store.done_item_ids(run_id)
-        pending = [entry for entry in planned if entry.key not in done]
-        estimates = {entry.key: self.grader.judgment_count(entry.grade_item) for entry in planned}
+        pending = planned.subset([position for position, key in enumerate(planned.keys) if key not in done])
+        counts = (planned.judgments if planned.judgments is not None
+                  else [self.grader.judgment_count(entry.grade_item) for entry in planned])
+        estimates = dict(zip(planned.keys, counts, strict=True))
         chunks: TimedChunks[PlannedItem] | list[list[PlannedItem]]
         if isinstance(executor, LocalExecutor):  # one chunk at a time, in order: cut as graded, each sized by time
             chunks = TimedChunks(pending, estimates, self.config.chunk_judgments, self.config.max_concurrent_items,
@@ -393,7 +399,7 @@ class EvalRunner:
             enabled=self.config.show_progress, style=self.config.progress_style,
             total_items=len(planned), total_judgments=sum(estimates.values()),
             done_items=len(planned) - len(pending),
-            done_judgments=sum(estimates[e.key] for e in planned if e.key in done),
+            done_judgments=sum(estimates[key] for key in planned.keys if key in done),
             total_chunks=None if isinstance(chunks, TimedChunks) else len(chunks),
         )
         completed = len(planned) - len(pending)
@@ -411,6 +417,8 @@ class EvalRunner:
                     chunk = chunks[index]
                     self._commit(store, run_id, chunk, graded, engines, owner)
                     committed.add(index)
+                    if isinstance(chunks, TimedChunks):
+                        chunks.forget(index)  # only the chunk in flight stays in memory
                     completed += len(chunk)
                     progress.items_done(len(chunk), chunks=1)
                     failures = [(e, g) for e, g in zip(chunk, graded) if g.report.error is not None]
@@ -525,7 +533,7 @@ class LeaseHeartbeat:
 
 
 def _stored_as_planned(
-    run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], planned: Sequence[PlannedItem], dataset: RubricDataset
+    run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], planned: PlannedItems, dataset: RubricDataset
 ) -> bool:
     """Whether the stored run already holds what resuming it would write again: the dataset
     header and every item's index, JSON and ground truth (none of which the content hash covers)."""
