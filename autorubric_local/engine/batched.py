@@ -96,22 +96,32 @@ def plan_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
 def trie_allowed(row: PackedRow) -> torch.Tensor:
     """Bool (n_nodes, n_nodes): node ``q`` may see node ``k`` iff ``k`` is ``q`` or its ancestor.
 
-    :func:`~.packing.may_attend` for every pair, built row by row: a node is inserted after its
-    parent (:func:`~.packing.pack_trie`), so its row is its parent's row plus itself, one numpy
-    row copy per node (an order of magnitude faster than tensor ops per depth bit for the
-    few-hundred-node rows of a judgment's criteria).
+    :func:`~.packing.may_attend` for every pair, built a chain at a time: a node is inserted
+    after its parent (:func:`~.packing.pack_trie`), and the trie is mostly chains (each node's
+    parent the node before it: a criterion's text, a label's tokens). A chain's rows are the row
+    of the node it hangs from (one broadcast copy) plus a lower triangle over the chain itself,
+    so a row of a few hundred nodes takes a few dozen numpy operations.
     """
     import numpy as np
     import torch
 
     n = len(row.token_ids)
+    parents = np.asarray(row.parents, dtype=np.int64)
+    numbers = np.arange(n)
+    if n and (parents >= numbers).any():  # _Trie.insert numbers a node after its parent; anything else is our bug
+        node = int(np.flatnonzero(parents >= numbers)[0])
+        raise AssertionError(f"trie node {node} has parent {int(parents[node])}: parents must come first")
+    starts = np.flatnonzero(parents != numbers - 1)  # where a chain begins (node 0 hangs from the root)
+    if n and (starts.size == 0 or starts[0] != 0):
+        starts = np.concatenate(([0], starts))
+    ends = np.append(starts[1:], n)
     allowed = np.zeros((n, n), dtype=bool)
-    for node, parent in enumerate(row.parents):
-        if parent >= node:  # _Trie.insert numbers a node after its parent; anything else is our bug
-            raise AssertionError(f"trie node {node} has parent {parent}: parents must come first")
+    triangle = np.tri(int((ends - starts).max()) if n else 0, dtype=bool)
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        parent = int(parents[start])
         if parent >= 0:
-            allowed[node] = allowed[parent]
-        allowed[node, node] = True
+            allowed[start:end] = allowed[parent]
+        allowed[start:end, start:end] = triangle[: end - start, : end - start]
     return torch.from_numpy(allowed)
 
 

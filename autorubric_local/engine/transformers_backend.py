@@ -321,11 +321,22 @@ class TransformersEngine(HFTextMixin):
         cache.crop(-len(row.token_ids))
         logsoftmax = output.logits[0].float().log_softmax(-1)
         where = {pos: i for i, pos in enumerate(keep)}
+        # every logprob the trees need, read in one indexing op (not one .item() each), in this order:
+        # per tree, each label's tokens, then the distinct first tokens at the tree's end
+        firsts = [sorted({label[0][1] for label in tree}) for tree in row.targets]
+        rows: list[int] = []
+        tokens: list[int] = []
+        for tree, end, first in zip(row.targets, row.ends, firsts, strict=True):
+            for label in tree:
+                rows += [where[pos] for pos, _ in label]
+                tokens += [token for _, token in label]
+            rows += [where[end]] * len(first)
+            tokens += first
+        values = iter(logsoftmax[torch.tensor(rows, dtype=torch.long), torch.tensor(tokens, dtype=torch.long)].tolist())
         results = []
-        for tree, end in zip(row.targets, row.ends):
-            logprobs = tuple(float(sum(logsoftmax[where[pos], token].item() for pos, token in label)) for label in tree)
-            firsts = {label[0][1] for label in tree}
-            results.append((logprobs, mass_outside([logsoftmax[where[end], t].item() for t in firsts])))
+        for tree, first in zip(row.targets, firsts, strict=True):
+            logprobs = tuple(float(sum(next(values) for _ in label)) for label in tree)
+            results.append((logprobs, mass_outside([next(values) for _ in first])))
         return results
 
     def _row_mask(self, row: PackedRow) -> torch.Tensor | dict[str, torch.Tensor]:

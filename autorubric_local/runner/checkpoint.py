@@ -244,8 +244,9 @@ def _plan_item(dataset: RubricDataset, index: int, item: object, item_hash: str 
     grade_item = GradeItem(
         submission=graded_input.get("output", ""),
         rubric=() if rubric is None else tuple(rubric.rubric),
-        query=dataset.get_item_query(index),
-        reference_submission=dataset.get_item_reference_submission(index),
+        query=item.prompt if item.prompt is not None else dataset.prompt,  # get_item_query, without reading again
+        reference_submission=(item.reference_submission if item.reference_submission is not None
+                              else dataset.reference_submission),  # get_item_reference_submission
         item_id=key,
     )
     if item_hash is not None:
