@@ -16,7 +16,7 @@ import pytest
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
-from autorubric_local.data.dataset import DataItem
+from autorubric_local.data.dataset import DataItem, RubricDataset
 from autorubric_local.data.item import UnreadableItem
 from autorubric_local.data.jsonl_items import JsonlItems
 from autorubric_local.data.submissions import load_grading_data
@@ -123,12 +123,12 @@ def test_planned_items_are_built_again_as_planned(tmp_path: Path) -> None:
     assert planned.subset([4, 0]).keys == ["s4", "s0"] and planned.subset([4, 0])[1] == planned[0]
 
 
-def test_a_key_changed_after_planning_is_refused() -> None:
+def test_an_item_replaced_in_memory_after_planning_does_not_change_the_plan() -> None:
     dataset = crash_worker.build_dataset(3)
     planned = plan_dataset(dataset)
-    dataset.items[1] = DataItem(submission=dataset.items[1].submission, id="other")
-    with pytest.raises(InputError, match=r"item 1: its key changed after the dataset was planned"):
-        planned[1]
+    before = planned[1]
+    dataset.items[1] = DataItem(submission="other", id="other")
+    assert planned[1] is before and planned[1].key == "item-1" and planned.subset([1])[0] is before
 
 
 def test_timed_chunks_forget_what_was_committed() -> None:
@@ -160,3 +160,41 @@ def test_a_run_holds_only_the_chunk_in_flight(tmp_path: Path) -> None:
     assert stored.total_judgments == 120 and len(live) == 15  # 4 items (8 judgments) a chunk
     assert max(planned for planned, _ in live) <= 4, live  # the chunk just committed; none kept from before
     assert max(items for _, items in live) <= 4, live
+
+
+def test_items_are_read_again_after_a_chdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_lines(tmp_path / "s.jsonl", submissions(2))
+    monkeypatch.chdir(tmp_path)
+    dataset = load_grading_data("s.jsonl", RUBRIC)
+    monkeypatch.chdir(tmp_path.parent)
+    assert [item.id for item in dataset.items] == ["s0", "s1"]
+
+
+def test_items_joined_to_another_rubric_are_checked_against_it(tmp_path: Path) -> None:
+    lines = [json.dumps(HEADER), json.dumps({"submission": "a", "ground_truth": ["MET"]})]
+    dataset = load_grading_data(write_lines(tmp_path / "d.jsonl", lines))
+    assert isinstance(dataset.items, JsonlItems) and dataset.items.checked_against is dataset.rubric
+    with pytest.raises(InputError, match=r"item 0: field 'ground_truth'"):  # one value, two criteria
+        RubricDataset(prompt=None, rubric=RUBRIC, items=dataset.items)
+
+
+def test_chunks_cut_up_front_are_lazy_slices(tmp_path: Path) -> None:
+    from autorubric_local.runner.chunking import make_chunks
+
+    dataset = load_grading_data(write_lines(tmp_path / "s.jsonl", submissions(5)), RUBRIC)
+    planned = plan_dataset(dataset)
+    chunks = make_chunks(planned, dict.fromkeys(planned.keys, 2), 4, None)
+    assert [type(chunk).__name__ for chunk in chunks] == ["PlannedItems"] * 3
+    assert [[entry.key for entry in chunk] for chunk in chunks] == [["s0", "s1"], ["s2", "s3"], ["s4"]]
+    in_memory = plan_dataset(crash_worker.build_dataset(3))
+    first = make_chunks(in_memory, dict.fromkeys(in_memory.keys, 1), 2, None)[0]
+    assert in_memory.entries is not None and first[0] is in_memory.entries[0]  # kept as planned
+
+
+def test_an_empty_trie_row_has_an_empty_mask() -> None:
+    from autorubric_local.engine.batched import trie_allowed
+    from autorubric_local.engine.packing import PackedRow
+
+    row = PackedRow(prefix_len=3, token_ids=[], positions=[], parents=[], depths=[], targets=[], ends=[],
+                    suffix_nodes=[], tree_nodes=[])
+    assert trie_allowed(row).shape == (0, 0)

@@ -187,7 +187,7 @@ class RubricDataset:
             raise InputError(
                 f"field 'rubric': expected a Rubric or None, got {type(self.rubric).__name__}"
             )
-        if isinstance(self.items, JsonlItems):
+        if isinstance(self.items, JsonlItems) and self.items.checked_against is self.rubric:
             return  # each item was checked against this rubric when the file was read, and is again when read
         problems = ProblemCollector(None)
         items = list(self.items)

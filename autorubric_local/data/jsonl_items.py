@@ -24,6 +24,7 @@ from typing import Any, overload
 
 from autorubric_local.core.checks import parse_json
 from autorubric_local.core.errors import InputError
+from autorubric_local.core.rubric import Rubric
 from autorubric_local.data.item import DataItem, UnreadableItem
 
 __all__ = ["DIGEST_BYTES", "JsonlItems"]
@@ -55,6 +56,10 @@ class JsonlItems(Sequence[DataItem]):
         The file's name in messages.
     parse : callable ``(JSON value, position) -> DataItem``
         Builds the item at a position from its line, exactly as when the file was checked.
+    checked_against : Rubric or None
+        The global rubric the items were checked against: a
+        :class:`~autorubric_local.data.dataset.RubricDataset` with that rubric does not check
+        them again (with another rubric it reads and checks them all).
 
     Raises
     ------
@@ -63,10 +68,13 @@ class JsonlItems(Sequence[DataItem]):
         be read; the message names the file and line.
     """
 
-    def __init__(self, path: str | os.PathLike[str], source: str, parse: ItemParser) -> None:
-        self.path = Path(path)
+    def __init__(
+        self, path: str | os.PathLike[str], source: str, parse: ItemParser, checked_against: Rubric | None
+    ) -> None:
+        self.path = Path(path).resolve()  # read again after a chdir, or in another process
         self.source = source
         self.parse = parse
+        self.checked_against = checked_against
         self._offsets = array("q")
         self._sizes = array("q")
         self._lines = array("q")
@@ -140,10 +148,10 @@ class JsonlItems(Sequence[DataItem]):
 
     def _read(self, offset: int, size: int, number: int) -> bytes:
         try:
-            with self._lock:
+            with self._lock:  # also keeps close() from closing the descriptor under a read
                 if self._fd is None:
                     self._fd = os.open(self.path, os.O_RDONLY)
-            return os.pread(self._fd, size, offset)
+                return os.pread(self._fd, size, offset)
         except OSError as e:
             raise InputError(f"{self.source}: line {number}: cannot read the file again: {e.strerror or e}") from None
 

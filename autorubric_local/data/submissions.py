@@ -145,10 +145,10 @@ def _load_jsonl(
 
     With ``path`` (lines read from that file) only each item's place in the file is kept and
     the dataset's items are a :class:`~autorubric_local.data.jsonl_items.JsonlItems`, parsed
-    again when read; without it (lines from text) they are a list. Problems are reported as
-    the file's whole-value loaders report them, in the same order: a line that cannot be read
-    (unless ``keep_unreadable``); then no readable line; then the header; then every item's
-    fields; then ids used twice."""
+    again when read; without it (lines from text) they are a list. Problems are reported with
+    the messages, and in the order, of reading the whole file before checking it: a line that
+    cannot be read (unless ``keep_unreadable``); then no readable line; then the header; then
+    every item's fields; then ids used twice."""
     reading = _ItemReading(source, rubric, keep_unreadable, path)
     for line in lines:
         problem, value = _parse_line(line.text)
@@ -237,10 +237,10 @@ class _ItemReading:
             if self.path is None:
                 self.items = []
             elif self.header is None:
-                self.items = JsonlItems(self.path, self.source, _parse_submission)
+                self.items = JsonlItems(self.path, self.source, _parse_submission, self.rubric)
             else:
                 self.items = JsonlItems(self.path, self.source,
-                                        functools.partial(_read_dataset_item, self.header.rubric))
+                                        functools.partial(_read_dataset_item, self.header.rubric), self.header.rubric)
         return self.items
 
     def _checked(self, value: Any, position: int, where: str) -> DataItem | None:

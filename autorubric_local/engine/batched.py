@@ -106,17 +106,19 @@ def trie_allowed(row: PackedRow) -> torch.Tensor:
     import torch
 
     n = len(row.token_ids)
+    if n == 0:
+        return torch.zeros((0, 0), dtype=torch.bool)
     parents = np.asarray(row.parents, dtype=np.int64)
     numbers = np.arange(n)
-    if n and (parents >= numbers).any():  # _Trie.insert numbers a node after its parent; anything else is our bug
+    if (parents >= numbers).any():  # _Trie.insert numbers a node after its parent; anything else is our bug
         node = int(np.flatnonzero(parents >= numbers)[0])
         raise AssertionError(f"trie node {node} has parent {int(parents[node])}: parents must come first")
     starts = np.flatnonzero(parents != numbers - 1)  # where a chain begins (node 0 hangs from the root)
-    if n and (starts.size == 0 or starts[0] != 0):
+    if starts.size == 0 or starts[0] != 0:
         starts = np.concatenate(([0], starts))
     ends = np.append(starts[1:], n)
     allowed = np.zeros((n, n), dtype=bool)
-    triangle = np.tri(int((ends - starts).max()) if n else 0, dtype=bool)
+    triangle = np.tri(int((ends - starts).max()), dtype=bool)
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         parent = int(parents[start])
         if parent >= 0:

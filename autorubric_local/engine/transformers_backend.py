@@ -332,7 +332,9 @@ class TransformersEngine(HFTextMixin):
                 tokens += [token for _, token in label]
             rows += [where[end]] * len(first)
             tokens += first
-        values = iter(logsoftmax[torch.tensor(rows, dtype=torch.long), torch.tensor(tokens, dtype=torch.long)].tolist())
+        device = logsoftmax.device
+        values = iter(logsoftmax[torch.tensor(rows, dtype=torch.long, device=device),
+                                 torch.tensor(tokens, dtype=torch.long, device=device)].tolist())
         results = []
         for tree, first in zip(row.targets, firsts, strict=True):
             logprobs = tuple(float(sum(next(values) for _ in label)) for label in tree)

@@ -31,6 +31,7 @@ from autorubric_local.data.dataset import (
     rubric_to_json,
 )
 from autorubric_local.data.item import UnreadableItem
+from autorubric_local.data.jsonl_items import JsonlItems
 from autorubric_local.data.validation import ProblemCollector
 from autorubric_local.graders.planning import GradeItem
 
@@ -113,13 +114,15 @@ def _item_json(item: DataItem) -> dict[str, Any]:
 
 
 class PlannedItems(Sequence[PlannedItem]):
-    """A dataset's planned items, each built again from its dataset item when read.
+    """A dataset's planned items.
 
-    Only each item's dataset index, key, item hash and judgment count are held (about 200
-    bytes an item), so planning 10^5 items of a file read when used
-    (:class:`~autorubric_local.data.jsonl_items.JsonlItems`) does not hold their text: a run
-    keeps in memory only the items of the chunk it grades. Indexing gives a
-    :class:`PlannedItem` (a slice, or :meth:`subset`, another lazy ``PlannedItems``).
+    For a dataset whose items are read from a file when used
+    (:class:`~autorubric_local.data.jsonl_items.JsonlItems`) each planned item is built again
+    from its dataset item when read, and only its dataset index, key, item hash and judgment
+    count are held (about 200 bytes an item): a run of 10^5 items keeps in memory only the
+    items of the chunk it grades. For a dataset held in memory the planned items are kept as
+    planned (``entries``), so an item replaced in the list afterwards cannot change them.
+    Indexing gives a :class:`PlannedItem` (a slice, or :meth:`subset`, another ``PlannedItems``).
 
     Attributes
     ----------
@@ -132,6 +135,9 @@ class PlannedItems(Sequence[PlannedItem]):
         Each planned item's ``sha256:v1:<hex>`` hash.
     judgments : list of int or None
         Each planned item's number of judgments, when :func:`plan_dataset` was given a count.
+    entries : list of PlannedItem or None
+        The planned items themselves, for a dataset held in memory; None when they are built
+        again when read.
     """
 
     def __init__(
@@ -141,12 +147,14 @@ class PlannedItems(Sequence[PlannedItem]):
         keys: list[str],
         item_hashes: list[str],
         judgments: list[int] | None,
+        entries: list[PlannedItem] | None = None,
     ) -> None:
         self.dataset = dataset
         self.indexes = indexes
         self.keys = keys
         self.item_hashes = item_hashes
         self.judgments = judgments
+        self.entries = entries
 
     def __len__(self) -> int:
         return len(self.indexes)
@@ -161,11 +169,12 @@ class PlannedItems(Sequence[PlannedItem]):
         if isinstance(position, slice):
             return self.subset(range(len(self))[position])
         position = range(len(self))[position]  # IndexError as a list gives it
+        if self.entries is not None:
+            return self.entries[position]
         index = self.indexes[position]
         entry = _plan_item(self.dataset, index, self.dataset.items[index], self.item_hashes[position])
-        if entry.key != self.keys[position]:  # the dataset's items changed after planning
-            raise InputError(f"item {index}: its key changed after the dataset was planned "
-                             f"({self.keys[position]!r} -> {entry.key!r})")
+        if entry.key != self.keys[position]:  # the file's digests make this our bug, never the data's
+            raise AssertionError(f"item {index}: planned as {self.keys[position]!r}, read again as {entry.key!r}")
         return entry
 
     def __iter__(self) -> Iterator[PlannedItem]:
@@ -179,6 +188,7 @@ class PlannedItems(Sequence[PlannedItem]):
             [self.keys[p] for p in positions],
             [self.item_hashes[p] for p in positions],
             None if self.judgments is None else [self.judgments[p] for p in positions],
+            None if self.entries is None else [self.entries[p] for p in positions],
         )
 
 
@@ -188,8 +198,9 @@ def plan_dataset(
     """Check every item and plan it; refuse a malformed dataset before any work.
 
     Each item is planned once here, to check it and to compute its key, hash and (with
-    ``judgment_count``, e.g. ``grader.judgment_count``) its number of judgments, and is then
-    let go: the returned :class:`PlannedItems` builds it again when read.
+    ``judgment_count``, e.g. ``grader.judgment_count``) its number of judgments; when the
+    dataset's items are read from a file when used it is then let go, and the returned
+    :class:`PlannedItems` builds it again when read.
 
     Raises
     ------
@@ -204,6 +215,7 @@ def plan_dataset(
     keys: list[str] = []
     hashes: list[str] = []
     judgments: list[int] | None = None if judgment_count is None else []
+    entries: list[PlannedItem] | None = None if isinstance(dataset.items, JsonlItems) else []
     first_use: dict[str, int] = {}
     for index, item in enumerate(dataset.items):
         try:
@@ -220,8 +232,10 @@ def plan_dataset(
         hashes.append(entry.item_hash)
         if judgments is not None and judgment_count is not None:
             judgments.append(judgment_count(entry.grade_item))
+        if entries is not None:
+            entries.append(entry)
     problems.raise_if_any()
-    return PlannedItems(dataset, indexes, keys, hashes, judgments)
+    return PlannedItems(dataset, indexes, keys, hashes, judgments, entries)
 
 
 def _plan_item(dataset: RubricDataset, index: int, item: object, item_hash: str | None = None) -> PlannedItem:

@@ -37,16 +37,18 @@ T = TypeVar("T", bound=Keyed)
 
 def make_chunks(
     pending: Sequence[T], estimates: Mapping[str, int], max_judgments: int, max_items: int | None
-) -> list[list[T]]:
+) -> list[Sequence[T]]:
     """Cut pending items, in order, into chunks of at most ``max_judgments`` judgments and
-    ``max_items`` items (an item larger than ``max_judgments`` forms its own chunk)."""
+    ``max_items`` items (an item larger than ``max_judgments`` forms its own chunk). Each chunk
+    is a slice of ``pending``: of a lazy sequence (:class:`~.checkpoint.PlannedItems`), a lazy
+    one, whose items are built only when the chunk is read."""
     keys = item_keys(pending)
-    chunks: list[list[T]] = []
+    chunks: list[Sequence[T]] = []
     start = 0
     while start < len(pending):
-        chunk = _cut(pending, keys, start, estimates, max_judgments, max_items)
-        chunks.append(chunk)
-        start += len(chunk)
+        end = _chunk_end(keys, start, estimates, max_judgments, max_items)
+        chunks.append(pending[start:end])
+        start = end
     return chunks
 
 
@@ -60,24 +62,19 @@ def item_keys(pending: Sequence[T]) -> Sequence[str]:
     return [entry.key for entry in pending]
 
 
-def _cut(
-    pending: Sequence[T],
-    keys: Sequence[str],
-    start: int,
-    estimates: Mapping[str, int],
-    max_judgments: int,
-    max_items: int | None,
-) -> list[T]:
-    """The next chunk from ``pending[start:]``: at least one item, then as many as fit."""
+def _chunk_end(
+    keys: Sequence[str], start: int, estimates: Mapping[str, int], max_judgments: int, max_items: int | None
+) -> int:
+    """Where the next chunk from ``start`` ends (exclusive): at least one item, then as many as fit."""
     end = start + 1
     size = estimates[keys[start]]
-    while end < len(pending) and (max_items is None or end - start < max_items):
+    while end < len(keys) and (max_items is None or end - start < max_items):
         cost = estimates[keys[end]]
         if size + cost > max_judgments:
             break
         size += cost
         end += 1
-    return [pending[position] for position in range(start, end)]
+    return end
 
 
 class TimedChunks(Generic[T]):
@@ -147,7 +144,8 @@ class TimedChunks(Generic[T]):
         while start < len(self.pending):
             if handed_at is not None:
                 self.seconds.append(self.clock() - handed_at)
-            chunk = _cut(self.pending, keys, start, self.estimates, self.next_budget(), self.max_items)
+            end = _chunk_end(keys, start, self.estimates, self.next_budget(), self.max_items)
+            chunk = [self.pending[position] for position in range(start, end)]
             self.chunks[len(self.judged)] = chunk
             self.judged.append(sum(self.estimates[entry.key] for entry in chunk))
             start += len(chunk)

@@ -275,7 +275,7 @@ class EvalRunner:
                 return None
             if store.done_item_ids(existing["id"]) != set(planned.keys):
                 return None
-            if not _stored_as_planned(existing, store.item_rows(existing["id"]), planned, self.dataset):
+            if not _stored_as_planned(existing, store, planned, self.dataset):
                 return None  # ground truth or metadata changed: a resume refreshes them (under the lease)
             return StoredRun.read(store, existing["id"], str(path), len(planned))
         finally:
@@ -318,8 +318,9 @@ class EvalRunner:
             assert existing is not None
             adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
             description = self.grader.describe()
-            check_resumable(existing, content_hash(planned.item_hashes, description), description, planned,
-                            store.item_rows(run_id), where)
+            expected = content_hash(planned.item_hashes, description)
+            if existing.get("content_hash") != expected:  # the stored rows are read only to say what changed
+                check_resumable(existing, expected, description, planned, store.item_rows(run_id), where)
         except BaseException:
             store.release_run_lease(run_id, owner)
             raise
@@ -389,7 +390,7 @@ class EvalRunner:
         counts = (planned.judgments if planned.judgments is not None
                   else [self.grader.judgment_count(entry.grade_item) for entry in planned])
         estimates = dict(zip(planned.keys, counts, strict=True))
-        chunks: TimedChunks[PlannedItem] | list[list[PlannedItem]]
+        chunks: TimedChunks[PlannedItem] | list[Sequence[PlannedItem]]
         if isinstance(executor, LocalExecutor):  # one chunk at a time, in order: cut as graded, each sized by time
             chunks = TimedChunks(pending, estimates, self.config.chunk_judgments, self.config.max_concurrent_items,
                                  self.config.chunk_seconds)
@@ -414,7 +415,7 @@ class EvalRunner:
                     if index in committed:  # an executor's bug; committing again would rewrite the rows
                         logger.warning("run %r: chunk %d was handed back twice; kept the first", name, index)
                         continue
-                    chunk = chunks[index]
+                    chunk = list(chunks[index])  # a cut-up-front chunk is lazy: its items built once here
                     self._commit(store, run_id, chunk, graded, engines, owner)
                     committed.add(index)
                     if isinstance(chunks, TimedChunks):
@@ -532,16 +533,25 @@ class LeaseHeartbeat:
             store.close()
 
 
-def _stored_as_planned(
-    run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], planned: PlannedItems, dataset: RubricDataset
-) -> bool:
+def _stored_as_planned(run: Mapping[str, Any], store: Store, planned: PlannedItems, dataset: RubricDataset) -> bool:
     """Whether the stored run already holds what resuming it would write again: the dataset
-    header and every item's index, JSON and ground truth (none of which the content hash covers)."""
+    header and every item's index, JSON and ground truth (none of which the content hash covers).
+    The stored rows are read a page at a time."""
     if run.get("dataset_json") != json.dumps(_header(dataset)):
         return False
     fields = ("item_index", "item_json", "ground_truth_json")
-    stored = {row["item_id"]: tuple(row.get(f) for f in fields) for row in rows}
-    return all(stored.get(entry.key) == tuple(entry.row()[f] for f in fields) for entry in planned)
+    position_of = {key: position for position, key in enumerate(planned.keys)}
+    matched = 0
+    for page in store.item_pages(run["id"], ("item_id", *fields)):
+        for row in page:
+            position = position_of.get(row["item_id"])
+            if position is None:
+                continue
+            planned_row = planned[position].row()
+            if tuple(row[f] for f in fields) != tuple(planned_row[f] for f in fields):
+                return False
+            matched += 1
+    return matched == len(planned)
 
 
 def _header(dataset: RubricDataset) -> dict[str, Any]:

@@ -249,13 +249,22 @@ class RunTables:
 
     def graded_item_pages(self, run_id: str, page_size: int = 500) -> Iterator[list[dict[str, Any]]]:
         """The run's graded items (``item_index``, ``item_id``, ``engine_seconds``,
-        ``report_json``) in item order, ``page_size`` rows a query (keyset pages on the
-        ``(run_id, item_index)`` index), so a reader holds one page at a time."""
+        ``report_json``) in item order, a page at a time (:meth:`item_pages`)."""
+        return self.item_pages(run_id, ("item_index", "item_id", "engine_seconds", "report_json"), page_size,
+                               graded_only=True)
+
+    def item_pages(
+        self, run_id: str, columns: Sequence[str], page_size: int = 500, *, graded_only: bool = False
+    ) -> Iterator[list[dict[str, Any]]]:
+        """The run's item rows (only ``columns``; ``graded_only``: only items with a report) in
+        item order, ``page_size`` rows a query (keyset pages on the ``(run_id, item_index)``
+        index), so a reader holds one page at a time."""
+        select = ", ".join(dict.fromkeys(("item_index", *columns)))  # the page key, then the rest
         last = -1
         while True:
             page = list(self.db["items"].rows_where(
-                "run_id = ? and item_index > ? and report_json is not null", [run_id, last],
-                select="item_index, item_id, engine_seconds, report_json", order_by="item_index", limit=page_size))
+                "run_id = ? and item_index > ?" + (" and report_json is not null" if graded_only else ""),
+                [run_id, last], select=select, order_by="item_index", limit=page_size))
             if not page:
                 return
             yield page
