@@ -198,3 +198,35 @@ def test_an_empty_trie_row_has_an_empty_mask() -> None:
     row = PackedRow(prefix_len=3, token_ids=[], positions=[], parents=[], depths=[], targets=[], ends=[],
                     suffix_nodes=[], tree_nodes=[])
     assert trie_allowed(row).shape == (0, 0)
+
+
+def rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc (Linux)")
+def test_free_heap_pages_stranded_by_fragmentation_are_returned() -> None:
+    import ctypes
+    import ctypes.util
+
+    from autorubric_local.runner.heap import _malloc_trim, release_free_heap
+
+    if _malloc_trim() is None:
+        pytest.skip("the C library has no malloc_trim (not glibc)")
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+    blocks = [libc.malloc(4000) for _ in range(20_000)]  # ~80 MB below the mmap threshold: in the heap
+    for block in blocks:
+        libc.memset(block, 1, 4000)  # touched: resident
+    for block in blocks[:-1]:  # the last block pins the heap's top: a plain trim of the top returns nothing
+        libc.free(block)
+    before = rss_kib()
+    assert release_free_heap() is True
+    after = rss_kib()
+    libc.free(blocks[-1])
+    assert before - after > 40_000, (before, after)  # most of the ~80 MB freed is returned

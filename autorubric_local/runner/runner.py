@@ -20,7 +20,8 @@ How a run goes:
    items at most; in this process also sized from the pace so far to take about
    ``chunk_seconds``, starting with one item: :class:`~.chunking.TimedChunks`) and each chunk
    goes through the grader as one engine workload; its items, reports and judgments are
-   committed in one transaction. A kill loses at most the chunk in flight; a resume computes only items without a stored report, so no judgment is missing or
+   committed in one transaction, after which the C heap's free pages go back to the operating
+   system (:mod:`.heap`: fragmentation otherwise strands them, ~10 KB an item). A kill loses at most the chunk in flight; a resume computes only items without a stored report, so no judgment is missing or
    duplicated (rows are keyed by run, item, criterion, judge and permutation).
 4. The result is rebuilt from the database (:func:`~.results.result_from_store`), the same way
    for a resumed run and an uninterrupted one.
@@ -76,6 +77,7 @@ from autorubric_local.runner.executors import (
     LocalExecutor,
     failed_item,
 )
+from autorubric_local.runner.heap import release_free_heap
 from autorubric_local.runner.progress import RunProgress
 from autorubric_local.runner.results import EvalResult
 from autorubric_local.runner.stored import StoredRun
@@ -420,6 +422,7 @@ class EvalRunner:
                     committed.add(index)
                     if isinstance(chunks, TimedChunks):
                         chunks.forget(index)  # only the chunk in flight stays in memory
+                    release_free_heap()  # else fragmentation keeps what the chunk freed (.heap)
                     completed += len(chunk)
                     progress.items_done(len(chunk), chunks=1)
                     failures = [(e, g) for e, g in zip(chunk, graded) if g.report.error is not None]
