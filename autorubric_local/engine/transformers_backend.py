@@ -324,17 +324,10 @@ class TransformersEngine(HFTextMixin):
         # every logprob the trees need, read in one indexing op (not one .item() each), in this order:
         # per tree, each label's tokens, then the distinct first tokens at the tree's end
         firsts = [sorted({label[0][1] for label in tree}) for tree in row.targets]
-        rows: list[int] = []
-        tokens: list[int] = []
-        for tree, end, first in zip(row.targets, row.ends, firsts, strict=True):
-            for label in tree:
-                rows += [where[pos] for pos, _ in label]
-                tokens += [token for _, token in label]
-            rows += [where[end]] * len(first)
-            tokens += first
-        device = logsoftmax.device
-        values = iter(logsoftmax[torch.tensor(rows, dtype=torch.long, device=device),
-                                 torch.tensor(tokens, dtype=torch.long, device=device)].tolist())
+        pairs = [(where[pos], token) for tree, end, first in zip(row.targets, row.ends, firsts, strict=True)
+                 for pos, token in [*(step for label in tree for step in label), *((end, t) for t in first)]]
+        index = torch.tensor(pairs, dtype=torch.long, device=logsoftmax.device).reshape(-1, 2)
+        values = iter(logsoftmax[index[:, 0], index[:, 1]].tolist())
         results = []
         for tree, first in zip(row.targets, firsts, strict=True):
             logprobs = tuple(float(sum(next(values) for _ in label)) for label in tree)
