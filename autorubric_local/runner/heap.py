@@ -2,11 +2,11 @@
 
 A chunk's work (token id lists, masks, logits, reports) is freed once the chunk is committed,
 but glibc's allocator keeps freed blocks inside its heaps, where fragmentation strands them:
-a run's resident memory then grows by about 10 KB an item (measured with the tiny judge and
-1,000-token submissions; Python's own heap, traced with :mod:`tracemalloc`, did not grow), which
-over 10^5 items is a gigabyte. ``malloc_trim(0)`` (glibc 2.8+, ``man 3 malloc_trim``) returns
-the free pages of every heap, not only the top one; with it after each chunk the same run's
-resident memory stayed flat. Elsewhere (macOS, musl) this is a no-op.
+a run's resident memory then grows with every item while Python's own heap, traced with
+:mod:`tracemalloc`, does not. ``malloc_trim(0)`` (glibc 2.8+, ``man 3 malloc_trim``) returns
+the free pages of every heap, not only the top one; ``bench_scale``'s peak RSS at 10^4 items
+is lower with it (``scripts/results/bench_scale_trim_2cpu_2026-11-26.txt`` against
+``bench_scale_lazy_2cpu_2026-11-26.txt``). Elsewhere (macOS, musl) this is a no-op.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ How a run goes:
    ``chunk_seconds``, starting with one item: :class:`~.chunking.TimedChunks`) and each chunk
    goes through the grader as one engine workload; its items, reports and judgments are
    committed in one transaction, after which the C heap's free pages go back to the operating
-   system (:mod:`.heap`: fragmentation otherwise strands them, ~10 KB an item). A kill loses at most the chunk in flight; a resume computes only items without a stored report, so no judgment is missing or
+   system (:mod:`.heap`: fragmentation otherwise strands them). A kill loses at most the chunk in flight; a resume computes only items without a stored report, so no judgment is missing or
    duplicated (rows are keyed by run, item, criterion, judge and permutation).
 4. The result is rebuilt from the database (:func:`~.results.result_from_store`), the same way
    for a resumed run and an uninterrupted one.
