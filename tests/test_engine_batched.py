@@ -6,6 +6,7 @@ with final-logit softcapping, and (slow) SmolLM2.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import random
 from pathlib import Path
 from typing import Any
@@ -187,22 +188,92 @@ def test_results_in_input_order_and_empty(tiny_model: Any) -> None:
     assert engine.score([]) == []
 
 
+def _refusing(model: Any, monkeypatch: pytest.MonkeyPatch, refuses: Callable[[dict[str, Any]], BaseException | None]) -> None:
+    """Make ``model``'s forward raise ``refuses(kwargs)`` when that is not None."""
+    forward = model.forward
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        exc = refuses(kwargs)
+        if exc is not None:
+            raise exc
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", guarded)
+
+
+def _boolean_keep(kwargs: dict[str, Any]) -> bool:
+    keep = kwargs.get("logits_to_keep")
+    return hasattr(keep, "dtype") and str(keep.dtype) == "torch.bool"
+
+
 def test_a_failing_batched_pass_falls_back_to_one_group_at_a_time(
     tiny_model: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A transformers without boolean ``logits_to_keep`` raises on the first batched pass: the
-    engine switches batching off for good and scores per group, exactly."""
-    import autorubric_local.engine.transformers_backend as backend
-
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        raise IndexError("too many indices for tensor of dimension 3")
-
+    engine switches batching off for good, says why in ``fallbacks``, and scores per group, exactly."""
     engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="b", max_batch_tokens=4096)
     requests = make_requests(engine)[:4]
-    monkeypatch.setattr(backend, "run_units", refuse)
+    _refusing(tiny_model.model, monkeypatch, lambda kwargs: IndexError("too many indices for tensor of dimension 3")
+              if _boolean_keep(kwargs) else None)
     results = engine.score(requests)
     assert engine.max_batch_tokens == 0 and engine.attention.packed
-    for request, result in zip(requests, results):
+    assert engine.fallbacks == ["batched path failed: IndexError: too many indices for tensor of dimension 3; "
+                                "scoring one prefix group at a time"]
+    for request, result in zip(requests, results, strict=True):
+        assert max_abs_diff(result.logprobs, reference_logprobs(tiny_model.model, tiny_model.tokenizer, request)) <= TOL
+
+
+def test_a_bug_in_our_batching_code_raises_instead_of_falling_back(
+    tiny_model: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the model's own refusal switches batching off: an error raised by our code around the
+    forward pass (here the masks) propagates, and the engine keeps its settings."""
+    import autorubric_local.engine.batched as batched
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise IndexError("a bug in batch_masks")
+
+    engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="b", max_batch_tokens=4096)
+    monkeypatch.setattr(batched, "batch_masks", broken)
+    with pytest.raises(IndexError, match="a bug in batch_masks"):
+        engine.score(make_requests(engine)[:4])
+    assert engine.max_batch_tokens == 4096 and engine.fallbacks == []
+
+
+def test_out_of_memory_halves_the_batch_and_keeps_batching(tiny_model: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out of memory is memory: with a model that runs out above half the padded tokens of the
+    workload's one batched pass, the engine halves its batch until the passes fit, records each
+    step, keeps batching, and scores exactly."""
+    import torch
+
+    import autorubric_local.engine.paths as paths
+
+    engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="b", max_batch_tokens=8192)
+    requests = make_requests(engine)
+    seen: list[int] = []
+    _refusing(tiny_model.model, monkeypatch, lambda kwargs: seen.append(kwargs["input_ids"].numel())
+              if _boolean_keep(kwargs) else None)
+    engine.score(requests)
+    assert len(seen) == 1 and seen[0] <= 8192  # the whole workload as one pass
+    limit, passed = seen[0] // 2, []
+
+    def over_limit(kwargs: dict[str, Any]) -> BaseException | None:
+        if not _boolean_keep(kwargs):
+            return None
+        if kwargs["input_ids"].numel() > limit:
+            return torch.OutOfMemoryError("CUDA out of memory")
+        passed.append(kwargs["input_ids"].numel())
+        return None
+
+    monkeypatch.setattr(paths, "MIN_BATCH_TOKENS", 8)
+    engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="b", max_batch_tokens=8192)
+    _refusing(tiny_model.model, monkeypatch, over_limit)
+    results = engine.score(requests)
+    steps = len(engine.fallbacks)
+    assert steps >= 1 and engine.max_batch_tokens == 8192 >> steps and engine._batched_proven
+    assert engine.fallbacks == [f"out of memory at {8192 >> i} batch tokens; now {8192 >> (i + 1)}" for i in range(steps)]
+    assert passed and max(passed) <= limit
+    for request, result in zip(requests, results, strict=True):
         assert max_abs_diff(result.logprobs, reference_logprobs(tiny_model.model, tiny_model.tokenizer, request)) <= TOL
 
 

@@ -631,20 +631,41 @@ def test_json_string_body_regex(body: str, ok: bool) -> None:
         assert isinstance(json.loads('"' + body), str)
 
 
-def test_a_model_the_packed_path_fails_on_falls_back_to_the_plain_path(tiny_model: Any, requests: list[ScoreRequest],
-                                                                     expected: list[tuple[float, ...]]) -> None:
+def test_a_model_the_packed_path_fails_on_falls_back_to_the_plain_path(
+        tiny_model: Any, requests: list[ScoreRequest], expected: list[tuple[float, ...]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A model whose forward rejects the trie's masks (as a state-space model's would) is scored on
     the plain path, exactly, and the engine records why."""
     engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="tiny")
+    forward = tiny_model.model.forward
 
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        raise TypeError("forward() got an unexpected keyword argument 'position_ids'")
+    def refuse_position_ids(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("position_ids") is not None:
+            raise TypeError("forward() got an unexpected keyword argument 'position_ids'")
+        return forward(*args, **kwargs)
 
-    engine._score_packed = refuse  # type: ignore[method-assign]
+    monkeypatch.setattr(tiny_model.model, "forward", refuse_position_ids)
     results = engine.score(requests)
     assert engine.attention_path.startswith("plain (packed path failed: TypeError")
-    for result, reference in zip(results, expected):
+    assert engine.fallbacks == ["packed path failed: TypeError: forward() got an unexpected keyword argument "
+                                "'position_ids'; using the plain path"]
+    for result, reference in zip(results, expected, strict=True):
         assert result.error is None and max_abs_diff(result.logprobs, reference) <= TOL
+
+
+def test_a_bug_in_our_packing_code_raises_instead_of_falling_back(
+        tiny_model: Any, requests: list[ScoreRequest], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error raised by our own code on the packed path (here the row's mask) is a bug: it
+    propagates, and the engine stays on the packed path with no fallback recorded."""
+    engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="tiny")
+
+    def broken(row: Any) -> None:
+        raise TypeError("a bug in the row mask")
+
+    monkeypatch.setattr(engine, "_row_mask", broken)
+    with pytest.raises(TypeError, match="a bug in the row mask"):
+        engine.score(requests)
+    assert engine.attention.packed and engine.fallbacks == []
 
 
 def test_forward_timer_counts_every_model_forward(tiny_model: Any) -> None:

@@ -170,10 +170,31 @@ def test_runs_record_which_engine_path_each_judge_ran(tmp_path: Path) -> None:
     assert json.loads(row["judges_json"]) == [
         {"judge_id": "a", "model": "scripted-a", "model_id": "declared", "weight": 1.0,
          "backend": "transformers", "attention_path": "packed-trie (sdpa, full attention)",
-         "prompt_format": "completion", "score_method": "prompt_logprobs", "dtype": "bfloat16"},
+         "prompt_format": "completion", "score_method": "prompt_logprobs", "dtype": "bfloat16", "fallbacks": []},
         {"judge_id": "b", "model": "scripted-b", "model_id": "plain", "weight": 2.0,
-         "backend": None, "attention_path": None, "prompt_format": None, "score_method": None, "dtype": None},
+         "backend": None, "attention_path": None, "prompt_format": None, "score_method": None, "dtype": None,
+         "fallbacks": []},
     ]
+
+
+def test_a_fallback_an_engine_takes_during_the_run_is_recorded_with_its_judge(tmp_path: Path) -> None:
+    """An engine that leaves a faster path mid-run (:mod:`autorubric_local.engine.paths`) has the
+    reason in the run's judges record once the chunk it happened in is committed."""
+    scripted = crash_worker.make_policy(0.0)
+    falls_back = ScriptedEngine(model_id="falls-back", policy=lambda request: (
+        falls_back.fallbacks.append("batched path failed: IndexError: x; scoring one prefix group at a time")
+        if "Submission 2:" in request.prefix and not falls_back.fallbacks else None) or scripted(request))
+    falls_back.fallbacks = []  # type: ignore[attr-defined]
+    steady = ScriptedEngine(model_id="steady", policy=scripted)
+    steady.fallbacks = []  # type: ignore[attr-defined]
+    g = CriterionGrader(judges=[JudgeSpec(LLMConfig(model="scripted-a", engine=falls_back), "a"),
+                                JudgeSpec(LLMConfig(model="scripted-b", engine=steady), "b")], seed=1)
+    dataset = crash_worker.build_dataset(4)
+    assert sum("Submission 2:" in item.submission for item in dataset.items) == 1
+    result = run(dataset, g, config(tmp_path, chunk_judgments=1))
+    row = sqlite_utils.Database(tmp_path / "r.sqlite")["runs"].get(result.run_id)
+    assert [judge["fallbacks"] for judge in json.loads(row["judges_json"])] == [
+        ["batched path failed: IndexError: x; scoring one prefix group at a time"], []]
 
 
 def test_progress_bar_runs(tmp_path: Path) -> None:
@@ -445,6 +466,9 @@ class CountingExecutor:
 
     def graded_chunks(self, *args: Any) -> Any:
         return self.inner.graded_chunks(*args)
+
+    def fallbacks(self, g: CriterionGrader) -> Any:
+        return self.inner.fallbacks(g)
 
 
 def test_a_locked_or_changed_run_is_refused_before_any_judge_loads(tmp_path: Path) -> None:

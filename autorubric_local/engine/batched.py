@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from autorubric_local.engine.attention import AttentionPlan, additive_masks
 from autorubric_local.engine.base import mass_outside
 from autorubric_local.engine.packing import PackedRow
+from autorubric_local.engine.paths import PathUnsupported, call_model
 
 if TYPE_CHECKING:
     import torch
@@ -199,9 +200,9 @@ def score_batch(model: Any, plan: AttentionPlan, units: Sequence[Unit]) -> list[
 
     Raises
     ------
-    RuntimeError
-        If the model returned logits of another shape than the kept positions (a transformers
-        version or model without boolean ``logits_to_keep``).
+    PathUnsupported
+        The model's forward raised on these inputs, or returned logits of another shape than the
+        kept positions (a transformers version or model without boolean ``logits_to_keep``).
     """
     import torch
 
@@ -215,7 +216,8 @@ def score_batch(model: Any, plan: AttentionPlan, units: Sequence[Unit]) -> list[
         keep[b, [p + node for node in unit.row.keep_positions]] = True
     mask, positions = batch_masks(plan, units, width, model.dtype, device)
     n_kept = int(keep.sum())
-    logits = model(
+    logits = call_model(
+        model, "batched",
         input_ids=input_ids.to(device),
         position_ids=positions,
         attention_mask=mask,
@@ -223,8 +225,8 @@ def score_batch(model: Any, plan: AttentionPlan, units: Sequence[Unit]) -> list[
         logits_to_keep=keep.to(device),
     ).logits
     if logits.ndim != 2 or logits.shape[0] != n_kept:
-        raise RuntimeError(f"boolean logits_to_keep gave logits of shape {tuple(logits.shape)}, "
-                           f"expected ({n_kept}, vocab)")
+        raise PathUnsupported("batched", RuntimeError(
+            f"boolean logits_to_keep gave logits of shape {tuple(logits.shape)}, expected ({n_kept}, vocab)"))
     logsoftmax = logits.float().log_softmax(-1)
     # Every needed (kept row, token) log-probability in one gather and one transfer.
     rows: list[int] = []

@@ -46,6 +46,7 @@ from autorubric_local.engine.packing import (
     pack_trie,
     prompt_shares,
 )
+from autorubric_local.engine.paths import PathFallbacks, call_model
 from autorubric_local.engine.plain import decode_plain, score_plain
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class TransformersEngine(HFTextMixin):
+class TransformersEngine(HFTextMixin, PathFallbacks):
     """Judge engine over a Hugging Face causal LM.
 
     Parameters
@@ -85,6 +86,9 @@ class TransformersEngine(HFTextMixin):
     ----------
     attention_path : str
         Which path runs, recorded per run (``AttentionPlan.description``).
+    fallbacks : list of str
+        Why the engine left a faster path (packed, batched) or shrank its batches, in order
+        (:mod:`.paths`); recorded with the run's judges.
     forward_timer : ForwardTimer
         Seconds and calls of the model's forward passes (every path), to tell the model's time
         from the host work around it.
@@ -125,6 +129,7 @@ class TransformersEngine(HFTextMixin):
         self.attention: AttentionPlan = plan_attention(
             model, force_plain="requested" if attention == "plain" else None)
         self._packed_proven = False
+        self.fallbacks: list[str] = []
         self.max_batch_tokens = default_batch_tokens(model) if max_batch_tokens is None else max_batch_tokens
         self._batched_proven = False
         self.forward_timer = ForwardTimer.of(model)
@@ -139,49 +144,20 @@ class TransformersEngine(HFTextMixin):
         """The precision the model computes in, e.g. ``"float32"`` (recorded per run)."""
         return str(self.model.dtype).removeprefix("torch.")
 
-    def _packed_or_plain(self, packed: Callable[[], list[Any]], plain: Callable[[], list[Any]]) -> list[Any]:
-        """Run ``packed`` where the plan allows it, else ``plain``.
-
-        If the very first packed pass raises (a model whose cache or forward does not take the
-        trie's masks, such as a state-space model its config did not reveal), the engine
-        switches to the plain path for good, records why, and reruns the work plainly.
-        """
-        if not self.attention.packed:
-            return plain()
-        if self._packed_proven:
-            return packed()
-        try:
-            results = packed()
-        except (RuntimeError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            reason = f"packed path failed: {type(exc).__name__}: {exc}"[:300]
-            logger.warning("%s: %s; using the plain path", self.model_id, reason)
-            self.attention = plan_attention(self.model, force_plain=reason)
-            return plain()
-        self._packed_proven = True
-        return results
-
     # ------------------------------------------------------------------ scoring
     def score(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:
         """Label log-probabilities for every request; see :class:`~.base.Engine`.
 
         Groups of requests sharing a prefix are scored many per forward pass when
         ``max_batch_tokens`` > 0 and the packed path applies (:mod:`.batched`), else one group
-        at a time. If the first batched call raises (a transformers version without boolean
-        ``logits_to_keep``), batching is switched off for good and the work rerun per group.
+        at a time. If the model refuses the first batched pass (a transformers version without
+        boolean ``logits_to_keep``), batching is switched off for good and the work rerun per
+        group; out of memory halves the batch (:mod:`.paths`, which records each fallback).
         """
         if not (self.max_batch_tokens and self.attention.packed):
             return _per_prefix(requests, self._score_group)
-        if self._batched_proven:
-            return self._score_batched(requests)
-        try:
-            results = self._score_batched(requests)
-        except (RuntimeError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            logger.warning("%s: batched scoring failed (%s: %s); scoring one prefix group at a time",
-                           self.model_id, type(exc).__name__, str(exc)[:300])
-            self.max_batch_tokens = 0
-            return _per_prefix(requests, self._score_group)
-        self._batched_proven = True
-        return results
+        return self._batched_or_per_group(lambda: self._score_batched(requests),
+                                          lambda: _per_prefix(requests, self._score_group))
 
     def _score_batched(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:
         """Every group whose trie fits one chunk as one row of batched passes (:mod:`.batched`);
@@ -294,7 +270,8 @@ class TransformersEngine(HFTextMixin):
 
         cache = DynamicCache()
         if prefix_ids:
-            self.model(
+            call_model(
+                self.model, "packed",
                 input_ids=torch.tensor([prefix_ids], dtype=torch.long, device=self.model.device),
                 past_key_values=cache,
                 use_cache=True,
@@ -310,7 +287,8 @@ class TransformersEngine(HFTextMixin):
         import torch
 
         keep = row.keep_positions
-        output = self.model(
+        output = call_model(
+            self.model, "packed",
             input_ids=torch.tensor([row.token_ids], dtype=torch.long, device=self.model.device),
             position_ids=torch.tensor([row.positions], device=self.model.device),
             attention_mask=self._row_mask(row),
@@ -430,7 +408,8 @@ class TransformersEngine(HFTextMixin):
         # below its suffix's last node.
         row = pack_trie(prefix_len, [(s, []) for s in suffixes])
         keep = sorted(set(row.ends))
-        output = self.model(
+        output = call_model(
+            self.model, "packed",
             input_ids=torch.tensor([row.token_ids], dtype=torch.long, device=device),
             position_ids=torch.tensor([row.positions], device=device),
             attention_mask=self._row_mask(row),
@@ -467,7 +446,8 @@ class TransformersEngine(HFTextMixin):
             allowed = torch.cat([torch.ones(n_new, prefix_len, dtype=torch.bool), seen[rows, : appended + n_new]], 1)
             positions = last_suffix_position[rows] + torch.tensor([len(generated[b]) for b in active])
             key_positions = torch.cat([key_positions, positions])
-            output = self.model(
+            output = call_model(
+                self.model, "packed",
                 input_ids=torch.tensor([[t for _, t in still]], dtype=torch.long, device=device),
                 position_ids=positions[None].to(device),
                 attention_mask=additive_masks(

@@ -43,7 +43,7 @@ from autorubric_local.graders.criterion_grader import (
 )
 from autorubric_local.runner.checkpoint import PlannedItem
 from autorubric_local.runner.config import RAY_AUTO, RAY_LOCAL, DistributedConfig
-from autorubric_local.runner.executors import EngineRecord, engine_records, grade_chunk
+from autorubric_local.runner.executors import EngineRecord, engine_fallbacks, engine_records, grade_chunk
 
 logger = logging.getLogger(__name__)
 
@@ -177,6 +177,10 @@ class GraderWorker:
         :func:`~.executors.grade_chunk` with the option-shuffle ``seed`` of the run."""
         self.grader.seed = seed
         return os.getpid(), grade_chunk(self.grader, chunk, _no_progress)
+
+    def fallbacks(self) -> dict[str, list[str]]:
+        """:func:`~.executors.engine_fallbacks` of this actor's engines."""
+        return engine_fallbacks(self.grader)
 
 
 def _no_progress(_: int) -> None:
@@ -398,3 +402,15 @@ class RayExecutor(RayActors):
         for index, graded in self.dispatch("grade", chunks, (grader.seed,), stop):
             progress(sum(len(item.results) for item in graded))
             yield index, graded
+
+    def fallbacks(self, grader: CriterionGrader) -> dict[str, list[str]]:
+        """Every actor's :meth:`GraderWorker.fallbacks`, merged per judge (each reason once, in
+        the order first seen)."""
+        import ray
+
+        merged: dict[str, list[str]] = {}
+        for answer in ray.get([actor.fallbacks.remote() for actor in self._actors]) if self._actors else []:
+            for judge_id, reasons in answer.items():
+                known = merged.setdefault(judge_id, [])
+                known.extend(reason for reason in reasons if reason not in known)
+        return merged

@@ -31,9 +31,9 @@ EngineRecord = dict[str, Any]
 
 def engine_records(grader: CriterionGrader) -> dict[str, EngineRecord]:
     """Load every judge's engine and describe it: ``{judge id: {"model_id", "backend",
-    "attention_path", "prompt_format", "score_method", "dtype"}}``, read from the engine's
-    attributes of those names (``backend`` from ``backend_name``, ``dtype`` from ``dtype_name``;
-    None where an engine does not declare one).
+    "attention_path", "prompt_format", "score_method", "dtype", "fallbacks"}}``, read from the
+    engine's attributes of those names (``backend`` from ``backend_name``, ``dtype`` from
+    ``dtype_name``; None where an engine does not declare one; ``fallbacks`` an empty list then).
 
     Raises
     ------
@@ -50,8 +50,17 @@ def engine_records(grader: CriterionGrader) -> dict[str, EngineRecord]:
             "prompt_format": getattr(engine, "prompt_format", None),
             "score_method": getattr(engine, "score_method", None),
             "dtype": getattr(engine, "dtype_name", None),
+            "fallbacks": list(getattr(engine, "fallbacks", ())),
         }
     return records
+
+
+def engine_fallbacks(grader: CriterionGrader) -> dict[str, list[str]]:
+    """``{judge id: the reasons its loaded engine left a faster path}`` (the engine's
+    ``fallbacks``, :mod:`autorubric_local.engine.paths`); judges not loaded are left out."""
+    loaded = grader.loaded_judges()
+    return {judge.judge_id: list(getattr(grader.engine_for(judge), "fallbacks", ()))
+            for judge in grader.judges if judge.judge_id in loaded}
 
 
 def failed_item(item: GradeItem, exc: BaseException) -> GradedItem:
@@ -107,6 +116,11 @@ class ChunkExecutor(Protocol):
         """:func:`engine_records` of the judges as this executor loads them."""
         ...
 
+    def fallbacks(self, grader: CriterionGrader) -> dict[str, list[str]]:
+        """Per judge id, the reasons its engines left a faster path so far (:func:`engine_fallbacks`;
+        on several workers, each reason once in the order first seen)."""
+        ...
+
     def graded_chunks(
         self,
         grader: CriterionGrader,
@@ -147,6 +161,10 @@ class LocalExecutor:
         """:func:`engine_records` (loads the judges in this process)."""
         self._before = (grader, grader.loaded_judges(), cached_engine_ids())
         return engine_records(grader)
+
+    def fallbacks(self, grader: CriterionGrader) -> dict[str, list[str]]:
+        """:func:`engine_fallbacks` of this process's engines."""
+        return engine_fallbacks(grader)
 
     def graded_chunks(
         self,

@@ -366,11 +366,23 @@ class EvalRunner:
                          dataset_json=json.dumps(_header(self.dataset)))
         return len(store.done_item_ids(run_id))
 
+    def _record_fallbacks(self, store: Store, run_id: str, engines: dict[str, EngineRecord],
+                          fallbacks: Mapping[str, list[str]]) -> dict[str, EngineRecord]:
+        """``engines`` with each judge's ``fallbacks`` as the executor reports them now; when they
+        changed, the run's ``judges_json`` is rewritten, so a run that left a faster path
+        (:mod:`autorubric_local.engine.paths`) says so in its judges record."""
+        if all(engines[judge_id].get("fallbacks") == reasons for judge_id, reasons in fallbacks.items()):
+            return engines
+        engines = {judge_id: {**record, "fallbacks": fallbacks.get(judge_id, record.get("fallbacks"))}
+                   for judge_id, record in engines.items()}
+        store.update_run(run_id, judges_json=json.dumps(self._judges(engines)))
+        return engines
+
     def _judges(self, engines: dict[str, EngineRecord]) -> list[dict[str, Any]]:
         """The run's ``judges_json``: per judge its id, model, loaded model id, weight, and the rest
         of its engine's record (:func:`~.executors.engine_records`: ``backend``, e.g.
         ``"transformers"``; ``attention_path``; ``prompt_format``; vLLM's ``score_method``;
-        ``dtype``, e.g. ``"float32"``)."""
+        ``dtype``, e.g. ``"float32"``; ``fallbacks``, why its engine left a faster path)."""
         return [{"judge_id": j.judge_id, "model": j.llm_config.model, "model_id": engines[j.judge_id]["model_id"],
                  "weight": j.weight, **{k: v for k, v in engines[j.judge_id].items() if k != "model_id"}}
                 for j in self.grader.judges]
@@ -419,6 +431,7 @@ class EvalRunner:
                         continue
                     chunk = list(chunks[index])  # a cut-up-front chunk is lazy: its items built once here
                     self._commit(store, run_id, chunk, graded, engines, owner)
+                    engines = self._record_fallbacks(store, run_id, engines, executor.fallbacks(self.grader))
                     committed.add(index)
                     if isinstance(chunks, TimedChunks):
                         chunks.forget(index)  # only the chunk in flight stays in memory
