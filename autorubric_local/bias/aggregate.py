@@ -177,7 +177,7 @@ def _histograms(cells: Sequence[SweepCell], width: int) -> tuple[list[int], list
         for result in cell.results:
             if result.chosen is not None and result.task.option_order is not None:
                 heat[result.task.option_order.index(s.mode_option)][result.chosen] += 1
-    profile = [total / n if n else 0.0 for total, n in zip(profile_sum, profile_n)]
+    profile = [total / n if n else 0.0 for total, n in zip(profile_sum, profile_n, strict=True)]
     return positions, options, profile, heat
 
 

@@ -124,7 +124,7 @@ def _item_changes(stored: Sequence[Sequence[str]], current: Sequence[Sequence[st
     reasons = []
     if len(stored) != len(current):
         reasons.append(f"the data has {len(current)} items, the sweep has {len(stored)}")
-    for index, (old, new) in enumerate(zip(stored, current)):
+    for index, (old, new) in enumerate(zip(stored, current, strict=False)):
         if list(old) != list(new):
             reasons.append(f"item {index} ({new[0]!r}) changed (id, submission, query, reference or preference)")
             break

@@ -59,7 +59,7 @@ def plot_heatmaps(aggregates: Sequence[SweepAggregate], judge_id: str, path: Pat
     fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.8 * rows), squeeze=False)
     for ax in axes.flat[len(own):]:
         ax.axis("off")
-    for ax, aggregate in zip(axes.flat, own):
+    for ax, aggregate in zip(axes.flat, own, strict=False):
         matrix = aggregate.shown_vs_chosen
         n = len(matrix)
         image = ax.imshow(matrix, cmap="viridis", origin="upper")

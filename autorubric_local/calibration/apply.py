@@ -58,7 +58,7 @@ def _apply_item(calibration: ThresholdCalibration, item: ItemResult, config: Can
     if report.score is None or not report.report:
         return item
     criteria = [_apply_criterion(calibration, cr, index) for index, cr in enumerate(report.report)]
-    if all(new is old for new, old in zip(criteria, report.report)):
+    if all(new is old for new, old in zip(criteria, report.report, strict=True)):
         return item
     raw, normalized = raw_and_normalized(criteria, config)
     agreements = [c.agreement for c in criteria]

@@ -97,7 +97,7 @@ def criterion_samples(result: GradedRun, item_ids: Iterable[str]) -> dict[str, C
         if len(truth) != len(report.report):
             raise InputError(f"item {r.item_id!r}: ground truth has {len(truth)} labels, the report "
                              f"{len(report.report)} criteria")
-        for index, (cr, label) in enumerate(zip(report.report, truth)):
+        for index, (cr, label) in enumerate(zip(report.report, truth, strict=True)):
             if cr.criterion.options is not None or cr.error is not None:
                 continue
             human = verdict_to_binary(label)

@@ -301,7 +301,7 @@ class Rubric:
             raise InputError(f"Expected {len(self.rubric)} verdicts, got {len(verdicts)}")
         reports = [
             _report_from_verdict(criterion, verdict)
-            for criterion, verdict in zip(self.rubric, verdicts)
+            for criterion, verdict in zip(self.rubric, verdicts, strict=True)
         ]
         config = CannotAssessConfig(strategy=cannot_assess_strategy, partial_credit=partial_credit)
         return score_reports(reports, config, normalize)

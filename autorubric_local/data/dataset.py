@@ -123,7 +123,7 @@ def _check_items(
     """Check every item (effective rubric, ground truth, unique ids), collecting problems."""
     checked: list[DataItem] = []
     first_use: dict[str, str] = {}
-    for item, location in zip(items, where):
+    for item, location in zip(items, where, strict=True):
         try:
             good = _checked_item(item, rubric)
         except InputError as e:
@@ -571,7 +571,7 @@ class RubricDataset:
 
         items: list[DataItem] = []
         item_where: list[str] = []
-        for raw, location in zip(raw_items, where):
+        for raw, location in zip(raw_items, where, strict=True):
             try:
                 items.append(_item_from_dict(raw))
                 item_where.append(location)

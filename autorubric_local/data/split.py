@@ -37,7 +37,7 @@ def split_indices(
     for index, signature in enumerate(signatures):
         strata.setdefault(signature if stratify else None, []).append(index)
     chosen: list[int] = []
-    for members, quota in zip(strata.values(), _quotas([len(m) for m in strata.values()], n_train, rng)):
+    for members, quota in zip(strata.values(), _quotas([len(m) for m in strata.values()], n_train, rng), strict=True):
         chosen.extend(rng.sample(members, quota))
     return sorted(chosen)
 

@@ -369,7 +369,7 @@ def _parse_id(value: object, index: int) -> str:
 
 def _check_unique_ids(items: list[DataItem], where: list[str], problems: ProblemCollector) -> None:
     first_use: dict[str, str] = {}
-    for item, location in zip(items, where):
+    for item, location in zip(items, where, strict=True):
         assert item.id is not None
         if item.id in first_use:
             first = first_use[item.id]

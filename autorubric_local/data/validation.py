@@ -110,7 +110,8 @@ def parse_ground_truth(values: Sequence[object], rubric: Rubric) -> list[Criteri
             f"field 'ground_truth': has {len(values)} value(s) but the rubric has "
             f"{len(criteria)} criteria"
         )
-    return [parse_ground_truth_value(value, criterion, j) for j, (value, criterion) in enumerate(zip(values, criteria))]
+    return [parse_ground_truth_value(value, criterion, j)
+            for j, (value, criterion) in enumerate(zip(values, criteria, strict=True))]
 
 
 def parse_ground_truth_value(value: object, criterion: Criterion, index: int,

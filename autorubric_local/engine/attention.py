@@ -109,7 +109,8 @@ def _layer_types(config: Any) -> tuple[list[str], set[int]]:
         n = int(getattr(text, "num_hidden_layers", 1))
         types = list(getattr(text, "layer_types", None) or [SLIDING if window else FULL] * n)
         kwargs = [{"sliding_window": window}] * len(types)
-    windows = {int(k["sliding_window"]) for t, k in zip(types, kwargs) if t == SLIDING and k.get("sliding_window")}
+    windows = {int(k["sliding_window"]) for t, k in zip(types, kwargs, strict=True)
+               if t == SLIDING and k.get("sliding_window")}
     return list(types), windows
 
 

@@ -236,7 +236,7 @@ def score_batch(model: Any, plan: AttentionPlan, units: Sequence[Unit]) -> list[
         # Kept rows come in (row, position) order: this unit's kept nodes, sorted.
         where = {node: offset + i for i, node in enumerate(unit.row.keep_positions)}
         offset += len(where)
-        for tree, end in zip(unit.row.targets, unit.row.ends):
+        for tree, end in zip(unit.row.targets, unit.row.ends, strict=True):
             for label in tree:
                 rows.extend(where[node] for node, _ in label)
                 tokens.extend(token for _, token in label)
@@ -271,7 +271,7 @@ def run_units(
         scored = score_batch(model, plan, [units[i] for i in batch])
         elapsed = time.perf_counter() - start
         real = sum(units[i].length for i in batch)
-        for i, result in zip(batch, scored):
+        for i, result in zip(batch, scored, strict=True):
             results[i] = result
             seconds[i] = elapsed * units[i].length / real
     return results, seconds

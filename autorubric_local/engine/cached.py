@@ -89,7 +89,7 @@ class CachedEngine:
         found = self.cache.get_many(keys) if self.cache is not None else {}
         missing = [i for i, key in enumerate(keys) if key not in found]
         answered = self._call(self.engine.score, [requests[i] for i in missing])
-        fresh = dict(zip(missing, answered))
+        fresh = dict(zip(missing, answered, strict=True))
         self._store({keys[i]: _score_body(a) for i, a in fresh.items() if a.error is None})
         return [fresh[i] if i in fresh else _scores_from(found[key]) for i, key in enumerate(keys)]
 
@@ -105,7 +105,7 @@ class CachedEngine:
         found = self.cache.get_many(keys) if self.cache is not None else {}
         missing = [i for i, key in enumerate(keys) if key not in found]
         answered = self._call(self.engine.generate, [requests[i] for i in missing])
-        fresh = dict(zip(missing, answered))
+        fresh = dict(zip(missing, answered, strict=True))
         self._store({keys[i]: _generation_body(g) for i, g in fresh.items() if g.error is None})
         return [(fresh[i], False) if i in fresh else (_generation_from(found[key]), True) for i, key in enumerate(keys)]
 

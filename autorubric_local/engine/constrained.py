@@ -187,7 +187,7 @@ def choose_tokens(grammars: Sequence[RegexGrammar], guides: Sequence[Any], logit
     if len(temperatures) > 1:
         raise ValueError(f"grammars sample at different temperatures {sorted(temperatures)}")
     vocab, device = logits.shape[-1], logits.device
-    mask = torch.stack([g.allowed_mask(guide, vocab, device) for g, guide in zip(grammars, guides)])
+    mask = torch.stack([g.allowed_mask(guide, vocab, device) for g, guide in zip(grammars, guides, strict=True)])
     scores = logits.float().masked_fill(~mask, float("-inf"))
     temperature = temperatures.pop()
     if temperature > 0 and sampler is not None:
@@ -200,7 +200,7 @@ def choose_tokens(grammars: Sequence[RegexGrammar], guides: Sequence[Any], logit
         for row in tied:  # rare: resolve in the grammar's order, as choose does
             allowed = grammars[row].allowed_ids(guides[row], vocab, device)
             tokens[row] = int(allowed[int(torch.argmax(logits[row, allowed].float()))])
-    for guide, token in zip(guides, tokens):
+    for guide, token in zip(guides, tokens, strict=True):
         guide.advance(token_id=token, return_tokens=False)
     return tokens
 

@@ -189,11 +189,11 @@ class LlamaCppEngine(HFTextMixin):
         targets: dict[Context, set[int]] = defaultdict(set)
         sequences: set[Context] = set()
         paths: list[list[list[Context]]] = []
-        for prompt, label_ids, error in zip(prompts, labels, errors):
+        for prompt, label_ids, error in zip(prompts, labels, errors, strict=True):
             paths.append([] if error is not None else
                          [[tuple(prompt + ids[:j]) for j in range(len(ids))] for ids in label_ids])
-            for ids, contexts in zip(label_ids, paths[-1]):
-                for context, token in zip(contexts, ids):
+            for ids, contexts in zip(label_ids, paths[-1], strict=True):
+                for context, token in zip(contexts, ids, strict=True):
                     targets[context].add(token)
                 sequences.add(tuple(prompt + ids[:-1]))
         edges, computed, failed = self._run_contexts(sorted(sequences), targets)
@@ -202,15 +202,15 @@ class LlamaCppEngine(HFTextMixin):
         # Per request: how many of its tokens it computed (for the time share) and reused.
         results: list[LabelScores] = []
         shares: list[float] = []
-        for prompt, label_ids, error, label_paths in zip(prompts, labels, errors, paths):
+        for prompt, label_ids, error, label_paths in zip(prompts, labels, errors, paths, strict=True):
             if error is None:
                 error = next((failed[c] for contexts in label_paths for c in contexts if c in failed), None)
             if error is not None:
                 results.append(LabelScores((), error=error))
                 shares.append(0.0)
                 continue
-            logprobs = tuple(math.fsum(edges[(c, t)] for c, t in zip(contexts, ids))
-                             for contexts, ids in zip(label_paths, label_ids))
+            logprobs = tuple(math.fsum(edges[(c, t)] for c, t in zip(contexts, ids, strict=True))
+                             for contexts, ids in zip(label_paths, label_ids, strict=True))
             root = tuple(prompt)
             off_mass = mass_outside([edges[(root, t)] for t in {ids[0] for ids in label_ids}])
             own = computed.get(root, 0)
@@ -223,7 +223,7 @@ class LlamaCppEngine(HFTextMixin):
         return [
             LabelScores(r.logprobs, usage=r.usage, seconds=elapsed * s / total, error=r.error,
                         off_label_mass=r.off_label_mass)
-            for r, s in zip(results, shares)
+            for r, s in zip(results, shares, strict=True)
         ]
 
     def _run_contexts(
@@ -272,7 +272,7 @@ class LlamaCppEngine(HFTextMixin):
         results: list[Generation | None] = [None] * len(requests)
         prompts = [self.prompt_tokens(r.prefix, r.suffix) for r in requests]
         runnable = []
-        for index, (request, prompt) in enumerate(zip(requests, prompts)):
+        for index, (request, prompt) in enumerate(zip(requests, prompts, strict=True)):
             error = self._fit_error(len(prompt), len(prompt) + request.max_new_tokens,
                                     f"prompt plus {request.max_new_tokens} new tokens")
             if error is not None:
@@ -291,7 +291,7 @@ class LlamaCppEngine(HFTextMixin):
                 for i in wave:
                     results[i] = Generation("", error=f"infrastructure: {exc}")
                 continue
-            for i, (ids, reused, closed) in zip(wave, decoded):
+            for i, (ids, reused, closed) in zip(wave, decoded, strict=True):
                 work.append((i, ids, reused, closed))
                 spent[i] = len(prompts[i]) - reused + len(ids)
         elapsed = time.perf_counter() - start
@@ -336,21 +336,21 @@ class LlamaCppEngine(HFTextMixin):
         guides = [g.new_guide() for g in grammars]
         generated: list[list[int]] = [[] for _ in requests]
         active = list(range(len(requests)))
-        rows = dict(zip(active, logits))
+        rows = dict(zip(active, logits, strict=True))
         while active:
             chosen = [grammars[b].choose(guides[b], torch.from_numpy(rows[b]), sampler) for b in active]
-            for b, token in zip(active, chosen):
+            for b, token in zip(active, chosen, strict=True):
                 generated[b].append(token)
-            still = [(b, t) for b, t in zip(active, chosen)
+            still = [(b, t) for b, t in zip(active, chosen, strict=True)
                      if not guides[b].is_finished() and len(generated[b]) < requests[b].max_new_tokens]
             if not still:
                 break
             active = [b for b, _ in still]
-            rows = dict(zip(active, ctx.step(active, [t for _, t in still])))
+            rows = dict(zip(active, ctx.step(active, [t for _, t in still]), strict=True))
         # Generated tokens are not a prefix anyone will reuse: drop them, keep the prompts.
         for seq, prompt in enumerate(prompts):
             ctx.truncate(seq, len(prompt))
-        return [(ids, r, guide.is_finished()) for ids, r, guide in zip(generated, reused, guides)]
+        return [(ids, r, guide.is_finished()) for ids, r, guide in zip(generated, reused, guides, strict=True)]
 
     def _waves(self, order: list[int], prompts: list[list[int]], requests: Sequence[GenerateRequest]) -> list[list[int]]:
         """Consecutive groups of at most ``n_seq`` requests whose prompts and budgets fit the KV cache together."""

@@ -228,7 +228,7 @@ class LlamaContext:
     def _fill(self, tokens: Sequence[int], positions: Sequence[int], seqs: Sequence[int], flags: Sequence[bool]) -> None:
         batch = self._batch
         batch.n_tokens = len(tokens)
-        for i, (token, position, seq, flag) in enumerate(zip(tokens, positions, seqs, flags)):
+        for i, (token, position, seq, flag) in enumerate(zip(tokens, positions, seqs, flags, strict=True)):
             batch.token[i] = token
             batch.pos[i] = position
             batch.n_seq_id[i] = 1

@@ -161,11 +161,11 @@ def pack_trie(prefix_len: int, trees: Sequence[Tree]) -> PackedRow:
         suffix_path, continuations = _insert_tree(trie, tree)
         used = set(suffix_path)
         tree_targets: list[list[tuple[int, int]]] = []
-        for label, continuation in zip(tree[1], continuations):
+        for label, continuation in zip(tree[1], continuations, strict=True):
             used.update(continuation)
             # Label token j is predicted at the path's node of depth len(suffix) - 1 + j.
             predictors = [suffix_path[-1], *continuation]
-            tree_targets.append(list(zip(predictors, label)))
+            tree_targets.append(list(zip(predictors, label, strict=True)))
         targets.append(tree_targets)
         ends.append(suffix_path[-1])
         suffix_nodes.append(suffix_path)
@@ -233,7 +233,7 @@ def ancestor_table(row: PackedRow) -> list[list[int]]:
     """``A[n][d]``: the ancestor of node ``n`` at depth ``d`` (``n`` itself at its depth), or -1
     below ``n``'s depth; shape (n_nodes, max_depth + 1). Reference for the vectorised mask."""
     table = [[-1] * (row.max_depth + 1) for _ in row.token_ids]
-    for node, (parent, depth) in enumerate(zip(row.parents, row.depths)):
+    for node, (parent, depth) in enumerate(zip(row.parents, row.depths, strict=True)):
         if parent != ROOT:
             table[node][:depth] = table[parent][:depth]
         table[node][depth] = node

@@ -169,7 +169,7 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         pending: list[tuple[list[int], list[Any], float]] = []  # indices, tokenized, seconds so far
 
         def place(indices: list[int], scores: list[LabelScores]) -> None:
-            for index, result in zip(indices, scores):
+            for index, result in zip(indices, scores, strict=True):
                 results[index] = result
 
         with torch.inference_mode():
@@ -188,7 +188,8 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
                 units.append(Unit(work[0][0][:shared], pack_trie(shared, trees)))
                 pending.append((indices, tokenized, time.perf_counter() - start))
             scored, seconds = run_units(self.model, self.attention, units, self.max_batch_tokens)
-        for unit, (indices, tokenized, prepared), rows, batch_seconds in zip(units, pending, scored, seconds):
+        for unit, (indices, tokenized, prepared), rows, batch_seconds in zip(
+                units, pending, scored, seconds, strict=True):
             work = [t for t in tokenized if not isinstance(t, str)]
             usage = _packed_usage(work, unit.row.prefix_len, rows, prompt_shares(unit.row), node_shares(unit.row))
             place(indices, _label_scores(tokenized, usage, prepared + batch_seconds))
@@ -255,7 +256,8 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         shares = [0.0] * len(trees)  # row nodes per tree (fractional)
         for chunk in chunk_trie(trees, self.max_packed_tokens):
             row = pack_trie(shared, [trees[i] for i in chunk])
-            for i, result, own, share in zip(chunk, self._score_row(row, cache), prompt_shares(row), node_shares(row)):
+            scored_row = self._score_row(row, cache)
+            for i, result, own, share in zip(chunk, scored_row, prompt_shares(row), node_shares(row), strict=True):
                 scored[i], computed[i], shares[i] = result, own, share
         return _packed_usage(work, shared, scored, computed, shares)
 
@@ -333,7 +335,7 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         prompts = [self.prompt_tokens(prefix, r.suffix) for r in requests]
         results: list[Generation | None] = [None] * len(requests)
         runnable: list[int] = []
-        for index, (request, prompt) in enumerate(zip(requests, prompts)):
+        for index, (request, prompt) in enumerate(zip(requests, prompts, strict=True)):
             needed = len(prompt) + request.max_new_tokens
             if not prompt:
                 results[index] = Generation("", error="infrastructure: empty prompt")
@@ -352,7 +354,7 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         work = [(prompts[i], requests[i].max_new_tokens, requests[i].regex) for i in runnable]
         decoded, shared = self._packed_or_plain(lambda: self._generate_packed(work), lambda: self._generate_each(work))
         elapsed = time.perf_counter() - start
-        for position, (index, (ids, closed)) in enumerate(zip(runnable, decoded)):
+        for position, (index, (ids, closed)) in enumerate(zip(runnable, decoded, strict=True)):
             body, truncated = read_generated(requests[index], self.tokenizer, ids)
             prompt_tokens = len(prompts[index])
             results[index] = Generation(
@@ -432,9 +434,9 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         sampler = self._sampler()
         while True:
             chosen = choose_tokens([grammars[b] for b in active], [guides[b] for b in active], logits, sampler)
-            for branch, token in zip(active, chosen):
+            for branch, token in zip(active, chosen, strict=True):
                 generated[branch].append(token)
-            still = [(b, t) for b, t in zip(active, chosen)
+            still = [(b, t) for b, t in zip(active, chosen, strict=True)
                      if not guides[b].is_finished() and len(generated[b]) < budgets[b]]
             if not still:
                 break
@@ -458,7 +460,7 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
             appended += n_new
             logits = output.logits[0]
         cache.crop(-appended)
-        return [(ids, guide.is_finished()) for ids, guide in zip(generated, guides)]
+        return [(ids, guide.is_finished()) for ids, guide in zip(generated, guides, strict=True)]
 
     def _sampler(self) -> Any:
         from autorubric_local.engine.constrained import seeded_sampler
@@ -508,7 +510,8 @@ def _packed_usage(
     (fractional). The first request also pays the ``shared`` prefix tokens.
     """
     out = []
-    for position, ((prompt, _), (logprobs, off_mass), own, share) in enumerate(zip(work, scored, computed, shares)):
+    for position, ((prompt, _), (logprobs, off_mass), own, share) in enumerate(
+            zip(work, scored, computed, shares, strict=True)):
         paid = own + (shared if position == 0 else 0)
         usage = TokenUsage.of(prompt_tokens=len(prompt), cache_read_input_tokens=len(prompt) - paid)
         out.append((logprobs, off_mass, usage, share + (shared if position == 0 else 0)))
@@ -546,7 +549,7 @@ def _per_prefix(requests: Sequence[Any], run_group: Callable[[str, list[Any]], l
     with torch.inference_mode():
         for prefix, indices in _groups(requests).items():
             group = run_group(prefix, [requests[i] for i in indices])
-            for index, result in zip(indices, checked_count(group, len(indices), "a prefix group")):
+            for index, result in zip(indices, checked_count(group, len(indices), "a prefix group"), strict=True):
                 results[index] = result
     return results
 

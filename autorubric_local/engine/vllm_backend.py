@@ -239,7 +239,7 @@ class VLLMEngine(HFTextMixin):
         from vllm.inputs import TokensPrompt
 
         nodes: list[_Node] = []
-        for owner, (label_ids, error) in enumerate(zip(labels, errors)):
+        for owner, (label_ids, error) in enumerate(zip(labels, errors, strict=True)):
             if error is None:
                 nodes.extend(_label_trie(owner, label_ids))
         start = time.perf_counter()
@@ -255,7 +255,7 @@ class VLLMEngine(HFTextMixin):
         edges: list[dict[tuple[tuple[int, ...], int], float]] = [{} for _ in prompts]
         computed = [0] * len(prompts)
         cached = [-1] * len(prompts)
-        for node, output in zip(nodes, outputs):
+        for node, output in zip(nodes, outputs, strict=True):
             step = output.outputs[0].logprobs[0]
             for token in node.targets:
                 edges[node.owner][(node.context, token)] = float(step[token].logprob)
@@ -265,7 +265,7 @@ class VLLMEngine(HFTextMixin):
                 cached[node.owner] = min(hit, len(prompts[node.owner]))
         total = sum(computed) or 1
         results: list[LabelScores] = []
-        for index, (prompt, label_ids, error) in enumerate(zip(prompts, labels, errors)):
+        for index, (prompt, label_ids, error) in enumerate(zip(prompts, labels, errors, strict=True)):
             if error is not None:
                 results.append(LabelScores((), error=error))
                 continue
@@ -292,9 +292,9 @@ class VLLMEngine(HFTextMixin):
         per_request: list[list[float]] = [[] for _ in prompts]
         firsts: list[dict[int, float]] = [{} for _ in prompts]
         computed = [0] * len(prompts)
-        for (index, ids), output in zip(jobs, outputs):
+        for (index, ids), output in zip(jobs, outputs, strict=True):
             positions = output.prompt_logprobs[len(prompts[index]) :]
-            per_request[index].append(sum(float(pos[token].logprob) for pos, token in zip(positions, ids)))
+            per_request[index].append(sum(float(pos[token].logprob) for pos, token in zip(positions, ids, strict=True)))
             firsts[index][ids[0]] = float(positions[0][ids[0]].logprob)
             computed[index] += len(output.prompt_token_ids) + 1
         total = sum(computed) or 1
@@ -336,10 +336,11 @@ class VLLMEngine(HFTextMixin):
         )
         elapsed = time.perf_counter() - start
         computed = [
-            len(p) - int(o.num_cached_tokens or 0) + len(o.outputs[0].token_ids) for p, o in zip(prompts, outputs)
+            len(p) - int(o.num_cached_tokens or 0) + len(o.outputs[0].token_ids)
+            for p, o in zip(prompts, outputs, strict=True)
         ]
         total = sum(computed) or 1
-        for index, prompt, output, work in zip(runnable, prompts, outputs, computed):
+        for index, prompt, output, work in zip(runnable, prompts, outputs, computed, strict=True):
             completion = output.outputs[0]
             if requests[index].pattern is None:
                 text, truncated = split_string_body(completion.text)

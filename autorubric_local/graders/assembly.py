@@ -63,7 +63,7 @@ def binary_vote(result: JudgmentResult, judge_id: str, weight: float) -> JudgeVo
     if result.error is not None or result.chosen is None:
         verdict = CriterionVerdict.MET if criterion.weight < 0 else CriterionVerdict.UNMET
         return JudgeVote(judge_id=judge_id, verdict=verdict, reason=reason, weight=weight, error=result.error)
-    probabilities = dict(zip(BINARY_LABELS, result.probabilities))
+    probabilities = dict(zip(BINARY_LABELS, result.probabilities, strict=True))
     uncalibrated = _uncalibrated(result)
     return JudgeVote(
         judge_id=judge_id,
@@ -71,9 +71,10 @@ def binary_vote(result: JudgmentResult, judge_id: str, weight: float) -> JudgeVo
         reason=reason,
         weight=weight,
         label_probabilities=probabilities,
-        label_logprobs=dict(zip(BINARY_LABELS, result.logprobs)) or None,
+        label_logprobs=dict(zip(BINARY_LABELS, result.logprobs, strict=False)) or None,  # () without logprobs
         off_label_mass=result.off_label_mass,
-        uncalibrated_label_probabilities=None if uncalibrated is None else dict(zip(BINARY_LABELS, uncalibrated)),
+        uncalibrated_label_probabilities=(None if uncalibrated is None
+                                          else dict(zip(BINARY_LABELS, uncalibrated, strict=True))),
         one_hot=result.one_hot,
     )
 
@@ -120,10 +121,11 @@ def choice_vote(result: JudgmentResult, judge_id: str, weight: float) -> MultiCh
         weight=weight,
         na=option.na,
         shuffle_order=order if result.task.shuffled else None,
-        label_probabilities={opt.label: p for opt, p in zip(options, by_original)},
-        label_logprobs=None if logprobs is None else {opt.label: lp for opt, lp in zip(options, logprobs)},
+        label_probabilities={opt.label: p for opt, p in zip(options, by_original, strict=True)},
+        label_logprobs=None if logprobs is None else {opt.label: lp for opt, lp in zip(options, logprobs, strict=True)},
         off_label_mass=result.off_label_mass,
-        uncalibrated_label_probabilities=None if own is None else {opt.label: p for opt, p in zip(options, own)},
+        uncalibrated_label_probabilities=(None if own is None
+                                          else {opt.label: p for opt, p in zip(options, own, strict=True)}),
         one_hot=result.one_hot,
     )
 
@@ -177,10 +179,11 @@ def combined_choice_vote(results: Sequence[JudgmentResult], judge_id: str, weigh
         weight=weight,
         na=option.na,
         shuffle_order=list(ordered[0].task.option_order or range(len(options))) if ordered[0].task.shuffled else None,
-        label_probabilities={opt.label: p for opt, p in zip(options, mean)},
-        label_logprobs=None if logprobs is None else {opt.label: lp for opt, lp in zip(options, logprobs)},
+        label_probabilities={opt.label: p for opt, p in zip(options, mean, strict=True)},
+        label_logprobs=None if logprobs is None else {opt.label: lp for opt, lp in zip(options, logprobs, strict=True)},
         off_label_mass=math.fsum(masses) / len(masses) if masses else None,
-        uncalibrated_label_probabilities=None if own is None else {opt.label: p for opt, p in zip(options, own)},
+        uncalibrated_label_probabilities=(None if own is None
+                                          else {opt.label: p for opt, p in zip(options, own, strict=True)}),
         one_hot=any(r.one_hot for r in answered),
     )
 
@@ -190,7 +193,7 @@ def _mean_distribution(
 ) -> list[float]:
     """The mean, in original option order, of ``distributions[r]`` (shown order of ``answered[r]``)."""
     mean = [0.0] * n_options
-    for values, result in zip(distributions, answered):
+    for values, result in zip(distributions, answered, strict=True):
         for shown, original in enumerate(result.task.option_order or range(n_options)):
             mean[original] += values[shown] / len(answered)
     return mean

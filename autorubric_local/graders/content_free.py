@@ -241,7 +241,8 @@ def estimate_priors(
         judged = results[position : position + len(tasks)]
         position += len(tasks)
         first = tasks[0]
-        failed = [(text, r.error) for text, r in zip(inputs, judged) if r.error is not None or not r.logprobs]
+        failed = [(text, r.error) for text, r in zip(inputs, judged, strict=True)
+                  if r.error is not None or not r.logprobs]
         error = None
         log_prior: tuple[float, ...] = ()
         if failed:

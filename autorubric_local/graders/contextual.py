@@ -136,4 +136,4 @@ def contextual_correction(logprobs: Sequence[float], log_prior: Sequence[float])
     prior = _check_row(log_prior, "prior")
     if len(values) != len(prior):
         raise InputError(f"contextual_correction: {len(values)} labels but a prior over {len(prior)}")
-    return [math.exp(v) for v in log_normalise([v - c for v, c in zip(values, prior)])]
+    return [math.exp(v) for v in log_normalise([v - c for v, c in zip(values, prior, strict=True)])]

@@ -378,7 +378,7 @@ class CriterionGrader:
                 reference_submission=reference,
                 item_id=item_id,
             )
-            for graded, (_, rubric, query, reference, item_id) in zip(normalized, inputs)
+            for graded, (_, rubric, query, reference, item_id) in zip(normalized, inputs, strict=True)
         ]
         return self.grade_batch(items, graded_inputs=normalized, progress=progress)
 
@@ -451,7 +451,7 @@ class CriterionGrader:
                 explanation_tokens=max(first.llm_config.thinking_budget, first.llm_config.explanation_budget),
                 explanation_style=first.llm_config.explanation_kind,
             )
-            for task, result in zip(workload, outcome):
+            for task, result in zip(workload, outcome, strict=True):
                 if task.item_index == CONTENT_FREE_ITEM:
                     extra_results[position[id(task)]] = result
                     continue
@@ -502,7 +502,7 @@ class CriterionGrader:
         new = estimate_priors(plan, content_free_results, judge_ids, self.content_free_inputs)
         priors = {**self._priors, **new}
         self._priors.update({key: prior for key, prior in new.items() if prior.error is None})
-        prior_of = {id(task): prior_id for task, prior_id in zip(tasks, plan.prior_ids)}
+        prior_of = {id(task): prior_id for task, prior_id in zip(tasks, plan.prior_ids, strict=True)}
         for key, judged in results.items():
             results[key] = [calibrate(result, priors[prior_of[id(result.task)]]) for result in judged]
 
@@ -570,12 +570,12 @@ class CriterionGrader:
             per_judge = [results[(item_index, c_index, j)] for j in range(len(self.judges))]
             criterion = per_judge[0][0].task.criterion
             strategy = self.strategies.for_criterion(criterion)
-            votes = [self._vote(judge, judged) for judge, judged in zip(self.judges, per_judge)]
+            votes = [self._vote(judge, judged) for judge, judged in zip(self.judges, per_judge, strict=True)]
             if criterion.is_binary:
                 criteria.append(binary_criterion_report(criterion, votes, strategy))  # type: ignore[arg-type]
             else:
                 criteria.append(choice_criterion_report(criterion, votes, strategy))  # type: ignore[arg-type]
-            for judge, vote in zip(self.judges, votes):
+            for judge, vote in zip(self.judges, votes, strict=True):
                 own[judge.judge_id].append(judge_criterion_report(criterion, vote, strategy))
             item_results.extend(r for judged in per_judge for r in judged)
         report = evaluation_report(

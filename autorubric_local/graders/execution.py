@@ -176,7 +176,7 @@ def run_tasks(
     if reasoning_first:
         return _run_reasoning_first(engine, tasks, explanation_tokens, explanation_style)
     scores = _score(engine, [ScoreRequest(t.prefix, t.suffix, t.labels()) for t in tasks])
-    results = [_from_scores(t, s, None, False, _spent(s)) for t, s in zip(tasks, scores)]
+    results = [_from_scores(t, s, None, False, _spent(s)) for t, s in zip(tasks, scores, strict=True)]
     if mode is JudgeMode.SCORE:
         return results
     pending = [i for i, r in enumerate(results) if r.error is None]
@@ -191,7 +191,7 @@ def run_tasks(
     ]
     generations = _generate(engine, requests)
     start = explanation_start(explanation_style)
-    for i, generation in zip(pending, generations):
+    for i, generation in zip(pending, generations, strict=True):
         base = results[i]
         results[i] = JudgmentResult(
             task=base.task,
@@ -233,7 +233,7 @@ def _run_reasoning_first(
         for i in ok
     ]
     scores = _score(engine, requests)
-    for i, request, score in zip(ok, requests, scores):
+    for i, request, score in zip(ok, requests, scores, strict=True):
         g = generations[i]
         scored = _from_scores(tasks[i], score, start + g.text, g.truncated, _add(g, score))
         results[i] = dataclasses.replace(scored, prompt_suffix=request.suffix)

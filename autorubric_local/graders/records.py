@@ -179,8 +179,8 @@ def _keyed(values: Sequence[float], prior: ContextualPrior) -> dict[str, float]:
     option order."""
     options = prior.criterion.options
     if options is None:
-        return dict(zip(BINARY_LABELS, values))
-    by_original = dict(zip(prior.option_order or range(len(options)), values))
+        return dict(zip(BINARY_LABELS, values, strict=True))
+    by_original = dict(zip(prior.option_order or range(len(options)), values, strict=True))
     return {option.label: by_original[index] for index, option in enumerate(options)}
 
 

@@ -84,7 +84,7 @@ def criterion_result_records(
     there). Items whose report has no per-criterion results (the whole item failed) have none.
     """
     rows: list[dict[str, Any]] = []
-    for item_report, item_id in zip(reports, item_ids):
+    for item_report, item_id in zip(reports, item_ids, strict=True):
         for index, report in enumerate(item_report.report or []):
             rows.append(_criterion_row(item_id, index, report, cannot_assess))
     return rows

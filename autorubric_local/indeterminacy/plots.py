@@ -47,7 +47,7 @@ def plot_metrics(report: IndeterminacyReport, path: Path) -> Path:
     fig, axes = plt.subplots(rows, columns, figsize=(4.0 * columns, 2.8 * rows), squeeze=False)
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
-    for ax, (metric, title, tau) in zip(axes.flat, panels):
+    for ax, (metric, title, tau) in zip(axes.flat, panels, strict=False):
         for index, judge in enumerate(judges):
             marker, line = STYLES[index % len(STYLES)]
             if metric in ("hit_rate", "kappa", "kl", "jsd"):

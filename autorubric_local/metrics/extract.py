@@ -155,7 +155,7 @@ def filter_cannot_assess(
         raise InputError(f"human and judge differ in length: {len(human)} != {len(judge)}")
     out_h: list[str] = []
     out_j: list[str] = []
-    for h, j in zip(human, judge):
+    for h, j in zip(human, judge, strict=True):
         if h is None or j is None:
             continue
         hs, js = verdict_to_string(h).upper(), verdict_to_string(j).upper()
@@ -427,7 +427,7 @@ def align(
             )
         pos = len(data.item_ids)
         data.item_ids.append(r.item_id or f"item-{r.item_idx}")
-        for index, (criterion, cr, gt) in enumerate(zip(rubric, report.report, truth)):
+        for index, (criterion, cr, gt) in enumerate(zip(rubric, report.report, truth, strict=True)):
             key = criterion_key(criterion, index)
             sig = _signature(criterion)
             if key not in by_key:

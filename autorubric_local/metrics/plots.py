@@ -57,7 +57,8 @@ def jitter(values: Sequence[float], span: float, rng: object) -> list[float]:
     rng : numpy.random.Generator
     """
     width = JITTER_FRACTION * span
-    return [v + float(d) for v, d in zip(values, rng.uniform(-width, width, size=len(values)))]  # type: ignore[attr-defined]
+    jitter = rng.uniform(-width, width, size=len(values))  # type: ignore[attr-defined]
+    return [v + float(d) for v, d in zip(values, jitter, strict=True)]
 
 
 def write_plots(
@@ -127,7 +128,7 @@ def write_plots(
         ax.plot([0, 1], [0, 1], "--", color="grey", label="perfect")
         pts = [(b.mean_confidence, b.fraction_positive, b.count) for b in cal.bins if b.count]
         if pts:
-            xs, ys, _ = zip(*pts)
+            xs, ys, _ = zip(*pts, strict=True)
             ax.plot(xs, ys, "o-", label="judge")
             for x, y, n in pts:
                 ax.annotate(str(n), (x, y), textcoords="offset points", xytext=(4, -10), fontsize=7)

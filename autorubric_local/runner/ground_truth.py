@@ -98,7 +98,7 @@ def labels_from_report(report: EnsembleEvaluationReport, rubric: Rubric) -> list
     if report.error is not None or not report.report or len(report.report) != len(rubric.rubric):
         return None
     labels: list[CriterionVerdict | str] = []
-    for criterion, original in zip(report.report, rubric.rubric):
+    for criterion, original in zip(report.report, rubric.rubric, strict=True):
         if criterion.error is not None:
             return None
         if criterion.criterion.options is None:

@@ -438,11 +438,11 @@ class EvalRunner:
                     release_free_heap()  # else fragmentation keeps what the chunk freed (.heap)
                     completed += len(chunk)
                     progress.items_done(len(chunk), chunks=1)
-                    failures = [(e, g) for e, g in zip(chunk, graded) if g.report.error is not None]
+                    failures = [(e, g) for e, g in zip(chunk, graded, strict=True) if g.report.error is not None]
                     if self.on_chunk is not None:
                         self.on_chunk(ChunkReport(run_id, name, index, len(chunk), sum(len(g.results) for g in graded),
                                                   len(failures), completed, len(planned),
-                                                  tuple((e.key, g.report) for e, g in zip(chunk, graded))))
+                                                  tuple((e.key, g.report) for e, g in zip(chunk, graded, strict=True))))
                     if failures and self.config.fail_fast:
                         entry, failed = failures[0]
                         raise EvalAbortedError(
@@ -481,7 +481,7 @@ class EvalRunner:
                 "judgment_count": len(result.results),
                 "graded_utc": now,
             }
-            for entry, result in zip(chunk, graded)
+            for entry, result in zip(chunk, graded, strict=True)
         ]
         model_ids = {judge_id: record["model_id"] for judge_id, record in engines.items()}
         items, judgments = graded_item_records(
