@@ -432,17 +432,19 @@ def test_grade_dtype_loads_the_judge_in_that_precision(
 ) -> None:
     import torch
 
-    from autorubric_local.judges import engines
+    from dataclasses import replace
+
+    from autorubric_local.judges.backends import registry
 
     loaded = []
-    load = engines._load_transformers
+    record = registry.backend_named("transformers")
 
     def recording_load(*args: object, **kwargs: object) -> object:
-        engine = load(*args, **kwargs)
-        loaded.append(engine.model.dtype)
+        engine = record.load(*args, **kwargs)  # type: ignore[arg-type]
+        loaded.append(engine.model.dtype)  # type: ignore[attr-defined]
         return engine
 
-    monkeypatch.setattr(engines, "_load_transformers", recording_load)
+    monkeypatch.setitem(registry._REGISTRY, "transformers", replace(record, load=recording_load))
     db_path = tmp_path / "results.sqlite"
     result = invoke_grade(CliRunner(), RUBRIC_FILE, DATA_FILE, "--model", tiny_model_dir, "--db", db_path,
                           "--limit", "1", "--dtype", "bfloat16", "--run", "bf16")

@@ -34,6 +34,7 @@ from autorubric_local.core.errors import AutorubricError, InputError
 from autorubric_local.engine.vllm_args import check_engine_args
 from autorubric_local.graders.criterion_grader import CriterionGrader
 from autorubric_local.graders.panel_file import load_judges_file
+from autorubric_local.judges.backends import backend_names
 from autorubric_local.judges.config import DEFAULT_MODEL, LLMConfig
 from autorubric_local.judges.engines import check_backend_support
 from autorubric_local.runner.chunking import DEFAULT_CHUNK_SECONDS
@@ -49,8 +50,8 @@ EXIT_FAILURES = 3
 @click.option("--model", "-m", default=None,
               help=f"Preset name, Hugging Face model folder, .gguf file, or Hugging Face id in the local HF cache "
                    f"[default: {DEFAULT_MODEL}].")
-@click.option("--backend", type=click.Choice(["auto", "transformers", "vllm", "llamacpp", "hosted"]), default=None,
-              help="Engine that runs --model (LLMConfig.backend). [default: auto]")
+@click.option("--backend", type=click.Choice(["auto", *backend_names()]), default=None,
+              help="Engine that runs --model (LLMConfig.backend; a registered backend). [default: auto]")
 @click.option("--engine-arg", "engine_arg", multiple=True, metavar="KEY=VALUE",
               help="A vLLM engine argument (LLMConfig.engine_args; repeatable; with --backend vllm), e.g. "
                    "max_num_seqs=64 or quantization=awq; VALUE is read as JSON when it parses, else as a string.")

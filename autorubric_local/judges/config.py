@@ -21,7 +21,6 @@ from autorubric_local.core.errors import InputError
 from autorubric_local.engine.hosted_types import ThinkingConfig, ThinkingLevel
 from autorubric_local.engine.vllm_args import ENGINE_ARGS, check_engine_args
 
-Backend = Literal["auto", "transformers", "vllm", "llamacpp", "hosted"]
 Device = Literal["auto", "cpu", "cuda"]
 DType = Literal["auto", "float32", "bfloat16", "float16"]
 ThinkingLevelLiteral = Literal["none", "low", "medium", "high"]
@@ -54,8 +53,9 @@ class LLMConfig(BaseModel):
         Local meaning: the judge writes a reasoning text of this budget (64/128/256 tokens or
         the given number) *before* its verdict, and the verdict's label distribution is read
         after it. ``None``/``"none"``: no reasoning.
-    backend : "auto" | "transformers" | "vllm" | "llamacpp" | "hosted"
-        The engine that runs the model. ``"auto"`` (default): ``"llamacpp"`` for a GGUF file
+    backend : "auto" | "transformers" | "vllm" | "llamacpp" | "hosted" | a registered plugin's name
+        The engine that runs the model, a backend of the registry
+        (:mod:`autorubric_local.judges.backends`). ``"auto"`` (default): ``"llamacpp"`` for a GGUF file
         when llama-cpp-python is installed (``scripts/setup_llamacpp.sh``), else
         ``"transformers"`` (:func:`autorubric_local.judges.engines.choose_backend`).
         ``"llamacpp"`` runs GGUF files as stored (quantised); ``"vllm"`` needs vLLM installed
@@ -139,7 +139,7 @@ class LLMConfig(BaseModel):
     extra_headers: dict[str, str] = Field(default_factory=dict)
     extra_params: dict[str, Any] = Field(default_factory=dict)
 
-    backend: Backend = "auto"
+    backend: str = "auto"
     device: Device = "auto"
     dtype: DType = "auto"
     context_length: int | None = Field(default=None, ge=16)
@@ -152,6 +152,17 @@ class LLMConfig(BaseModel):
     on_overflow: Literal["error", "truncate"] = "error"
     prompt_format: Literal["auto", "chat", "completion"] = "auto"
     engine: Any = Field(default=None, exclude=True)
+
+    @field_validator("backend")
+    @classmethod
+    def _check_backend(cls, value: str) -> str:
+        """``"auto"`` or a registered backend (:func:`~autorubric_local.judges.backends.backend_names`)."""
+        from autorubric_local.judges.backends.registry import backend_names
+
+        known = backend_names()
+        if value != "auto" and value not in known:
+            raise ValueError(f"unknown backend {value!r}; known: auto, {', '.join(known)}")
+        return value
 
     @field_validator("engine_args", mode="before")
     @classmethod

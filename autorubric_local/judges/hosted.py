@@ -35,7 +35,8 @@ def is_local(config: LLMConfig) -> bool:
     """Whether ``config`` names a model run in this process rather than over HTTP.
 
     True for ``engine=`` (unless it is a hosted engine) and for the local backends
-    (``"transformers"``, ``"vllm"``, ``"llamacpp"``); False for ``"hosted"``. ``"auto"``: True
+    (``"transformers"``, ``"vllm"``, ``"llamacpp"``: a record with ``local``); False for
+    ``"hosted"``. ``"auto"``: True
     when the model is found locally (a preset, a Hugging Face folder or a GGUF file:
     :func:`~autorubric_local.judges.presets.resolve_model`), else False, so AutoRubric's
     ``LLMConfig(model="openai/gpt-4.1-mini")`` stays a hosted call.
@@ -43,7 +44,9 @@ def is_local(config: LLMConfig) -> bool:
     if config.engine is not None:
         return getattr(config.engine, "backend_name", None) != "hosted"
     if config.backend != "auto":
-        return config.backend != "hosted"
+        from autorubric_local.judges.backends.registry import backend_named
+
+        return backend_named(config.backend).local
     from autorubric_local.judges.presets import resolve_model
 
     try:

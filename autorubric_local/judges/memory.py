@@ -49,10 +49,12 @@ def engine_identity(config: LLMConfig) -> str:
 
 
 def is_vllm_judge(config: LLMConfig) -> bool:
-    """Whether ``config`` loads a vLLM engine that takes a memory share (``backend="vllm"``, no
-    caller-built ``engine``). ``backend="auto"`` never picks vLLM unless a preset names it, and
-    is not counted."""
-    return config.backend == "vllm" and config.engine is None
+    """Whether ``config`` loads an engine that takes a memory share (a backend whose record says
+    ``memory_share``: ``backend="vllm"``; no caller-built ``engine``). ``backend="auto"`` never
+    picks vLLM unless a preset names it, and is not counted."""
+    from autorubric_local.judges.backends.registry import backend_named
+
+    return config.backend != "auto" and config.engine is None and backend_named(config.backend).memory_share
 
 
 def check_explicit_shares(judges: Sequence[tuple[str, LLMConfig]]) -> None:
