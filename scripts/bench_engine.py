@@ -65,7 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_workload import build_items, spread_sample, with_cyclic_orders  # noqa: E402
 
 from autorubric_local.engine.base import GenerateRequest, ScoreRequest  # noqa: E402
-from autorubric_local.engine.transformers_backend import TransformersEngine  # noqa: E402
+from autorubric_local.engine.transformers.backend import TransformersEngine  # noqa: E402
 from autorubric_local.graders.execution import JudgeMode, JudgmentResult, run_tasks  # noqa: E402
 from autorubric_local.graders.planning import JudgmentTask, plan_tasks  # noqa: E402
 from autorubric_local.graders.prompts import explanation_after_verdict  # noqa: E402

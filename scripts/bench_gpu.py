@@ -165,7 +165,7 @@ def bench_shape(name: str, tokenizer: Any, args: argparse.Namespace) -> list[Row
     """Every row of one model shape: transformers, then vLLM when asked and installed."""
     import torch
 
-    from autorubric_local.engine.transformers_backend import from_transformers
+    from autorubric_local.engine.transformers.backend import from_transformers
 
     label = f"{Path(name).stem if name.endswith('.json') else name}{' (tiny)' if args.tiny else ''}"
     config = load_config(name, args.tiny)
@@ -187,7 +187,7 @@ def bench_vllm(name: str, label: str, config: Any, tokenizer: Any, args: argpars
                computed: int) -> list[Row]:
     """vLLM rows on the same shape (``load_format="dummy"``: random weights), if vLLM is installed."""
     try:
-        from autorubric_local.engine.vllm_backend import load_vllm
+        from autorubric_local.engine.vllm.backend import load_vllm
     except ImportError:
         return []
     import importlib.util

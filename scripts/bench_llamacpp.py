@@ -167,7 +167,7 @@ def llama_buffers(log: str) -> dict[str, float]:
 def throughput(name: str, threads: int) -> dict[str, object]:
     import torch
 
-    from autorubric_local.engine.llamacpp_context import LlamaContext
+    from autorubric_local.engine.llamacpp.context import LlamaContext
     from autorubric_local.judges.config import LLMConfig
     from autorubric_local.judges.engines import load_engine
     from autorubric_local.judges.presets import resolve_model

@@ -26,7 +26,7 @@ if [ ! -f "$stamp" ]; then
   # named one by one so the compiled wheel is not rebuilt for its [server] extra
   .venv/bin/python -m pip install -q -c scripts/constraints.txt fastapi uvicorn sse-starlette starlette-context \
     pydantic-settings
-  .venv/bin/python -c "import llama_cpp, llama_cpp.server.app, autorubric_local.engine.llamacpp_backend"
+  .venv/bin/python -c "import llama_cpp, llama_cpp.server.app, autorubric_local.engine.llamacpp.backend"
   rm -f .venv/.setup-llamacpp-*
   touch "$stamp"
 fi

@@ -25,7 +25,7 @@ if [ ! -f "$stamp" ]; then
   "$venv/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec || true
   "$venv/bin/python" -m pip install -q pydantic pyyaml
   "$venv/bin/python" -m pip install -q --no-deps -e .
-  "$venv/bin/python" -c "import vllm, autorubric_local.engine.vllm_backend"
+  "$venv/bin/python" -c "import vllm, autorubric_local.engine.vllm.backend"
   rm -f "$venv"/.setup-*
   touch "$stamp"
 fi

@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import Gemma3TextConfig, LlamaConfig, MistralConfig
 
-from autorubric_local.engine.attention import (
+from autorubric_local.engine.transformers.attention import (
     FULL,
     SLIDING,
     additive_masks,

@@ -1,4 +1,4 @@
-"""Batched scoring (many prefix groups per forward pass, :mod:`autorubric_local.engine.batched`) and
+"""Batched scoring (many prefix groups per forward pass, :mod:`autorubric_local.engine.transformers.batched`) and
 batched branch decoding: batched rows equal the per-group path, plain one-prompt scoring and plain
 full-sequence forwards (max abs diff <= 1e-4), on the tiny Llama, a tiny sliding-window Gemma 3
 with final-logit softcapping, and (slow) SmolLM2.
@@ -28,16 +28,16 @@ from test_engine_transformers import (
 from test_packing import TREE_LISTS
 
 from autorubric_local.engine import ScoreRequest, from_transformers
-from autorubric_local.engine.attention import AttentionPlan
-from autorubric_local.engine.batched import Unit, plan_batches, trie_allowed, unit_allowed
+from autorubric_local.engine.transformers.attention import AttentionPlan
+from autorubric_local.engine.transformers.batched import Unit, plan_batches, trie_allowed, unit_allowed
 from autorubric_local.engine.constrained import (
     JSON_SENTENCE_BODY_REGEX,
     JSON_STRING_BODY_REGEX,
     RegexGrammar,
     choose_tokens,
 )
-from autorubric_local.engine.packing import may_attend, pack_trie
-from autorubric_local.engine.transformers_backend import _common_prefix_length, default_batch_tokens
+from autorubric_local.engine.transformers.packing import may_attend, pack_trie
+from autorubric_local.engine.transformers.backend import _common_prefix_length, default_batch_tokens
 
 torch = pytest.importorskip("torch")
 
@@ -228,7 +228,7 @@ def test_a_bug_in_our_batching_code_raises_instead_of_falling_back(
 ) -> None:
     """Only the model's own refusal switches batching off: an error raised by our code around the
     forward pass (here the masks) propagates, and the engine keeps its settings."""
-    import autorubric_local.engine.batched as batched
+    import autorubric_local.engine.transformers.batched as batched
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise IndexError("a bug in batch_masks")
@@ -246,7 +246,7 @@ def test_out_of_memory_halves_the_batch_and_keeps_batching(tiny_model: Any, monk
     step, keeps batching, and scores exactly."""
     import torch
 
-    import autorubric_local.engine.paths as paths
+    import autorubric_local.engine.transformers.paths as paths
 
     engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="b", max_batch_tokens=8192)
     requests = make_requests(engine)

@@ -20,8 +20,8 @@ from vllm_memory import GIB, require_vllm_memory
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.types import Criterion
 from autorubric_local.engine.scripted import ScriptedEngine
-from autorubric_local.engine.vllm_args import llm_kwargs
-from autorubric_local.engine.vllm_backend import shutdown_vllm
+from autorubric_local.engine.vllm.args import llm_kwargs
+from autorubric_local.engine.vllm.backend import shutdown_vllm
 from autorubric_local.graders.criterion_grader import CriterionGrader, JudgeSpec
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.judges import engines
@@ -112,7 +112,7 @@ def test_release_calls_close_and_leaves_caller_built_engines_alone(monkeypatch: 
         def close(self) -> None:
             closed.append(self.model_id)
 
-    monkeypatch.setattr("autorubric_local.engine.vllm_backend.load_vllm",
+    monkeypatch.setattr("autorubric_local.engine.vllm.backend.load_vllm",
                         lambda folder, **kwargs: Closing(model_id=kwargs["model_id"]))
     own = ScriptedEngine("own")
     grader = CriterionGrader(judges=[JudgeSpec(LLMConfig(model=str(tiny_model_dir), backend="vllm"), "v"),
@@ -206,7 +206,7 @@ def test_the_share_reaches_the_vllm_arguments(monkeypatch: pytest.MonkeyPatch, t
                                         engine_args=kwargs["engine_args"])
         return ScriptedEngine(model_id=kwargs["model_id"])
 
-    monkeypatch.setattr("autorubric_local.engine.vllm_backend.load_vllm", fake_load_vllm)
+    monkeypatch.setattr("autorubric_local.engine.vllm.backend.load_vllm", fake_load_vllm)
     grader = CriterionGrader(judges=[
         JudgeSpec(_vllm(str(tiny_model_dir), device="cuda", engine_args={"max_num_seqs": 8}), "a"),
         JudgeSpec(_vllm(str(second_model_dir), device="cuda"), "b"),
@@ -389,7 +389,7 @@ def failing_first_close(monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path) -
                 raise RuntimeError("engine core is gone")
             closed.append(self.model_id)
 
-    monkeypatch.setattr("autorubric_local.engine.vllm_backend.load_vllm",
+    monkeypatch.setattr("autorubric_local.engine.vllm.backend.load_vllm",
                         lambda folder, **kwargs: Closing(model_id=kwargs["model_id"], policy=_met))
     real_free = engines.free_memory
 
@@ -497,7 +497,7 @@ def fake_vllm_sweep(monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, float | 
         shares[str(folder)] = kwargs["gpu_memory_utilization"]
         return Closing(model_id=kwargs["model_id"], policy=hashed(str(folder)))
 
-    monkeypatch.setattr("autorubric_local.engine.vllm_backend.load_vllm", fake_load_vllm)
+    monkeypatch.setattr("autorubric_local.engine.vllm.backend.load_vllm", fake_load_vllm)
     return shares, closed
 
 

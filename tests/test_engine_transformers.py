@@ -26,7 +26,7 @@ from autorubric_local.engine.constrained import (
     JSON_STRING_BODY_REGEX,
     split_string_body,
 )
-from autorubric_local.engine.transformers_backend import TransformersEngine
+from autorubric_local.engine.transformers.backend import TransformersEngine
 from autorubric_local.graders.prompts import BINARY_LABELS
 
 torch = pytest.importorskip("torch")
@@ -295,7 +295,7 @@ def test_row_mask_equals_reference_rule(tiny_engine: Any) -> None:
     """The vectorised 4D mask is :func:`may_attend` over the row plus a fully visible prefix."""
     import random
 
-    from autorubric_local.engine.packing import may_attend, pack_trie
+    from autorubric_local.engine.transformers.packing import may_attend, pack_trie
 
     rng = random.Random(0)
     for _ in range(30):
@@ -671,7 +671,7 @@ def test_a_bug_in_our_packing_code_raises_instead_of_falling_back(
 def test_forward_timer_counts_every_model_forward(tiny_model: Any) -> None:
     """The engine's forward timer sees each top-level forward call once, whatever the path, and
     is shared by engines over the same model."""
-    from autorubric_local.engine.forward_timer import ForwardTimer
+    from autorubric_local.engine.transformers.forward_timer import ForwardTimer
 
     engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="timed", max_packed_tokens=256)
     assert ForwardTimer.of(tiny_model.model) is engine.forward_timer

@@ -12,9 +12,9 @@ import pytest
 
 from autorubric_local.core.errors import InputError, ModelNotFoundError
 from autorubric_local.engine.base import ONE_HOT_FLOOR, LabelScores
-from autorubric_local.engine.hosted_chat import format_chat, parse_chat
+from autorubric_local.engine.hosted.chat import format_chat, parse_chat
 from autorubric_local.engine.hosted_client import _request_params, backoff_seconds
-from autorubric_local.engine.hosted_labels import (
+from autorubric_local.engine.hosted.labels import (
     label_values,
     one_hot,
     read_label_logprobs,
@@ -167,7 +167,7 @@ def test_a_provider_string_without_backend_hosted_says_how() -> None:
 
 def test_a_reasoning_first_request_finds_its_schema_from_the_criterion() -> None:
     from autorubric_local.core.types import Criterion, CriterionOption
-    from autorubric_local.engine.hosted_backend import _answer_key
+    from autorubric_local.engine.hosted.backend import _answer_key
     from autorubric_local.graders.prompts import criterion_text
 
     choice = Criterion(requirement="Tone", weight=1.0,
@@ -189,7 +189,7 @@ def _python(code: str, cwd: Path) -> str:
 
 def test_without_litellm_the_error_names_the_extra(tmp_path: Path) -> None:
     code = ("import sys; sys.modules['litellm'] = None\n"
-            "from autorubric_local.engine.litellm_loader import load_litellm\n"
+            "from autorubric_local.engine.hosted.litellm_loader import load_litellm\n"
             "try:\n    load_litellm()\nexcept Exception as e:\n    print(type(e).__name__, e)")
     assert _python(code, tmp_path) == ("EngineError hosted and server judges need LiteLLM, which is not installed: "
                                        "pip install 'autorubric-local[hosted]'")
@@ -199,7 +199,7 @@ def test_a_dotenv_file_is_loaded_and_the_environment_wins(tmp_path: Path) -> Non
     pytest.importorskip("litellm", reason="LiteLLM is the [hosted] extra: run scripts/setup.sh")
     (tmp_path / ".env").write_text("ARL_TEST_KEY=from-file\nARL_TEST_SET=from-file\n", encoding="utf-8")
     code = ("import os; os.environ['ARL_TEST_SET'] = 'from-env'\n"
-            "from autorubric_local.engine.litellm_loader import load_litellm; load_litellm()\n"
+            "from autorubric_local.engine.hosted.litellm_loader import load_litellm; load_litellm()\n"
             "print(os.environ['ARL_TEST_KEY'], os.environ['ARL_TEST_SET'])")
     assert _python(code, tmp_path) == "from-file from-env"
 

@@ -192,8 +192,8 @@ def test_chunks_cut_up_front_are_lazy_slices(tmp_path: Path) -> None:
 
 
 def test_an_empty_trie_row_has_an_empty_mask() -> None:
-    from autorubric_local.engine.batched import trie_allowed
-    from autorubric_local.engine.packing import PackedRow
+    from autorubric_local.engine.transformers.batched import trie_allowed
+    from autorubric_local.engine.transformers.packing import PackedRow
 
     row = PackedRow(prefix_len=3, token_ids=[], positions=[], parents=[], depths=[], targets=[], ends=[],
                     suffix_nodes=[], tree_nodes=[])

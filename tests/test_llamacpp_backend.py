@@ -60,7 +60,7 @@ def test_module_imports_without_llama_cpp() -> None:
     import sys
 
     code = ("import sys; sys.modules['llama_cpp'] = None; "
-            "import autorubric_local.engine.llamacpp_backend as m; print(m.DEFAULT_N_SEQ)")
+            "import autorubric_local.engine.llamacpp.backend as m; print(m.DEFAULT_N_SEQ)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "8"

@@ -17,7 +17,7 @@ from test_cli import invoke
 
 import autorubric_local.store.schema as schema_module
 from autorubric_local.engine import LabelScores, ScoreRequest, ScriptedEngine
-from autorubric_local.engine.hosted_labels import one_hot
+from autorubric_local.engine.hosted.labels import one_hot
 from autorubric_local.graders import CriterionGrader
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.judges.config import LLMConfig

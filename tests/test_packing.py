@@ -1,4 +1,4 @@
-"""Pure tests of the packed token-trie layout (autorubric_local.engine.packing): no model, no torch."""
+"""Pure tests of the packed token-trie layout (autorubric_local.engine.transformers.packing): no model, no torch."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autorubric_local.engine.packing import (
+from autorubric_local.engine.transformers.packing import (
     ROOT,
     ancestor_table,
     chunk_trees,

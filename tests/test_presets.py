@@ -375,7 +375,7 @@ def keep_torch_threads() -> Any:
 
 def test_load_engine_from_saved_hf_folder(tmp_path: Path, tiny_model: Any, keep_torch_threads: Any) -> None:
     from autorubric_local.engine import ScoreRequest
-    from autorubric_local.engine.transformers_backend import TransformersEngine
+    from autorubric_local.engine.transformers.backend import TransformersEngine
 
     folder = tmp_path / "tiny-hf"
     tiny_model.model.save_pretrained(folder)

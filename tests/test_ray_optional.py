@@ -287,7 +287,7 @@ def test_the_shipped_grader_computes_memory_shares_on_the_worker(monkeypatch: py
         shares.append(kwargs["gpu_memory_utilization"])
         return ScriptedEngine(model_id=kwargs["model_id"])
 
-    monkeypatch.setattr("autorubric_local.engine.vllm_backend.load_vllm", fake_load_vllm)
+    monkeypatch.setattr("autorubric_local.engine.vllm.backend.load_vllm", fake_load_vllm)
     judges = [JudgeSpec(LLMConfig(model=str(tiny_model_dir), backend="vllm", seed=seed), f"j{seed}")
               for seed in (1, 2)]
     grader = CriterionGrader(judges=judges, seed=1)

@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 
 from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.engine import GenerateRequest, ScoreRequest
-from autorubric_local.engine.attention import AttentionPlan
+from autorubric_local.engine.transformers.attention import AttentionPlan
 from autorubric_local.engine.constrained import (
     JSON_STRING_BODY_REGEX,
     RegexGrammar,
     split_string_body,
 )
-from autorubric_local.engine.transformers_backend import from_transformers
+from autorubric_local.engine.transformers.backend import from_transformers
 from autorubric_local.engine.user_text import mark, plain
 from autorubric_local.graders.prompts import (
     BINARY_LABELS,

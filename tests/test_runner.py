@@ -178,7 +178,7 @@ def test_runs_record_which_engine_path_each_judge_ran(tmp_path: Path) -> None:
 
 
 def test_a_fallback_an_engine_takes_during_the_run_is_recorded_with_its_judge(tmp_path: Path) -> None:
-    """An engine that leaves a faster path mid-run (:mod:`autorubric_local.engine.paths`) has the
+    """An engine that leaves a faster path mid-run (:mod:`autorubric_local.engine.transformers.paths`) has the
     reason in the run's judges record once the chunk it happened in is committed."""
     scripted = crash_worker.make_policy(0.0)
     falls_back = ScriptedEngine(model_id="falls-back", policy=lambda request: (

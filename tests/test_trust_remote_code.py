@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from autorubric_local.core.errors import InputError
-from autorubric_local.engine.vllm_backend import load_vllm
+from autorubric_local.engine.vllm.backend import load_vllm
 from autorubric_local.judges import engines
 from autorubric_local.judges.config import LLMConfig
 

@@ -56,7 +56,7 @@ METHOD_TOLERANCE = 1e-4
 def test_module_imports_without_vllm() -> None:
     """The backend module and its factory import without vLLM; vLLM loads only on use."""
     code = (
-        "import sys; import autorubric_local.engine.vllm_backend as m; "
+        "import sys; import autorubric_local.engine.vllm.backend as m; "
         "assert callable(m.from_vllm); print('vllm' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -64,7 +64,7 @@ def test_module_imports_without_vllm() -> None:
 
 
 def test_label_trie_has_one_node_per_context() -> None:
-    from autorubric_local.engine.vllm_backend import _label_trie
+    from autorubric_local.engine.vllm.backend import _label_trie
 
     nodes = _label_trie(7, [[1, 2], [3, 1, 2], [4, 5, 6, 2]])
     assert {(n.context, n.targets) for n in nodes} == {
@@ -82,7 +82,7 @@ def test_label_trie_has_one_node_per_context() -> None:
 
 
 def test_label_trie_splits_wide_nodes() -> None:
-    from autorubric_local.engine.vllm_backend import MAX_IDS_PER_NODE, _label_trie
+    from autorubric_local.engine.vllm.backend import MAX_IDS_PER_NODE, _label_trie
 
     nodes = _label_trie(0, [[t] for t in range(MAX_IDS_PER_NODE + 5)])
     assert [len(n.targets) for n in nodes] == [MAX_IDS_PER_NODE, 5]

@@ -25,7 +25,7 @@ from conftest import build_tiny_tokenizer
 from autorubric_local.cli import main
 from autorubric_local.cli.grade import _engine_options, _make_grader
 from autorubric_local.core.errors import InputError
-from autorubric_local.engine.vllm_args import ENGINE_ARGS, check_engine_args, llm_kwargs
+from autorubric_local.engine.vllm.args import ENGINE_ARGS, check_engine_args, llm_kwargs
 from autorubric_local.graders.panel_file import load_judges_file
 from autorubric_local.judges import engines
 from autorubric_local.judges.config import LLMConfig
@@ -364,10 +364,10 @@ SLOW_PATH_WARNING = (
 def test_auto_on_a_vllm_without_logprob_token_ids_warns_once_and_says_so(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from autorubric_local.engine.vllm_backend import from_vllm
+    from autorubric_local.engine.vllm.backend import from_vllm
 
     fake_vllm(monkeypatch, has_ids=False)
-    with caplog.at_level(logging.WARNING, logger="autorubric_local.engine.vllm_backend"):
+    with caplog.at_level(logging.WARNING, logger="autorubric_local.engine.vllm.backend"):
         engine = from_vllm(FakeLLM(), model_id="fake-judge")
     assert engine.score_method == "prompt_logprobs"
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [("WARNING", SLOW_PATH_WARNING)]
@@ -376,10 +376,10 @@ def test_auto_on_a_vllm_without_logprob_token_ids_warns_once_and_says_so(
 def test_auto_on_a_vllm_with_logprob_token_ids_takes_the_fast_path_quietly(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from autorubric_local.engine.vllm_backend import from_vllm
+    from autorubric_local.engine.vllm.backend import from_vllm
 
     fake_vllm(monkeypatch, has_ids=True)
-    with caplog.at_level(logging.DEBUG, logger="autorubric_local.engine.vllm_backend"):
+    with caplog.at_level(logging.DEBUG, logger="autorubric_local.engine.vllm.backend"):
         engine = from_vllm(FakeLLM(), model_id="fake-judge")
     assert engine.score_method == "logprob_token_ids"
     assert caplog.records == []
@@ -388,10 +388,10 @@ def test_auto_on_a_vllm_with_logprob_token_ids_takes_the_fast_path_quietly(
 def test_asking_for_prompt_logprobs_is_not_warned_and_the_fast_path_needs_support(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from autorubric_local.engine.vllm_backend import from_vllm
+    from autorubric_local.engine.vllm.backend import from_vllm
 
     fake_vllm(monkeypatch, has_ids=False)
-    with caplog.at_level(logging.DEBUG, logger="autorubric_local.engine.vllm_backend"):
+    with caplog.at_level(logging.DEBUG, logger="autorubric_local.engine.vllm.backend"):
         assert from_vllm(FakeLLM(), model_id="x", score_method="prompt_logprobs").score_method == "prompt_logprobs"
     assert caplog.records == []
     with pytest.raises(ValueError, match="needs a vLLM with SamplingParams.logprob_token_ids"):

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 def main(source: Path, target: Path) -> None:
     from transformers import AutoTokenizer
 
-    from autorubric_local.engine.vllm_backend import VLLMEngine
+    from autorubric_local.engine.vllm.backend import VLLMEngine
 
     job = json.loads(source.read_text(encoding="utf-8"))
     tokenizer = AutoTokenizer.from_pretrained(job["tokenizer"])

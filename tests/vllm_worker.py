@@ -25,7 +25,7 @@ from pathlib import Path
 def main(source: Path, target: Path) -> None:
     import autorubric_local
     from autorubric_local.engine import GenerateRequest, ScoreRequest
-    from autorubric_local.engine.vllm_backend import from_vllm
+    from autorubric_local.engine.vllm.backend import from_vllm
     from autorubric_local.judges.config import LLMConfig
     from autorubric_local.judges.engines import load_engine
 

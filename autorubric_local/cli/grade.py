@@ -31,7 +31,7 @@ from autorubric_local.cli.grade_output import (
     summary_line,
 )
 from autorubric_local.core.errors import AutorubricError, InputError
-from autorubric_local.engine.vllm_args import check_engine_args
+from autorubric_local.engine.vllm.args import check_engine_args
 from autorubric_local.graders.criterion_grader import CriterionGrader
 from autorubric_local.graders.panel_file import load_judges_file
 from autorubric_local.judges.backends import backend_names
@@ -263,7 +263,7 @@ def _engine_options(
 
     VALUE is parsed as JSON when it parses (``8``, ``true``, ``0.5``), else kept as a string
     (``awq``); the arguments are checked against vLLM's allow-list
-    (:func:`~autorubric_local.engine.vllm_args.check_engine_args`).
+    (:func:`~autorubric_local.engine.vllm.args.check_engine_args`).
 
     Raises
     ------

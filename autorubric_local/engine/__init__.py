@@ -27,13 +27,13 @@ __all__ = [
 
 def from_transformers(model, tokenizer, **kwargs):  # type: ignore[no-untyped-def]
     """Wrap a loaded Hugging Face model and tokenizer as an engine (imports torch lazily)."""
-    from autorubric_local.engine.transformers_backend import from_transformers as build
+    from autorubric_local.engine.transformers.backend import from_transformers as build
 
     return build(model, tokenizer, **kwargs)
 
 
 def from_vllm(llm, **kwargs):  # type: ignore[no-untyped-def]
     """Wrap a built ``vllm.LLM`` as an engine (imports vLLM lazily)."""
-    from autorubric_local.engine.vllm_backend import from_vllm as build
+    from autorubric_local.engine.vllm.backend import from_vllm as build
 
     return build(llm, **kwargs)

@@ -129,7 +129,7 @@ class LabelScores:
     one_hot : bool
         True when the backend could not read label probabilities and reports only the label
         it chose: log-probability 0 for that label and :data:`ONE_HOT_FLOOR` for the others (a
-        hosted model that returns no ``top_logprobs``; ``engine/hosted_backend.py``).
+        hosted model that returns no ``top_logprobs``; ``engine/hosted/backend.py``).
     cost_usd : float >= 0 or None
         Price of the request's calls in USD: 0.0 for a local engine (not priced; its cost is
         ``seconds`` of device time) and for an answer served from a cache; a hosted call's

@@ -47,7 +47,7 @@ from pydantic import BaseModel, ValidationError
 from autorubric_local.core.reports import TokenUsage
 from autorubric_local.engine.base import add_costs
 from autorubric_local.engine.hosted_types import GenerateResult, thinking_config
-from autorubric_local.engine.litellm_loader import is_transient, load_litellm
+from autorubric_local.engine.hosted.litellm_loader import is_transient, load_litellm
 from autorubric_local.engine.rate_limit import provider_key, request_slot
 from autorubric_local.engine.response_cache import ResponseCache, cache_key
 

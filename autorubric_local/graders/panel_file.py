@@ -44,7 +44,7 @@ from autorubric_local.core.checks import (
     short_repr,
 )
 from autorubric_local.core.errors import InputError
-from autorubric_local.engine.vllm_args import check_engine_args
+from autorubric_local.engine.vllm.args import check_engine_args
 from autorubric_local.graders.aggregation import (
     BINARY_STRATEGIES,
     NOMINAL_STRATEGIES,

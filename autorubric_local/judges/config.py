@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from autorubric_local.core.checks import parse_yaml, read_input_text
 from autorubric_local.core.errors import InputError
 from autorubric_local.engine.hosted_types import ThinkingConfig, ThinkingLevel
-from autorubric_local.engine.vllm_args import ENGINE_ARGS, check_engine_args
+from autorubric_local.engine.vllm.args import ENGINE_ARGS, check_engine_args
 
 Device = Literal["auto", "cpu", "cuda"]
 DType = Literal["auto", "float32", "bfloat16", "float16"]
@@ -84,8 +84,8 @@ class LLMConfig(BaseModel):
     engine_args : dict, optional
         vLLM backend only: further ``vllm.LLM`` arguments, e.g. ``{"tensor_parallel_size": 2,
         "max_num_seqs": 64, "quantization": "awq"}``; keys from the allow-list
-        :data:`autorubric_local.engine.vllm_args.ENGINE_ARGS` with values of its types
-        (:func:`~autorubric_local.engine.vllm_args.check_engine_args`). A preset's
+        :data:`autorubric_local.engine.vllm.args.ENGINE_ARGS` with values of its types
+        (:func:`~autorubric_local.engine.vllm.args.check_engine_args`). A preset's
         ``engine_args`` apply under these (a key set here wins).
     explanation_max_tokens : int
         Token budget of one explanation (capped by ``max_tokens``).
@@ -113,7 +113,7 @@ class LLMConfig(BaseModel):
     ------
     pydantic.ValidationError
         On a value out of range; the message names the field, the range and the value. For
-        ``engine_args`` it is :func:`~autorubric_local.engine.vllm_args.check_engine_args`'s
+        ``engine_args`` it is :func:`~autorubric_local.engine.vllm.args.check_engine_args`'s
         ``InputError`` message: an argument not in the allow-list (named, with the allowed
         ones listed), or a value of the wrong type or range. (Judge-panel files, presets and
         the CLI raise that ``InputError`` itself.)

@@ -34,7 +34,7 @@ GPU_TOTAL = 0.9
 """Budget split between vLLM engines on a GPU: vLLM's own default ``gpu_memory_utilization``."""
 CPU_TOTAL = 0.3
 """Budget on a CPU build of vLLM (share of host memory): the single-engine default there
-(:data:`autorubric_local.engine.vllm_args.CPU_MEMORY_FRACTION`)."""
+(:data:`autorubric_local.engine.vllm.args.CPU_MEMORY_FRACTION`)."""
 
 
 ENGINE_FIELDS: tuple[str, ...] = ("model", "device", "dtype", "context_length", "gpu_memory_utilization",

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from autorubric_local.core.checks import parse_yaml
 from autorubric_local.core.errors import InputError, ModelNotFoundError
-from autorubric_local.engine.vllm_args import check_engine_args
+from autorubric_local.engine.vllm.args import check_engine_args
 from autorubric_local.judges.weights import (
     assemble_chunks,
     assembled_path,
@@ -61,7 +61,7 @@ class ModelPreset:
     (``"transformers"`` or ``"llamacpp"``) is the backend ``LLMConfig(backend="auto")`` runs it
     on; None: the general rule (:func:`~autorubric_local.judges.engines.choose_backend`).
     ``engine_args`` are vLLM engine arguments used when the judge runs on the vllm backend
-    (:data:`autorubric_local.engine.vllm_args.ENGINE_ARGS`; ``LLMConfig.engine_args`` override
+    (:data:`autorubric_local.engine.vllm.args.ENGINE_ARGS`; ``LLMConfig.engine_args`` override
     them key by key); other backends ignore them.
     """
 

@@ -57,7 +57,7 @@ def engine_records(grader: CriterionGrader) -> dict[str, EngineRecord]:
 
 def engine_fallbacks(grader: CriterionGrader) -> dict[str, list[str]]:
     """``{judge id: the reasons its loaded engine left a faster path}`` (the engine's
-    ``fallbacks``, :mod:`autorubric_local.engine.paths`); judges not loaded are left out."""
+    ``fallbacks``, :mod:`autorubric_local.engine.transformers.paths`); judges not loaded are left out."""
     loaded = grader.loaded_judges()
     return {judge.judge_id: list(getattr(grader.engine_for(judge), "fallbacks", ()))
             for judge in grader.judges if judge.judge_id in loaded}

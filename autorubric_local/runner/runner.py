@@ -370,7 +370,7 @@ class EvalRunner:
                           fallbacks: Mapping[str, list[str]]) -> dict[str, EngineRecord]:
         """``engines`` with each judge's ``fallbacks`` as the executor reports them now; when they
         changed, the run's ``judges_json`` is rewritten, so a run that left a faster path
-        (:mod:`autorubric_local.engine.paths`) says so in its judges record."""
+        (:mod:`autorubric_local.engine.transformers.paths`) says so in its judges record."""
         if all(engines[judge_id].get("fallbacks") == reasons for judge_id, reasons in fallbacks.items()):
             return engines
         engines = {judge_id: {**record, "fallbacks": fallbacks.get(judge_id, record.get("fallbacks"))}

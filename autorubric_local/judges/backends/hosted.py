@@ -1,5 +1,5 @@
 """The ``hosted`` backend: a hosted API or an OpenAI-compatible server through LiteLLM
-(:mod:`autorubric_local.engine.hosted_backend`; the ``hosted`` extra)."""
+(:mod:`autorubric_local.engine.hosted.backend`; the ``hosted`` extra)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from autorubric_local.judges.presets import ResolvedModel
 
 
 def load(config: Any, resolved: ResolvedModel | None) -> Engine:
-    """A :class:`~autorubric_local.engine.hosted_backend.HostedEngine` for the model string
+    """A :class:`~autorubric_local.engine.hosted.backend.HostedEngine` for the model string
     (LiteLLM is imported now, so a missing install fails at load with the install command)."""
-    from autorubric_local.engine.hosted_backend import from_config
+    from autorubric_local.engine.hosted.backend import from_config
 
     return from_config(config)
 

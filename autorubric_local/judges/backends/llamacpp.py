@@ -1,5 +1,5 @@
 """The ``llamacpp`` backend: GGUF files run as stored (quantised) by llama-cpp-python
-(:mod:`autorubric_local.engine.llamacpp_backend`; installed by ``scripts/setup_llamacpp.sh``)."""
+(:mod:`autorubric_local.engine.llamacpp.backend`; installed by ``scripts/setup_llamacpp.sh``)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def cache_key(config: Any, resolved: ResolvedModel | None) -> tuple[Any, ...]:
 
 
 def load(config: Any, resolved: ResolvedModel | None) -> Engine:
-    """A :class:`~autorubric_local.engine.llamacpp_backend.LlamaCppEngine` of a GGUF file.
+    """A :class:`~autorubric_local.engine.llamacpp.backend.LlamaCppEngine` of a GGUF file.
 
     Raises
     ------
@@ -33,7 +33,7 @@ def load(config: Any, resolved: ResolvedModel | None) -> Engine:
     EngineError
         Device ``"cuda"`` asked for and llama-cpp-python was built without GPU offload.
     """
-    from autorubric_local.engine.llamacpp_backend import load_llamacpp, supports_gpu
+    from autorubric_local.engine.llamacpp.backend import load_llamacpp, supports_gpu
 
     assert resolved is not None
     if resolved.kind != "gguf":
@@ -60,7 +60,7 @@ def claims(resolved: ResolvedModel) -> bool:
     stored, without the float32 copy (a 7B Q4 GGUF needs ~5 GB there instead of ~28 GB)."""
     if resolved.kind != "gguf":
         return False
-    from autorubric_local.engine.llamacpp_backend import available
+    from autorubric_local.engine.llamacpp.backend import available
 
     return available()
 

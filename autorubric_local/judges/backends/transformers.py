@@ -1,5 +1,5 @@
 """The ``transformers`` backend: the reference engine and the CPU default
-(:mod:`autorubric_local.engine.transformers_backend`: packed token tries, batched passes, exact
+(:mod:`autorubric_local.engine.transformers.backend`: packed token tries, batched passes, exact
 label log-probabilities, grammar-constrained explanations)."""
 
 from __future__ import annotations
@@ -43,11 +43,11 @@ def cache_key(config: Any, resolved: ResolvedModel | None) -> tuple[Any, ...]:
 
 
 def load(config: Any, resolved: ResolvedModel | None) -> Engine:
-    """A :class:`~autorubric_local.engine.transformers_backend.TransformersEngine` of the model
+    """A :class:`~autorubric_local.engine.transformers.backend.TransformersEngine` of the model
     (a GGUF file is converted to float32 once, :func:`~..model_files.ensure_converted`)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from autorubric_local.engine.transformers_backend import from_transformers
+    from autorubric_local.engine.transformers.backend import from_transformers
 
     assert resolved is not None
     device, dtype = device_and_dtype(config)

@@ -1,4 +1,4 @@
-"""The ``vllm`` backend: an offline ``vllm.LLM`` for GPU boxes (:mod:`autorubric_local.engine.vllm_backend`;
+"""The ``vllm`` backend: an offline ``vllm.LLM`` for GPU boxes (:mod:`autorubric_local.engine.vllm.backend`;
 installed by ``scripts/setup_vllm.sh``)."""
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ def cache_key(config: Any, resolved: ResolvedModel | None) -> tuple[Any, ...]:
 
 
 def load(config: Any, resolved: ResolvedModel | None) -> Engine:
-    """A :class:`~autorubric_local.engine.vllm_backend.VLLMEngine` of the model (a GGUF file is
+    """A :class:`~autorubric_local.engine.vllm.backend.VLLMEngine` of the model (a GGUF file is
     converted to a safetensors folder once)."""
-    from autorubric_local.engine.vllm_backend import load_vllm
+    from autorubric_local.engine.vllm.backend import load_vllm
 
     assert resolved is not None
     folder = ensure_converted(resolved.path) if resolved.kind == "gguf" else resolved.path

@@ -1,7 +1,7 @@
 """Transformers backend: the reference engine and the CPU default.
 
 Scoring computes each distinct prefix once (key/value cache) and runs all of its suffixes and
-label continuations as one packed token trie per chunk (:mod:`autorubric_local.engine.packing`):
+label continuations as one packed token trie per chunk (:mod:`autorubric_local.engine.transformers.packing`):
 suffix and label tokens that start alike are computed once, each node attending to the prefix
 and its trie ancestors, in one forward pass per chunk, reading logits only where a label token
 is predicted. Generation is grammar-constrained (an Outlines-compiled regex of a JSON string
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from autorubric_local.core.reports import TokenUsage
-from autorubric_local.engine.attention import (
+from autorubric_local.engine.transformers.attention import (
     AttentionPlan,
     additive_masks,
     plan_attention,
@@ -34,11 +34,11 @@ from autorubric_local.engine.base import (
     filled,
     mass_outside,
 )
-from autorubric_local.engine.batched import Unit, row_mask, run_units
+from autorubric_local.engine.transformers.batched import Unit, row_mask, run_units
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
 from autorubric_local.engine.constrained import read_generated
-from autorubric_local.engine.forward_timer import ForwardTimer
-from autorubric_local.engine.packing import (
+from autorubric_local.engine.transformers.forward_timer import ForwardTimer
+from autorubric_local.engine.transformers.packing import (
     PackedRow,
     chunk_trees,
     chunk_trie,
@@ -46,8 +46,8 @@ from autorubric_local.engine.packing import (
     pack_trie,
     prompt_shares,
 )
-from autorubric_local.engine.paths import PathFallbacks, call_model
-from autorubric_local.engine.plain import decode_plain, score_plain
+from autorubric_local.engine.transformers.paths import PathFallbacks, call_model
+from autorubric_local.engine.transformers.plain import decode_plain, score_plain
 
 if TYPE_CHECKING:
     import torch

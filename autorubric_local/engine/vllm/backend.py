@@ -95,7 +95,7 @@ from autorubric_local.engine.base import (
 )
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
 from autorubric_local.engine.constrained import split_string_body
-from autorubric_local.engine.vllm_args import (
+from autorubric_local.engine.vllm.args import (
     CPU_BLOCK_SIZE,
     CPU_MEMORY_FRACTION,
     llm_kwargs,

@@ -98,7 +98,7 @@ class PathFallbacks:
         switches to the plain path for good, records why, and reruns the work plainly. Once a
         packed pass has succeeded, a refusal is that item's error, not a reason to switch.
         """
-        from autorubric_local.engine.attention import plan_attention
+        from autorubric_local.engine.transformers.attention import plan_attention
 
         if not self.attention.packed:
             return plain()

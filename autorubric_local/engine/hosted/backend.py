@@ -45,9 +45,9 @@ from autorubric_local.engine.base import (
     LabelScores,
     ScoreRequest,
 )
-from autorubric_local.engine.hosted_chat import format_chat, parse_chat
+from autorubric_local.engine.hosted.chat import format_chat, parse_chat
 from autorubric_local.engine.hosted_client import LLMClient, ResponseParseError
-from autorubric_local.engine.hosted_labels import (
+from autorubric_local.engine.hosted.labels import (
     label_values,
     one_hot,
     read_label_logprobs,
@@ -211,7 +211,7 @@ def _run_all(calls: list[Callable[[], Awaitable[R]]]) -> list[R]:
 def from_config(config: Any) -> HostedEngine:
     """A :class:`HostedEngine` for an ``LLMConfig`` with ``backend="hosted"`` (loads LiteLLM now,
     so a missing install fails at load time with the install command)."""
-    from autorubric_local.engine.litellm_loader import load_litellm
+    from autorubric_local.engine.hosted.litellm_loader import load_litellm
 
     load_litellm()
     top = config.extra_params.get("top_logprobs") if config.extra_params else None

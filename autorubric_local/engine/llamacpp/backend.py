@@ -75,7 +75,7 @@ from autorubric_local.engine.base import (
 )
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
 from autorubric_local.engine.constrained import read_generated
-from autorubric_local.engine.llamacpp_context import (
+from autorubric_local.engine.llamacpp.context import (
     DecodeError,
     LlamaContext,
     common_prefix,

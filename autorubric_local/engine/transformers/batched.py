@@ -33,10 +33,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from autorubric_local.engine.attention import AttentionPlan, additive_masks
+from autorubric_local.engine.transformers.attention import AttentionPlan, additive_masks
 from autorubric_local.engine.base import mass_outside
-from autorubric_local.engine.packing import PackedRow
-from autorubric_local.engine.paths import PathUnsupported, call_model
+from autorubric_local.engine.transformers.packing import PackedRow
+from autorubric_local.engine.transformers.paths import PathUnsupported, call_model
 
 if TYPE_CHECKING:
     import torch
