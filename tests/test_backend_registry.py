@@ -137,3 +137,12 @@ def test_the_cli_grades_with_a_plugin_backend(plugins: Path, tmp_path: Path) -> 
     assert [j["model_id"] for j in json.loads(run["judges_json"])] == ["toy:any-model"]
     judgments = list(sqlite_utils.Database(db)["judgments"].rows)
     assert judgments and all(j["error"] is None for j in judgments)
+    listed = subprocess.run([sys.executable, "-m", "autorubric_local.cli", "backends", "--json"],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["name"]: row for row in map(json.loads, listed.stdout.splitlines())}
+    assert list(rows) == ["transformers", "vllm", "llamacpp", "hosted", "toy"]
+    assert rows["toy"] == {"name": "toy", "origin": "plugin toy (toy_judges:BACKEND)",
+                           "description": "a toy judge for the registry's tests", "local": True, "auto": False,
+                           "memory_share": False, "capabilities": ["logprobs"], "refuses": ["top_p"]}
+    assert rows["transformers"]["origin"] == "built-in" and rows["vllm"]["memory_share"]

@@ -8,6 +8,7 @@ import click
 # Modules are imported as modules (not their commands) so that ``autorubric_local.cli.grade``
 # stays the module.
 from autorubric_local.cli import (
+    backends,
     calibrate,
     estimate,
     export,
@@ -36,6 +37,7 @@ def main() -> None:
 
 main.add_command(grade.grade)
 main.add_command(models.models)
+main.add_command(backends.backends)
 main.add_command(sweep_cli.sweep)
 main.add_command(sweep_cli.sweep_select)
 main.add_command(metrics.metrics)

@@ -41,6 +41,7 @@ BUILTIN: dict[str, str] = {
 """The built-in backends, in the order they are listed (``--help``, messages, the support matrix)."""
 
 _REGISTRY: dict[str, Backend] = {}
+_ORIGINS: dict[str, str] = {}
 _LOADED = False
 
 
@@ -56,7 +57,15 @@ def register(backend: Backend, *, replace: bool = False) -> Backend:
     if backend.name in _REGISTRY and not replace:
         raise ValueError(f"a backend named {backend.name!r} is registered already")
     _REGISTRY[backend.name] = backend
+    _ORIGINS[backend.name] = "register()"
     return backend
+
+
+def origin(name: str) -> str:
+    """Where the backend ``name`` came from: ``"built-in"``, ``"plugin <entry point> (<module:attr>)"``
+    or ``"register()"``."""
+    _load_all()
+    return _ORIGINS.get(name, "unknown")
 
 
 def unregister(name: str) -> None:
@@ -69,6 +78,7 @@ def reset() -> None:
     """Forget every registration; the next read loads the built-in and plugin backends again."""
     global _LOADED
     _REGISTRY.clear()
+    _ORIGINS.clear()
     _LOADED = False
 
 
@@ -110,6 +120,7 @@ def _load_all() -> None:
     _LOADED = True
     for name, reference in BUILTIN.items():
         _REGISTRY.setdefault(name, _resolve(reference))
+        _ORIGINS.setdefault(name, "built-in")
     for point in entry_points(group=ENTRY_POINT_GROUP):
         try:
             loaded = point.load()
@@ -119,6 +130,7 @@ def _load_all() -> None:
                                    point.name, point.value, backend.name)
                     continue
                 _REGISTRY[backend.name] = backend
+                _ORIGINS[backend.name] = f"plugin {point.name} ({point.value})"
         except Exception as exc:  # a broken plugin must not stop the built-in backends; it is named
             logger.warning("backend plugin %s (%s) could not be loaded: %s: %s",
                            point.name, point.value, type(exc).__name__, exc)
