@@ -136,6 +136,9 @@ class Capturing:
     def engines(self, grader: Any) -> Any:
         return self.inner.engines(grader)
 
+    def fallbacks(self, grader: Any) -> Any:
+        return self.inner.fallbacks(grader)
+
     def graded_chunks(self, grader: Any, chunks: Sequence[Any], progress: Callable[[int], None],
                       stop: threading.Event) -> Iterator[Any]:
         for index, graded in self.inner.graded_chunks(grader, chunks, progress, stop):

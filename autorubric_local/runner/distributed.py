@@ -172,15 +172,14 @@ class GraderWorker:
         """``(host, pid, engine records)`` of this actor (:func:`~.executors.engine_records`)."""
         return socket.gethostname(), os.getpid(), self.records
 
-    def grade(self, chunk: Sequence[PlannedItem], seed: int) -> tuple[int, list[GradedItem]]:
-        """``(pid, graded items in chunk order)``: ``chunk`` through
-        :func:`~.executors.grade_chunk` with the option-shuffle ``seed`` of the run."""
+    def grade(self, chunk: Sequence[PlannedItem], seed: int) -> tuple[int, tuple[list[GradedItem], dict[str, list[str]]]]:
+        """``(pid, (graded items in chunk order, fallbacks))``: ``chunk`` through
+        :func:`~.executors.grade_chunk` with the option-shuffle ``seed`` of the run, and this
+        actor's :func:`~.executors.engine_fallbacks` after it (sent back with the chunk, so
+        asking for them never waits on the actor's queue)."""
         self.grader.seed = seed
-        return os.getpid(), grade_chunk(self.grader, chunk, _no_progress)
-
-    def fallbacks(self) -> dict[str, list[str]]:
-        """:func:`~.executors.engine_fallbacks` of this actor's engines."""
-        return engine_fallbacks(self.grader)
+        graded = grade_chunk(self.grader, chunk, _no_progress)
+        return os.getpid(), (graded, engine_fallbacks(self.grader))
 
 
 def _no_progress(_: int) -> None:
@@ -369,6 +368,10 @@ class RayExecutor(RayActors):
     """Grades a run's chunks on ``settings.workers`` Ray actors (:class:`GraderWorker`; module
     docstring): the :class:`~.executors.ChunkExecutor` of a distributed run."""
 
+    def __init__(self, settings: DistributedConfig) -> None:
+        super().__init__(settings)
+        self._fallbacks: dict[str, list[str]] = {}
+
     def engines(self, grader: CriterionGrader) -> dict[str, EngineRecord]:
         """Start the actors with :func:`shippable_grader`'s copy of ``grader`` and wait until
         each has loaded every judge; return their engine records (the same on every actor).
@@ -399,18 +402,14 @@ class RayExecutor(RayActors):
         EngineError
             As :meth:`RayActors.dispatch` (chunks committed so far are kept).
         """
-        for index, graded in self.dispatch("grade", chunks, (grader.seed,), stop):
+        for index, (graded, fallbacks) in self.dispatch("grade", chunks, (grader.seed,), stop):
+            for judge_id, reasons in fallbacks.items():
+                known = self._fallbacks.setdefault(judge_id, [])
+                known.extend(reason for reason in reasons if reason not in known)
             progress(sum(len(item.results) for item in graded))
             yield index, graded
 
     def fallbacks(self, grader: CriterionGrader) -> dict[str, list[str]]:
-        """Every actor's :meth:`GraderWorker.fallbacks`, merged per judge (each reason once, in
-        the order first seen)."""
-        import ray
-
-        merged: dict[str, list[str]] = {}
-        for answer in ray.get([actor.fallbacks.remote() for actor in self._actors]) if self._actors else []:
-            for judge_id, reasons in answer.items():
-                known = merged.setdefault(judge_id, [])
-                known.extend(reason for reason in reasons if reason not in known)
-        return merged
+        """The fallbacks the actors reported with the chunks handed back so far, merged per judge
+        (each reason once, in the order first seen); no call to the actors."""
+        return {judge_id: list(reasons) for judge_id, reasons in self._fallbacks.items()}

@@ -431,7 +431,9 @@ class EvalRunner:
                         continue
                     chunk = list(chunks[index])  # a cut-up-front chunk is lazy: its items built once here
                     self._commit(store, run_id, chunk, graded, engines, owner)
-                    engines = self._record_fallbacks(store, run_id, engines, executor.fallbacks(self.grader))
+                    reported = getattr(executor, "fallbacks", None)  # an executor of ours always reports them
+                    if reported is not None:
+                        engines = self._record_fallbacks(store, run_id, engines, reported(self.grader))
                     committed.add(index)
                     if isinstance(chunks, TimedChunks):
                         chunks.forget(index)  # only the chunk in flight stays in memory

@@ -2,16 +2,16 @@
 
 It implements :class:`~.base.Engine` for ``LLMConfig(backend="hosted")``:
 
-- :meth:`HostedEngine.format_chat` is :func:`~.hosted_chat.format_chat`, a reversible
+- :meth:`HostedEngine.format_chat` is :func:`~.chat.format_chat`, a reversible
   serialisation: each request's ``prefix + suffix`` is turned back into the exact messages the
-  grader formatted (:func:`~.hosted_chat.parse_chat`); the assistant opener is dropped, since
+  grader formatted (:func:`~.chat.parse_chat`); the assistant opener is dropped, since
   a chat API answers a whole turn.
 - :meth:`HostedEngine.score` sends each request's messages with the judgment's JSON schema as
   ``response_format`` (``CriterionJudgment`` or ``MultiChoiceJudgment`` from
   :mod:`autorubric_local.core.types`), all requests concurrently (bounded by
   ``max_parallel_requests``), and reads the verdict from the validated answer; the label
   distribution comes from ``top_logprobs`` where the server returns them, else it is one-hot
-  (``LabelScores.one_hot``; :mod:`~.hosted_labels`). An answer that does not validate is
+  (``LabelScores.one_hot``; :mod:`~.labels`). An answer that does not validate is
   retried (``max_retries``) and then the judgment fails with a ``parse:`` error (never a
   guessed verdict); a failed call fails it with an ``infrastructure:`` error.
 - Every result carries the call's price, ``cost_usd`` (:attr:`GenerateResult.cost`); an
@@ -99,7 +99,7 @@ class HostedEngine:
         self._lock = threading.Lock()
 
     def format_chat(self, messages: list[dict[str, str]]) -> str:
-        """Reversible serialisation of ``messages``, assistant turn opened (:mod:`~.hosted_chat`)."""
+        """Reversible serialisation of ``messages``, assistant turn opened (:mod:`~.chat`)."""
         return format_chat(messages)
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:

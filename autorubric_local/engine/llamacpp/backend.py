@@ -36,7 +36,7 @@ temperature 0, else sampled with a seeded generator.
 Numerics
 --------
 The context runs without CPU flash attention and without repacked weight layouts
-(:class:`~.llamacpp_context.LlamaContext`): with either, a token's result depends on the batch
+(:class:`~.context.LlamaContext`): with either, a token's result depends on the batch
 it is computed in, and batched scoring would differ from scoring a request alone. With both
 off it does not (``tests/test_llamacpp_backend.py``). llama.cpp still multiplies the quantised
 weights with 8-bit-quantised activations, so its probabilities differ from the transformers
@@ -192,6 +192,8 @@ class LlamaCppEngine(HFTextMixin):
         for prompt, label_ids, error in zip(prompts, labels, errors, strict=True):
             paths.append([] if error is not None else
                          [[tuple(prompt + ids[:j]) for j in range(len(ids))] for ids in label_ids])
+            if error is not None:  # nothing to compute for it
+                continue
             for ids, contexts in zip(label_ids, paths[-1], strict=True):
                 for context, token in zip(contexts, ids, strict=True):
                     targets[context].add(token)

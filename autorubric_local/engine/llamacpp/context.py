@@ -1,6 +1,6 @@
 """A llama.cpp context driven through llama-cpp-python's C API: token batches, sequences, logits.
 
-Used by :mod:`.llamacpp_backend` alone. It wraps the few calls the judge engine needs:
+Used by :mod:`.backend` alone. It wraps the few calls the judge engine needs:
 decode a run of tokens into one KV sequence (asking for logits at chosen positions only),
 decode one token for each of several sequences in one batch, copy or drop the cached
 positions of a sequence, and read a logits row as a NumPy view. llama-cpp-python is imported

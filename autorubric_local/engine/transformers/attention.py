@@ -109,7 +109,8 @@ def _layer_types(config: Any) -> tuple[list[str], set[int]]:
         n = int(getattr(text, "num_hidden_layers", 1))
         types = list(getattr(text, "layer_types", None) or [SLIDING if window else FULL] * n)
         kwargs = [{"sliding_window": window}] * len(types)
-    windows = {int(k["sliding_window"]) for t, k in zip(types, kwargs, strict=True)
+    # transformers' own pairing does not require equal lengths (kwargs may be shorter)
+    windows = {int(k["sliding_window"]) for t, k in zip(types, kwargs, strict=False)
                if t == SLIDING and k.get("sliding_window")}
     return list(types), windows
 

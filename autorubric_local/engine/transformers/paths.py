@@ -51,7 +51,8 @@ def is_out_of_memory(exc: BaseException) -> bool:
     the CPU allocator's ``RuntimeError`` ("DefaultCPUAllocator: can't allocate memory")."""
     import torch
 
-    return isinstance(exc, torch.OutOfMemoryError) or (
+    out_of_memory = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError  # torch < 2.5
+    return isinstance(exc, out_of_memory) or (
         isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc))
 
 
@@ -74,7 +75,7 @@ def call_model(model: Any, path: str, **inputs: Any) -> Any:
 
 
 class PathFallbacks:
-    """Mixin of :class:`~.transformers_backend.TransformersEngine`: runs its optimised paths and
+    """Mixin of :class:`~.backend.TransformersEngine`: runs its optimised paths and
     falls back as the module docstring says. Needs ``model_id``, ``attention`` (an
     :class:`~.attention.AttentionPlan`), ``max_batch_tokens`` and ``model``."""
 

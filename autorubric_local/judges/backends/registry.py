@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import Any
@@ -43,6 +44,8 @@ BUILTIN: dict[str, str] = {
 _REGISTRY: dict[str, Backend] = {}
 _ORIGINS: dict[str, str] = {}
 _LOADED = False
+_LOADING = False
+_LOCK = threading.RLock()
 
 
 def register(backend: Backend, *, replace: bool = False) -> Backend:
@@ -77,9 +80,10 @@ def unregister(name: str) -> None:
 def reset() -> None:
     """Forget every registration; the next read loads the built-in and plugin backends again."""
     global _LOADED
-    _REGISTRY.clear()
-    _ORIGINS.clear()
-    _LOADED = False
+    with _LOCK:
+        _REGISTRY.clear()
+        _ORIGINS.clear()
+        _LOADED = False
 
 
 def registered() -> dict[str, Backend]:
@@ -114,10 +118,24 @@ def auto_candidates() -> list[Backend]:
 
 
 def _load_all() -> None:
-    global _LOADED
+    """Load the built-in and plugin backends once. Another thread reading the registry meanwhile
+    waits for all of them; a plugin that calls :func:`register` while it is imported (the same
+    thread, inside the load) gets the registry as loaded so far."""
+    global _LOADED, _LOADING
     if _LOADED:
         return
-    _LOADED = True
+    with _LOCK:
+        if _LOADED or _LOADING:
+            return
+        _LOADING = True
+        try:
+            _load_builtin_and_plugins()
+        finally:
+            _LOADING = False
+        _LOADED = True
+
+
+def _load_builtin_and_plugins() -> None:
     for name, reference in BUILTIN.items():
         _REGISTRY.setdefault(name, _resolve(reference))
         _ORIGINS.setdefault(name, "built-in")
