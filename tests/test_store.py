@@ -635,3 +635,23 @@ def test_recording_an_item_again_drops_its_old_judgments(store: Store) -> None:
     store.db["judgments"].insert({**store.judgments(run_id)[0], "permutation_index": 7})
     record(store, run_id, grade(), MODEL_IDS)
     assert len(store.judgments(run_id)) == 3 * len(RUBRIC)
+
+
+def test_the_write_ahead_log_is_cut_back_after_a_large_transaction(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A transaction larger than the limit grows the ``-wal`` file; once checkpointed, the next
+    write cuts it back to the limit instead of keeping it at the largest transaction's size."""
+    from autorubric_local.store import schema
+    from autorubric_local.store.transaction import write_transaction
+
+    monkeypatch.setattr(schema, "WAL_SIZE_LIMIT", 2**20)
+    db = schema.open_db(tmp_path / "r.sqlite")
+    wal = tmp_path / "r.sqlite-wal"
+    db.execute("create table blobs (n integer, body text)")
+    with write_transaction(db):  # one transaction of ~8 MB
+        db.conn.executemany("insert into blobs values (?, ?)", ((i, "x" * 10_000) for i in range(800)))
+    grown = wal.stat().st_size
+    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    with write_transaction(db):
+        db.execute("insert into blobs values (-1, 'y')")
+    assert grown > 6 * 2**20 and wal.stat().st_size <= 2**20

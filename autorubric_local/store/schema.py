@@ -442,14 +442,20 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 """Number of the newest migration."""
 
 
+WAL_SIZE_LIMIT = 64 * 2**20
+"""Bytes the write-ahead log is cut back to after a checkpoint (``PRAGMA journal_size_limit``).
+Without it the ``-wal`` file keeps the size of the largest transaction ever written (a run's
+plan: every item row, submissions included) until the last connection closes."""
+
+
 def open_db(path: str | Path, *, busy_timeout_seconds: float = DEFAULT_BUSY_TIMEOUT_SECONDS) -> sqlite_utils.Database:
     """Open (creating if needed) a results database and bring its schema up to date.
 
     Safe when several processes open one file at once: the connection waits up to
     ``busy_timeout_seconds`` for another's lock, WAL mode is switched on by whichever opener
-    gets there first, and each migration runs in a ``BEGIN IMMEDIATE`` transaction that reads
-    ``_migrations`` again once it holds the write lock, so a second opener waits, sees the
-    migration applied and skips it. Every migration is applied exactly once.
+    gets there first (the log cut back to :data:`WAL_SIZE_LIMIT` after checkpoints), and each
+    migration runs in a ``BEGIN IMMEDIATE`` transaction that reads ``_migrations`` again once it
+    holds the write lock, so a second opener waits, sees the migration applied and skips it. Every migration is applied exactly once.
 
     Parameters
     ----------
@@ -470,6 +476,7 @@ def open_db(path: str | Path, *, busy_timeout_seconds: float = DEFAULT_BUSY_TIME
     set_busy_timeout(db, busy_timeout_seconds)
     if str(path) != ":memory:":
         _enable_wal(db, busy_timeout_seconds)
+        db.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
     if _applied(db) >= {number for number, _, _ in MIGRATIONS}:
         return db  # the common case: nothing to do, no write lock taken
     with write_transaction(db):
