@@ -96,6 +96,7 @@ class HostedEngine:
         self.model_id = model_id or client.config.model
         self.top_logprobs = top_logprobs
         self._answers: OrderedDict[str, GenerateResult] = OrderedDict()
+        self._capacity = _MEMO_SIZE  # answers kept: at least the largest score() call's requests
         self._lock = threading.Lock()
 
     def format_chat(self, messages: list[dict[str, str]]) -> str:
@@ -103,7 +104,14 @@ class HostedEngine:
         return format_chat(messages)
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:
-        """One structured call per request (concurrently); results in input order."""
+        """One structured call per request (concurrently); results in input order.
+
+        Every answer of this call is kept for :meth:`generate` (explain mode asks for the
+        explanations of a chunk's judgments right after scoring them): the memo holds at least
+        as many answers as the largest call, so no explanation costs a second call, whatever the
+        chunk size."""
+        with self._lock:
+            self._capacity = max(self._capacity, len(requests))
         return _run_all([lambda r=r: self._score_one(r) for r in requests])
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
@@ -122,7 +130,7 @@ class HostedEngine:
         result = await self.client.complete(messages, schema, top_logprobs=self.top_logprobs)
         with self._lock:
             self._answers[memo] = result
-            while len(self._answers) > _MEMO_SIZE:
+            while len(self._answers) > self._capacity:
                 self._answers.popitem(last=False)
         return result, False
 
