@@ -1,4 +1,5 @@
-"""Position-bias sweeps and the Grade Score (spec ``004_e603245b92b405ca.txt``).
+"""Position-bias sweeps and the Grade Score (Iourovitski, "Grade Score: Quantifying
+LLM Performance in Option Selection", 2024).
 
 - :mod:`.grade_score`: LLM, Choice and Grade Scores of one rotation sweep (pure).
 - :mod:`.sweep`: plan every cyclic rotation, run it in chunks of whole items per judge, score.

@@ -1,7 +1,7 @@
 """Aggregate sweep cells per (judge, criterion, variant): means with bootstrap intervals,
 position and option histograms, the position-bias profile and a shown-vs-chosen heat map.
 
-Every score is averaged over the items where it is defined (spec 004 reports means of
+Every score is averaged over the items where it is defined (the Grade Score paper reports means of
 per-trial scores). Intervals are percentile bootstrap intervals of the mean over items:
 ``n_bootstrap`` resamples of the items with replacement, the ``(1 - confidence) / 2`` and
 ``(1 + confidence) / 2`` quantiles of the resampled means. The generator of each

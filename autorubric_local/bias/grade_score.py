@@ -1,7 +1,7 @@
 """Grade Score of one (item, criterion, judge) rotation sweep: pure functions, no model.
 
-Source: Iourovitski, "Grade Score: Quantifying LLM Performance in Option Selection" (2024),
-spec ``004_e603245b92b405ca.txt``, section 4. The N options of a criterion are judged in their
+Source: Iourovitski, "Grade Score: Quantifying LLM Performance in Option Selection" (2024;
+github.com/IoDmitri/GradeLab), section 4. The N options of a criterion are judged in their
 N cyclic rotations, so each option is shown at each position exactly once (section 3.2). Over
 the ``M`` rotations whose judgment did not fail (failed ones are dropped and counted):
 
@@ -117,7 +117,7 @@ class GradeScores:
 
 
 def normalized_entropy(distribution: Sequence[float], n: int) -> float:
-    """Shannon entropy (base 2) of ``distribution`` divided by ``log2 n`` (spec 004, eqs. 1-3).
+    """Shannon entropy (base 2) of ``distribution`` divided by ``log2 n`` (Grade Score paper, eqs. 1-3).
 
     Parameters
     ----------
@@ -137,7 +137,7 @@ def normalized_entropy(distribution: Sequence[float], n: int) -> float:
 
 
 def harmonic_mean(a: float, b: float) -> float:
-    """``2ab / (a + b)`` (spec 004, eq. 6); 0 when ``a + b = 0``."""
+    """``2ab / (a + b)`` (Grade Score paper, eq. 6); 0 when ``a + b = 0``."""
     return 0.0 if a + b <= 0.0 else 2.0 * a * b / (a + b)
 
 

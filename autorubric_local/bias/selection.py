@@ -1,6 +1,6 @@
 """Selection tasks: a prompt and N candidate responses; the judge picks the best one.
 
-This is the Grade Score paper's own setting (spec ``004_e603245b92b405ca.txt``, sections 3-4.5).
+This is the Grade Score paper's own setting (Iourovitski 2024, sections 3-4.5).
 Input is JSONL, one task per line (blank lines skipped)::
 
     {"id": "q1", "prompt": "Explain ...", "candidates": ["answer A", "answer B", "answer C"], "preferred": 2}

@@ -1,4 +1,4 @@
-"""Unrelated-option sampling (spec 004, section 4.6, the "rand option" rows of its tables).
+"""Unrelated-option sampling (Grade Score paper, section 4.6, the "rand option" rows of its tables).
 
 For each (item, multi-choice criterion) one extra option is drawn from the options of *other*
 criteria or items of the same job (for selection tasks: the candidate responses of other

@@ -41,7 +41,7 @@ def _sweep_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--judges", "judges_path", type=click.Path(dir_okay=False, path_type=Path),
                      help="YAML/JSON file of several judges (replaces --model)."),
         click.option("--unrelated-option", is_flag=True,
-                     help="Also sweep with one unrelated option added (spec 004 'rand option')."),
+                     help="Also sweep with one unrelated option added (the Grade Score paper's 'rand option')."),
         click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
                      callback=database_option, default=Path("results.sqlite"), show_default=True,
                      help="SQLite file for results (new, empty, or an autorubric-local database)."),

@@ -1,7 +1,7 @@
 """Length penalty and thinking/output input handling.
 
-The penalty curve and the accepted input forms follow the README (spec
-``001_732b54dc4a0c7747.txt``, "Length Penalty" and "Thinking/Output Token Support"). The
+The penalty curve and the accepted input forms follow AutoRubric's README (github.com/delip/autorubric),
+"Length Penalty" and "Thinking/Output Token Support". The
 grader subtracts the penalty from the score; this module only computes it.
 """
 

@@ -1,8 +1,8 @@
 """Result types: token usage, per-criterion reports, evaluation reports, ensemble votes.
 
-Fields and defaults follow the AutoRubric API reference (spec ``003_a216d4fbcf834065.txt``
-"Core Grading", ``000_03c12497c760819a.txt`` "Multi-Choice", and the README
-``001_732b54dc4a0c7747.txt`` "Score Fields"/"Usage Tracking"). Every result is immutable
+Fields and defaults follow the AutoRubric API reference (pages "Core
+Grading" and "Multi-Choice") and AutoRubric's README (github.com/delip/autorubric), "Score Fields" and
+"Usage Tracking". Every result is immutable
 (frozen); derive a variant with ``model_copy(update=...)``.
 
 Extension: every per-criterion result and vote carries ``label_probabilities``, the judge's
@@ -82,7 +82,7 @@ PROBABILITY_SUM_TOLERANCE = 1e-4
 
 @dataclass(frozen=True)
 class TokenUsage:
-    """Token counts of one or more judge calls (spec 003, ``TokenUsage``).
+    """Token counts of one or more judge calls (AutoRubric's API reference, "Core Grading", ``TokenUsage``).
 
     Attributes
     ----------
@@ -401,7 +401,7 @@ class JudgeVote(BaseModel):
 
 
 class MultiChoiceJudgeVote(BaseModel):
-    """One judge's vote on a multi-choice criterion in an ensemble (spec 000).
+    """One judge's vote on a multi-choice criterion in an ensemble (AutoRubric's API reference, "Multi-Choice").
 
     ``selected_index`` is the zero-based original option index (``None`` for an abstain
     with no option selected). ``label_probabilities`` (extension) is keyed by original

@@ -1,8 +1,8 @@
 """``Rubric``: a list of criteria, its loaders, serialisation and score computation.
 
-Accepted formats and loader error messages follow the AutoRubric API reference (spec
-``003_a216d4fbcf834065.txt``, ``Rubric``) and README (``001_732b54dc4a0c7747.txt``,
-"Loading Rubrics"). Input errors are raised as
+Accepted formats and loader error messages follow the AutoRubric API reference ("Core
+Grading", ``Rubric``) and AutoRubric's README (github.com/delip/autorubric),
+"Loading Rubrics". Input errors are raised as
 :class:`~autorubric_local.core.errors.InputError`, a ``ValueError``.
 """
 
@@ -55,7 +55,7 @@ class Rubric:
     Parameters
     ----------
     rubric : list of Criterion
-        Stored as the attribute ``rubric`` (spec 003).
+        Stored as the attribute ``rubric`` (AutoRubric's API reference, "Core Grading").
 
     Raises
     ------
@@ -137,7 +137,7 @@ class Rubric:
         Raises
         ------
         InputError
-            With the spec's messages: wrong container types, "No criteria found", a
+            With AutoRubric's messages: wrong container types, "No criteria found", a
             non-dict item, or an invalid criterion ("Invalid criterion at index i:" followed
             by one "field: message" line per validation error). Extensions: an unknown key
             (with the closest known field), more than ``MAX_CRITERIA`` (10,000) criteria,
@@ -186,7 +186,7 @@ class Rubric:
         Raises
         ------
         MissingFileError
-            "File not found: <path>" (a ``FileNotFoundError``, as in the spec, and an
+            "File not found: <path>" (a ``FileNotFoundError``, as in AutoRubric, and an
             ``InputError``).
         InputError
             Unsupported extension, a file object without a usable name, an unreadable file

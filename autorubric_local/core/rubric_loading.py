@@ -1,8 +1,8 @@
 """Rubric data to criteria: the accepted shapes, strict field checks, and text parsing.
 
 :class:`~autorubric_local.core.rubric.Rubric`'s loaders delegate here. The shapes and the
-spec's messages ("Invalid rubric format. ...", "No criteria found", "Invalid criterion at
-index i:") follow AutoRubric (spec ``003_a216d4fbcf834065.txt``, ``Rubric``). Extensions,
+messages ("Invalid rubric format. ...", "No criteria found", "Invalid criterion at
+index i:") follow AutoRubric's API reference ("Core Grading", ``Rubric``). Extensions,
 all raised as :class:`~autorubric_local.core.errors.InputError`:
 
 - unknown keys at the top, in a section or in a criterion or option are refused, naming the
@@ -39,7 +39,7 @@ _MAX_LINES = 20
 def parse_rubric_text(text: str, extension: str, what: str) -> Any:
     """Parse rubric text as JSON (``extension == ".json"``) or YAML.
 
-    ``what`` completes the spec's message: "Failed to parse YAML <what>: ...".
+    ``what`` completes AutoRubric's message: "Failed to parse YAML <what>: ...".
 
     Raises
     ------
@@ -68,7 +68,7 @@ def _too_many(count: str) -> str:
 
 
 def _raise_missing_key(data: dict[Any, Any], expected: tuple[str, ...]) -> None:
-    """The spec's message for a dict without 'sections'/'rubric', plus the closest key when one
+    """AutoRubric's message for a dict without 'sections'/'rubric', plus the closest key when one
     of ``data``'s keys looks like a misspelling of an ``expected`` one."""
     message = "Invalid rubric format. Dict must contain either 'sections' or 'rubric' key"
     misspelt = next((key for key in data if checks.closest_field(key, expected)), None)

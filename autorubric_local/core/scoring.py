@@ -1,8 +1,8 @@
 """The one weighted-scoring function, shared by the grader, ``Rubric.compute_score`` and
 datasets, so that live scores and ground-truth scores cannot drift.
 
-Formula (spec ``003_a216d4fbcf834065.txt`` "Score Calculation"; README
-``001_732b54dc4a0c7747.txt`` "CANNOT_ASSESS Handling"). For each criterion ``i`` that is
+Formula (AutoRubric's API reference, "Core Grading", "Score Calculation"; AutoRubric's README
+(github.com/delip/autorubric), "CANNOT_ASSESS Handling"). For each criterion ``i`` that is
 scored, with weight ``w_i``, its contribution ``c_i`` is
 
 - binary: ``w_i`` if MET, ``0`` if UNMET;
@@ -139,7 +139,7 @@ def raw_and_normalized(
 def score_reports(
     reports: Sequence[ScoredReport], config: CannotAssessConfig, normalize: bool = True
 ) -> float:
-    """Weighted score of per-criterion reports (spec 003 "Score Calculation").
+    """Weighted score of per-criterion reports (AutoRubric's API reference, "Core Grading", "Score Calculation").
 
     Parameters
     ----------

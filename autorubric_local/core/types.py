@@ -6,8 +6,8 @@ ensemble reports) live in :mod:`autorubric_local.core.reports`; scoring lives in
 :mod:`autorubric_local.core.scoring`.
 
 Names, fields, defaults and validation messages follow the AutoRubric API reference
-("Core Grading", spec ``003_a216d4fbcf834065.txt``; "Multi-Choice", spec
-``000_03c12497c760819a.txt``). Extensions are marked as such in the docstrings.
+(pages "Core Grading" and
+"Multi-Choice"). Extensions are marked as such in the docstrings.
 """
 
 from __future__ import annotations
@@ -144,8 +144,8 @@ class CriterionOption(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _default_na_value(cls, data: Any) -> Any:
-        # The spec's own NA example (000, "NA Options") gives no value for an NA option;
-        # its value is never scored, so let it default to 0.0 instead of failing.
+        # AutoRubric's own NA example (API reference, "Multi-Choice", "NA Options") gives no value for an
+        # NA option; its value is never scored, so let it default to 0.0 instead of failing.
         if isinstance(data, dict) and data.get("na") is True and "value" not in data:
             return {**data, "value": 0.0}
         return data
@@ -209,8 +209,8 @@ class Criterion(BaseModel):
     ------
     pydantic.ValidationError
         With "Multi-choice criterion must have at least 2 options" or "Must have at least
-        2 non-NA options" (spec 003), or, extensions of this package: two option labels
-        equal after strip/lower-casing (labels key lookups and probability maps); a weight
+        2 non-NA options" (AutoRubric's API reference, "Core Grading"), or, extensions of this
+        package: two option labels equal after strip/lower-casing (labels key lookups and probability maps); a weight
         that is a boolean, not finite, or beyond +-1e6; an empty requirement; an
         aggregation strategy unknown or not valid for the criterion's kind; metadata that is
         not a JSON-able mapping; an unknown field.
@@ -332,7 +332,7 @@ class Criterion(BaseModel):
         For weight >= 0 the worst option has the lowest value; for weight < 0 the highest
         (it subtracts the most). Value ties go to the lowest index whatever the order of
         ``candidate_indices``. This is the single tie-break rule for scoring, error
-        handling and ensemble aggregation (spec 003, ``worst_option_among``).
+        handling and ensemble aggregation (AutoRubric's API reference, "Core Grading", ``worst_option_among``).
 
         Raises
         ------

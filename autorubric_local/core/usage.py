@@ -1,6 +1,6 @@
 """Totals of token usage and cost over many judge calls or grading results.
 
-Behaviour follows the README (spec ``001_732b54dc4a0c7747.txt``, "Usage Tracking"):
+Behaviour follows AutoRubric's README (github.com/delip/autorubric), "Usage Tracking":
 ``None`` entries are ignored, and a total is ``None`` when every entry is ``None``.
 """
 

@@ -1,7 +1,7 @@
 """A local engine behind ``LLMConfig``'s request settings: the response cache and the limit of calls in flight.
 
 AutoRubric's ``cache_enabled`` / ``cache_dir`` / ``cache_ttl`` and ``max_parallel_requests``
-(spec 001, "Response Caching", "Rate Limiting") describe requests to an API. For a local judge
+(AutoRubric's README, "Response Caching", "Rate Limiting") describe requests to an API. For a local judge
 (transformers, llama.cpp, vLLM, or an engine passed as ``LLMConfig(engine=...)``) they mean:
 
 - ``cache_enabled``: each answer the engine computes (the label log-probabilities of a

@@ -1,6 +1,6 @@
 """``LLMClient``: AutoRubric's client for hosted and server models, through LiteLLM.
 
-Every ``LLMConfig`` option means what AutoRubric says (spec 001, "LLMConfig Options"):
+Every ``LLMConfig`` option means what AutoRubric says (AutoRubric's README, "LLMConfig Options"):
 
 - ``model``: LiteLLM's model string, e.g. ``"openai/gpt-4.1-mini"`` or, for an
   OpenAI-compatible server (``vllm serve``, llama.cpp's server, Ollama), ``"openai/<name>"``

@@ -1,11 +1,11 @@
 """Ensemble aggregation: combine the judges' votes on one criterion into a final verdict.
 
 Pure functions of the votes and the criterion (no model, no judge order dependence). Sources:
-README ``001_732b54dc4a0c7747.txt`` ("Aggregation strategies"), API reference
-``000_03c12497c760819a.txt`` (``OrdinalAggregation``, ``NominalAggregation``) and
-``003_a216d4fbcf834065.txt`` (``Criterion.worst_option_among``, the one tie-break rule).
+AutoRubric's README (github.com/delip/autorubric), "Aggregation strategies"; AutoRubric's API
+reference, pages "Multi-Choice" (``OrdinalAggregation``, ``NominalAggregation``) and "Core
+Grading" (``Criterion.worst_option_among``, the one tie-break rule).
 
-Rules common to every strategy (decisions where the spec is silent are marked *):
+Rules common to every strategy (decisions where AutoRubric is silent are marked *):
 
 - *Votes from failed judge calls (``is_error``) do not vote while at least one judge answered;
   when every call failed the final verdict is the conservative default (binary: UNMET for

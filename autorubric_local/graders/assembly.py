@@ -5,7 +5,7 @@ original option ``option_order[k]``; label probabilities, and the raw label log-
 beside them, are re-keyed by original option label in original option order (binary:
 ``MET``/``UNMET``/``CANNOT_ASSESS``).
 
-A failed judgment (``error`` set) becomes a vote that says so: binary votes carry the spec's
+A failed judgment (``error`` set) becomes a vote that says so: binary votes carry AutoRubric's
 conservative default verdict (UNMET for positive weight, MET for negative; README 001, "Error
 Handling") with ``error`` set and no probabilities; multi-choice votes abstain (the NA option
 if the criterion has one, else no option selected, ``na=True``). The scorer treats every error
@@ -134,7 +134,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def with_reasoning(vote: JudgeVoteT) -> JudgeVoteT:
-    """``vote`` of a judge with ``thinking`` on, shaped as spec 003 has it: the judge's whole
+    """``vote`` of a judge with ``thinking`` on, shaped as AutoRubric's API reference has it: the judge's whole
     deliberation (what it wrote before its verdict) in ``reasoning``, and in ``reason`` the
     conclusion it reached: the last sentence of that deliberation, in its own words (the text
     right before the verdict). A vote without text is returned unchanged."""
@@ -314,7 +314,7 @@ def evaluation_report(
     they give ``judge_scores`` (each judge's score over the rubric, same scoring rules; None
     when all of that judge's calls failed). ``device_seconds`` is the engine time of the
     item's judgments. A grade in which every judgment failed has ``score=None`` and ``error``
-    set (spec 003, ``EvaluationReport.score``).
+    set (AutoRubric's API reference, "Core Grading", ``EvaluationReport.score``).
     """
     usage = token_usage(results)
     cost = completion_cost(results)

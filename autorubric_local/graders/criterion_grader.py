@@ -596,5 +596,5 @@ class CriterionGrader:
             vote = binary_vote(judged[0], judge.judge_id, judge.weight)
         else:
             vote = combined_choice_vote(judged, judge.judge_id, judge.weight)
-        # thinking: the deliberation is the vote's reasoning, its conclusion the reason (spec 003).
+        # thinking: deliberation is the vote's reasoning, conclusion its reason (AutoRubric API ref., "Core Grading")
         return with_reasoning(vote) if judge.llm_config.thinking_budget > 0 else vote

@@ -1,11 +1,11 @@
 """Few-shot examples: graded exemplars drawn from a labelled training set, per criterion.
 
-README ``001_732b54dc4a0c7747.txt`` ("Grading Strategy": ``training_data`` +
+AutoRubric's README (github.com/delip/autorubric), "Grading Strategy" ( ``training_data`` +
 ``few_shot_config``; "all judges get the same examples"). Selection is a pure function of the
 training data, the criterion and the config's seed, so every judge and every graded item sees
 the same examples for a criterion.
 
-Choices where the spec is silent:
+Choices where AutoRubric is silent:
 
 - An example for a criterion comes from a training item whose effective rubric has a
   criterion with the same requirement text and scale (names may differ), labelled in the

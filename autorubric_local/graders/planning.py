@@ -11,7 +11,7 @@ is drawn from a generator seeded by ``(seed, submission hash, criterion index, j
 Permutation modes (:class:`OptionPermutations`): ``single`` judges each multi-choice criterion
 once, in that order; ``cyclic`` judges it once per cyclic rotation of that order (N tasks for N
 options, ``permutation_index`` 0..N-1), so every option is shown at every position exactly
-once (the Grade Score paper's setting, spec ``004_e603245b92b405ca.txt``). Binary criteria are
+once (the setting of Iourovitski 2024, "Grade Score"). Binary criteria are
 always judged once (``permutation_index`` 0).
 """
 
@@ -105,7 +105,7 @@ class JudgmentTask:
     shuffled : bool
         True when ``option_order`` comes from a seeded shuffle (``shuffle_options=True`` on a
         multi-choice criterion). False: the options are in their own order (or a rotation of
-        it), and the vote's ``shuffle_order`` is None, as spec 003 has it.
+        it), and the vote's ``shuffle_order`` is None, as AutoRubric's API reference has it.
     """
 
     item_index: int

@@ -9,7 +9,7 @@ Two kinds of finished records for ``Store.record_items`` (columns in
   run of N items and C criteria stores about N + C texts, not N x C prompts.
 - ``item_criteria``: one row per item and criterion: the ensemble's final verdict, whether it
   passed (taking the weight's sign into account) and its contribution to the raw score
-  (:func:`autorubric_local.core.scoring.criterion_contribution`, spec 001 "Scoring").
+  (:func:`autorubric_local.core.scoring.criterion_contribution`, AutoRubric's README, "Scoring").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Rating indeterminacy: validate judges when more than one rating of an item can be right.
 
-Implements the framework of the spec ``../shared/spec/002_d8733cbd0a59da78.txt`` (blog post on
+Implements the framework of the blog post on
 Guerdan et al., "Validating LLM-as-a-Judge Systems under Rating Indeterminacy", NeurIPS 2025):
 
 - :mod:`.model`: response sets ``Q``, ``O = F theta``, ``Omega = Lambda theta``, ``F`` estimated

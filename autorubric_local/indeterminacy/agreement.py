@@ -1,7 +1,8 @@
 """Human-judge agreement metrics under rating indeterminacy, one criterion at a time.
 
-Source: the spec ``../shared/spec/002_d8733cbd0a59da78.txt`` ("Measuring Agreement"; Finding
-2; recommendation 4). Forced-choice metrics compare the raters' forced-choice ratings:
+Source: the blog post on "Validating LLM-as-a-Judge Systems under Rating Indeterminacy"
+(NeurIPS 2025; "Measuring Agreement", Finding 2, recommendation 4). Forced-choice metrics
+compare the raters' forced-choice ratings:
 hit rate and Cohen's kappa on hard labels, KL divergence (human -> judge) and Jensen-Shannon
 divergence on forced-choice distributions ``O``. The multi-label metric compares the
 multi-label vectors ``Omega``: ``MSE = E_i[ ||Omega_i^H - Omega_i^J||_2^2 ]``.
@@ -70,7 +71,7 @@ def modal_labels(distributions: np.ndarray) -> np.ndarray:
 def hit_rate(human: np.ndarray | list[int], judge: np.ndarray | list[int]) -> float:
     """Share of items whose judge label equals the human label, in [0, 1].
 
-    ``hit = (1/n) sum_i 1[y_i^J = y_i^H]`` (the spec's "Hit-Rate", a categorical agreement metric).
+    ``hit = (1/n) sum_i 1[y_i^J = y_i^H]`` (the blog post's "Hit-Rate", a categorical agreement metric).
 
     Raises
     ------
@@ -101,7 +102,7 @@ def cohen_kappa(human: np.ndarray | list[int], judge: np.ndarray | list[int], n_
 def kl_divergence(human: np.ndarray, judge: np.ndarray, *, epsilon: float = DEFAULT_EPSILON) -> float:
     """Mean over items of ``KL(O_i^H || O_i^J) = sum_k O^H_ik log(O^H_ik / O^J_ik)`` in nats, >= 0.
 
-    The human -> judge direction, the one the spec recommends among forced-choice metrics
+    The human -> judge direction, the one the blog post recommends among forced-choice metrics
     (recommendation 4). Computed by ``scipy.stats.entropy(pk=human, qk=judge)`` after the
     judge's rows are floored at ``epsilon`` and renormalised (:data:`DEFAULT_EPSILON`).
 

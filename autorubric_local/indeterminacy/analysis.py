@@ -1,8 +1,9 @@
 """The analysis of one criterion: agreement metrics, downstream metrics, rankings and regret
 over a grid of human sensitivities ``beta`` and thresholds ``tau``.
 
-Source: the spec ``../shared/spec/002_d8733cbd0a59da78.txt``. Human forced-choice labels
-become response sets through ``beta`` (:func:`.model.beta_translation`; the spec's sensitivity
+Source: the blog post on "Validating LLM-as-a-Judge Systems under Rating
+Indeterminacy" (NeurIPS 2025). Human forced-choice labels
+become response sets through ``beta`` (:func:`.model.beta_translation`; the blog post's sensitivity
 parameter: "by systematically varying beta^H, we can characterize how meta-evaluation results
 change under different levels of indeterminacy"), unless the humans gave response sets
 themselves (``human_theta``), which need no ``beta``. Forced-choice metrics (hit rate, Cohen's
@@ -59,9 +60,9 @@ __all__ = [
 ]
 
 DEFAULT_BETAS = tuple(round(0.05 * i, 2) for i in range(13))
-"""0, 0.05, ..., 0.6: the spec reports forced-choice metrics failing from beta^H 0.2-0.3 on."""
+"""0, 0.05, ..., 0.6: the blog post reports forced-choice metrics failing from beta^H 0.2-0.3 on."""
 DEFAULT_TAUS = (0.3, 0.5)
-"""The spec's example threshold (0.3) and a majority threshold."""
+"""The blog post's example threshold (0.3) and a majority threshold."""
 
 AGREEMENT_METRICS: dict[str, bool] = {
     "hit_rate": True,
@@ -94,7 +95,7 @@ class CriterionRatings:
         Human response sets when the data has them (then ``beta`` is not used).
     human_translation : ndarray of shape (2**K - 1, K) or None
         A reverse translation ``R-hat`` estimated from a small set of paired human ratings
-        (:func:`.model.estimate_reverse_translation`; the spec's recommendation 3): human
+        (:func:`.model.estimate_reverse_translation`; the blog post's recommendation 3): human
         response sets are ``R-hat O^H`` instead of ``R_beta O^H`` (then ``beta`` is not used).
     """
 

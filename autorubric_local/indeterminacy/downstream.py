@@ -1,7 +1,7 @@
 """Downstream metrics, rankings of judges and the regret of choosing by an agreement metric.
 
-Source: the spec ``../shared/spec/002_d8733cbd0a59da78.txt`` ("Content Filtering",
-"Prevalence Estimation", Findings 2-3). With the threshold function
+Source: the blog post on "Validating LLM-as-a-Judge Systems under Rating Indeterminacy"
+(NeurIPS 2025; "Content Filtering", "Prevalence Estimation", Findings 2-3). With the threshold function
 ``s_k^tau(Y) = 1[Y_k >= tau]`` on a multi-label vector ``Y`` (option ``k`` the *positive*
 option, e.g. "toxic" or MET):
 

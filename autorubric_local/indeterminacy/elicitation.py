@@ -3,8 +3,9 @@
 The engine stores, for every judgment, the judge's distribution over the criterion's labels
 (``label_probabilities``; binary MET/UNMET/CANNOT_ASSESS, or one entry per option). From one
 distribution ``p`` over a criterion's ``K`` options (CANNOT_ASSESS and NA options left out,
-the rest renormalised) this module reads both of the spec's elicitation formats
-(``../shared/spec/002_d8733cbd0a59da78.txt``, "A Framework for Meta-Evaluation ..."):
+the rest renormalised) this module reads both of the blog post's elicitation formats
+(the blog post on "Validating LLM-as-a-Judge Systems under Rating Indeterminacy",
+NeurIPS 2025, "A Framework for Meta-Evaluation ..."):
 
 - **forced choice** (exactly one option): the distribution ``O = softmax(log p / T)`` (``T`` the
   temperature; ``T = 1`` gives ``p``). With ``n_samples``, ``O`` is the share of ``n_samples``
@@ -13,7 +14,7 @@ the rest renormalised) this module reads both of the spec's elicitation formats
   a threshold*: ``S = {k : O_k >= threshold}``, plus the most likely option so that ``S`` is
   never empty. This is a stated approximation, cheap because it needs no extra generation; it
   is not a grammar-constrained multi-select answer (not implemented).
-- **a Maybe option** (the spec's recommendation 1): a binary criterion asked as three options,
+- **a Maybe option** (the blog post's recommendation 1): a binary criterion asked as three options,
   positive / negative / MAYBE (:func:`maybe_criterion`). Then forced choices and response sets
   are one-to-one (``{pos}``, ``{neg}``, ``{pos, neg}``) and the judge's distribution over the
   three options *is* its response-set distribution ``theta``; no threshold is needed. Its

@@ -1,6 +1,6 @@
 """The rating model of rating indeterminacy: response sets, O = F theta, Omega = Lambda theta.
 
-Source: the spec ``../shared/spec/002_d8733cbd0a59da78.txt`` (blog post on Guerdan et al.,
+Source: the blog post on Guerdan et al.,
 "Validating LLM-as-a-Judge Systems under Rating Indeterminacy", NeurIPS 2025), section "A
 Framework for Meta-Evaluation under Rating Indeterminacy" and "Empirical Validation".
 
@@ -8,7 +8,7 @@ Notation (one criterion with ``K`` options, indices ``0..K-1``):
 
 - ``Q``: every non-empty subset of the options (a *response set*), ordered singletons first
   (in option order), then pairs, and so on, each as a sorted tuple. ``|Q| = 2**K - 1``. For
-  a binary criterion ``Q = ({0}, {1}, {0, 1})``, the spec's ``{Yes, No, {Yes, No}}``.
+  a binary criterion ``Q = ({0}, {1}, {0, 1})``, the blog post's ``{Yes, No, {Yes, No}}``.
 - ``theta_i``: the response-set distribution of item ``i``, shape ``(|Q|,)``.
 - ``F``: the forced-choice translation matrix, shape ``(K, |Q|)``, ``F[k, s] = P(forced
   choice = k | response set = Q[s])``; every column sums to 1 and is 0 outside its set.
@@ -18,7 +18,7 @@ Notation (one criterion with ``K`` options, indices ``0..K-1``):
   that each option is in a rater's response set (entries in [0, 1], not summing to 1).
 - ``R``: a reverse translation, shape ``(|Q|, K)``, ``R[s, k] = P(response set = Q[s] |
   forced choice = k)``; human response sets are built from forced-choice labels as
-  ``theta_i = R O_i``. The spec's sensitivity ``beta`` (the share of raters choosing a
+  ``theta_i = R O_i``. The blog post's sensitivity ``beta`` (the share of raters choosing a
   negative option who also find the positive option reasonable) defines one
   (:func:`beta_translation`); paired ratings estimate another (:func:`estimate_reverse_translation`).
 
@@ -298,7 +298,7 @@ def set_distribution(sets: np.ndarray | list[int], n_options: int) -> np.ndarray
 
 
 def beta_translation(n_options: int, positive: int, beta: float) -> np.ndarray:
-    """``R_beta`` of shape ``(|Q|, K)``: the spec's sensitivity model of human response sets.
+    """``R_beta`` of shape ``(|Q|, K)``: the blog post's sensitivity model of human response sets.
 
     A rater whose forced choice is the positive option has response set ``{positive}``; one
     whose forced choice is another option ``k`` has ``{k, positive}`` with probability

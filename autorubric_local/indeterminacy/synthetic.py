@@ -1,11 +1,12 @@
 """Synthetic ratings drawn from known response-set distributions and translation matrices.
 
-Used by the tests (recovery of ``F``, the spec's qualitative finding) and for trying the
+Used by the tests (recovery of ``F``, the blog post's qualitative finding) and for trying the
 analysis without a model. Everything is seeded; nothing here reads a run.
 
 The world of :func:`simulate_binary_world` (binary criterion, option 0 positive, option 1
-negative) follows the spec's sensitivity model (``../shared/spec/002_d8733cbd0a59da78.txt``,
-"Empirical Validation"): item ``i`` has a human forced-choice probability ``p_i ~ Beta(a, b)``
+negative) follows the blog post's sensitivity model (blog post on "Validating LLM-as-a-Judge Systems under Rating
+Indeterminacy", NeurIPS 2025, "Empirical Validation"): item ``i`` has a human forced-choice
+probability ``p_i ~ Beta(a, b)``
 of the positive option and true response-set distribution
 ``theta_i = [p_i, (1 - p_i)(1 - beta), (1 - p_i) beta]`` over ``({pos}, {neg}, {pos, neg})``;
 humans resolve ``{pos, neg}`` to the negative option (so ``O_i^H = [p_i, 1 - p_i]`` and

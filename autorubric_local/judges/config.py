@@ -1,7 +1,7 @@
 """``LLMConfig``: how to reach one judge model, validated and immutable.
 
-Keeps AutoRubric's field names where they mean something for a local model (spec
-001_732b54dc4a0c7747.txt, "LLMConfig Options") and adds local ones: ``backend``, ``device``,
+Keeps AutoRubric's field names where they mean something for a local model (AutoRubric's
+README, github.com/delip/autorubric, "LLMConfig Options") and adds local ones: ``backend``, ``device``,
 ``dtype``, ``context_length``, ``max_packed_tokens``, ``gpu_memory_utilization``,
 ``engine_args`` (further vLLM engine arguments), ``explanation_max_tokens``,
 ``explanation_style`` and ``engine``

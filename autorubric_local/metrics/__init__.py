@@ -1,4 +1,4 @@
-"""Agreement metrics: judge vs humans, judge vs judge, calibration (spec "Evaluation Metrics").
+"""Agreement metrics: judge vs humans, judge vs judge, calibration (AutoRubric's README, \"Evaluation Metrics\").
 
 Entry point: :func:`compute_metrics` (also ``EvalResult.compute_metrics``), returning a
 :class:`MetricsResult`. Modules:

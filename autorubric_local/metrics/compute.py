@@ -1,5 +1,5 @@
-"""``compute_metrics``: judge-vs-human agreement of an evaluation run (spec "Evaluation
-Metrics")."""
+"""``compute_metrics``: judge-vs-human agreement of an evaluation run (AutoRubric's README, \"Evaluation
+Metrics\")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Distribution comparisons of judge and human scores (spec "Distribution metrics").
+"""Distribution comparisons of judge and human scores (AutoRubric's README, \"Distribution metrics\").
 
 Correlation can hide a judge that is systematically harsher or more lenient (He et al.,
 2025); these functions compare the two score distributions and the paired differences.

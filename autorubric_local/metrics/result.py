@@ -34,7 +34,7 @@ __all__ = ["MetricsResult", "load_metrics", "save_metrics", "summary", "to_dataf
 
 
 class MetricsResult(_Frozen):
-    """Judge-vs-human agreement of an evaluation run (spec "MetricsResult Fields").
+    """Judge-vs-human agreement of an evaluation run (AutoRubric's README, \"MetricsResult Fields\").
 
     Headline figures are ``None`` (never NaN) when undefined, with the reason in
     ``warnings``.

@@ -1,4 +1,4 @@
-"""Result types of the agreement metrics (spec README ``001_732b54dc4a0c7747.txt``,
+"""Result types of the agreement metrics (AutoRubric's README (github.com/delip/autorubric),
 "Evaluation Metrics" / "MetricsResult Fields"; extensions marked below).
 
 Every result is an immutable pydantic model, so it serialises to JSON unchanged

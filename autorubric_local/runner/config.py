@@ -1,4 +1,4 @@
-"""Settings of an evaluation run: :class:`EvalConfig` (spec 001, "EvalConfig Options").
+"""Settings of an evaluation run: :class:`EvalConfig` (AutoRubric's README, "EvalConfig Options").
 
 Extensions over AutoRubric: ``db_path`` (one SQLite file instead of ``experiments_dir/<name>``),
 ``chunk_judgments`` (the memory budget of one engine workload), ``chunk_seconds`` (its time

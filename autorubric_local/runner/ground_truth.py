@@ -1,4 +1,4 @@
-"""``fill_ground_truth``: label a dataset with a (strong) grader's verdicts (spec 001,
+"""``fill_ground_truth``: label a dataset with a (strong) grader's verdicts (AutoRubric's README,
 "Generating Synthetic Ground Truth").
 
 The items to label run through :class:`~autorubric_local.runner.EvalRunner` on an in-memory

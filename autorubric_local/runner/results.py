@@ -1,6 +1,6 @@
 """Results of an evaluation run, and their loading from the run's database.
 
-Spec: README ``001_732b54dc4a0c7747.txt``, "Batch Evaluation with EvalRunner" ("EvalResult
+Source: AutoRubric's README (github.com/delip/autorubric), "Batch Evaluation with EvalRunner" ("EvalResult
 Fields", "Timing Statistics"). Extensions: ``judgments_per_second`` and p50 latency in
 :class:`EvalTimingStats`; ``total_judgments``, ``resumed_items`` and ``status`` in
 :class:`EvalResult`. Rates are per wall-clock second of the run, summed over the sessions of a
@@ -201,7 +201,7 @@ def load_manifest(db_path: str | Path, run: str | None = None) -> ExperimentMani
 
 def _total_cost(run: Mapping[str, Any], results: Sequence[ItemResult]) -> float | None:
     """USD over the items: 0.0 for a run of local judges only (not priced; also for runs stored
-    before reports carried 0.0), so the spec's ``f"${cost:.4f}"`` formats; the reports' sum, or
+    before reports carried 0.0), so AutoRubric's ``f"${cost:.4f}"`` formats; the reports' sum, or
     None when unknown, once a judge is hosted."""
     cost = aggregate_completion_cost(r.report.completion_cost for r in results)
     hosted = any(judge.get("backend") == "hosted" for judge in json.loads(run.get("judges_json") or "[]"))

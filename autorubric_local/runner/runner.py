@@ -1,5 +1,5 @@
 """``EvalRunner`` and ``evaluate``: grade a whole dataset as chunked engine workloads, with
-SQLite checkpoints, resume, progress and timing (spec 001, "Batch Evaluation with EvalRunner").
+SQLite checkpoints, resume, progress and timing (AutoRubric's README, "Batch Evaluation with EvalRunner").
 
 How a run goes:
 
