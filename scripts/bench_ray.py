@@ -199,7 +199,7 @@ class Echo:
         self.answer = answer
 
     def grade(self, chunk: Any, seed: int) -> tuple[int, Any]:
-        return os.getpid(), self.answer
+        return os.getpid(), (self.answer, {})  # as GraderWorker.grade: graded items and fallbacks
 
 
 def round_trip(chunk_judgments: int, trips: int) -> dict[str, Any]:

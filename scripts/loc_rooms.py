@@ -26,6 +26,8 @@ def lines(rev: str, path: str) -> int:
 
 
 def main() -> None:
+    if len(sys.argv) < 3:
+        sys.exit(f"usage: {sys.argv[0]} BEFORE AFTER [ROOM ...]")
     before, after, *rooms = sys.argv[1:]
     rooms = rooms or ["engine", "judges", "runner", "bias", "store"]
     print(f"| room | modules {before} | lines {before} | modules {after} | lines {after} | change |")

@@ -48,3 +48,17 @@ def test_explanations_of_more_judgments_than_the_default_memo_cost_no_second_cal
     assert client.calls == 5000  # every explanation read from the kept answer
     assert [g.text for g in explained[:2]] == ["about submission 0", "about submission 1"]
     assert all(g.cost_usd == 0.0 for g in explained)
+
+
+def test_verdicts_after_the_reasoning_of_more_judgments_than_the_default_memo_cost_no_second_call() -> None:
+    """Reasoning first (``explanation_first``): the answer that wrote the reasoning gives the
+    verdict, for every judgment of a call larger than the default memo."""
+    client = CountingClient()
+    engine = HostedEngine(client, top_logprobs=0)  # type: ignore[arg-type]
+    prefixes = [format_chat([{"role": "system", "content": "Judge."}, {"role": "user", "content": f"submission {i}"}])
+                for i in range(5000)]
+    reasoning = engine.generate([GenerateRequest(p, '{"explanation": "', 40) for p in prefixes])
+    assert client.calls == 5000 and reasoning[1].text == "about submission 1"
+    verdicts = engine.score([ScoreRequest(p, f'{{"explanation": "{g.text}", "criterion_status": "',
+                                          ('MET"', 'UNMET"', 'CANNOT_ASSESS"')) for p, g in zip(prefixes, reasoning, strict=True)])
+    assert client.calls == 5000 and all(v.error is None and v.cost_usd == 0.0 for v in verdicts)

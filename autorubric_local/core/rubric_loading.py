@@ -147,7 +147,7 @@ def criteria_from_data(data: Any) -> list[Criterion]:
     Raises
     ------
     InputError
-        A format error (spec messages, plus unknown keys and the criteria limit), or
+        A format error (AutoRubric's messages, plus unknown keys and the criteria limit), or
         "Invalid criterion at index i ('name'):" and one "field: message" line per problem.
     """
     data = _unwrap(data)

@@ -1,6 +1,6 @@
 """Few-shot examples: graded exemplars drawn from a labelled training set, per criterion.
 
-AutoRubric's README (github.com/delip/autorubric), "Grading Strategy" ( ``training_data`` +
+AutoRubric's README (github.com/delip/autorubric), "Grading Strategy" (``training_data`` +
 ``few_shot_config``; "all judges get the same examples"). Selection is a pure function of the
 training data, the criterion and the config's seed, so every judge and every graded item sees
 the same examples for a criterion.

@@ -384,6 +384,7 @@ class RayExecutor(RayActors):
             As :meth:`RayActors.start`, or two actors loaded different models for one judge.
         """
         shipped = shippable_grader(grader)
+        self._fallbacks = {}  # a run's own: this executor may have served another run before
         return same_everywhere(self.start(GraderWorker, shipped), "judges")
 
     def graded_chunks(

@@ -455,7 +455,8 @@ def open_db(path: str | Path, *, busy_timeout_seconds: float = DEFAULT_BUSY_TIME
     ``busy_timeout_seconds`` for another's lock, WAL mode is switched on by whichever opener
     gets there first (the log cut back to :data:`WAL_SIZE_LIMIT` after checkpoints), and each
     migration runs in a ``BEGIN IMMEDIATE`` transaction that reads ``_migrations`` again once it
-    holds the write lock, so a second opener waits, sees the migration applied and skips it. Every migration is applied exactly once.
+    holds the write lock, so a second opener waits, sees the migration applied and skips it.
+    Every migration is applied exactly once.
 
     Parameters
     ----------

@@ -28,6 +28,7 @@ hosted prompt; a too-long prompt fails with the server's error.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import time
@@ -106,17 +107,23 @@ class HostedEngine:
     def score(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:
         """One structured call per request (concurrently); results in input order.
 
-        Every answer of this call is kept for :meth:`generate` (explain mode asks for the
-        explanations of a chunk's judgments right after scoring them): the memo holds at least
-        as many answers as the largest call, so no explanation costs a second call, whatever the
-        chunk size."""
-        with self._lock:
-            self._capacity = max(self._capacity, len(requests))
+        Every answer is kept for the call that follows (explain mode asks for the explanations
+        of a chunk's judgments right after scoring them; reasoning first, the verdicts right
+        after the reasoning): the memo holds at least as many answers as the largest call, so
+        no judgment costs a second call, whatever the chunk size (:meth:`_reserve`)."""
+        self._reserve(len(requests))
         return _run_all([lambda r=r: self._score_one(r) for r in requests])
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
         """The explanation of each request's answer (from the kept answer, else a new call)."""
+        self._reserve(len(requests))
         return _run_all([lambda r=r: self._generate_one(r) for r in requests])
+
+    def _reserve(self, n: int) -> None:
+        """Room for ``n`` more kept answers (the memo's size never falls below the largest call).
+        Kept answers drop LiteLLM's response object, so each costs its text and label data only."""
+        with self._lock:
+            self._capacity = max(self._capacity, n)
 
     async def _answer(self, prompt: str, labels_key: str) -> tuple[GenerateResult, bool]:
         """The answer to ``prompt``'s messages and whether it was kept from an earlier call."""
@@ -129,7 +136,7 @@ class HostedEngine:
         schema: type[BaseModel] = CriterionJudgment if labels_key == "criterion_status" else MultiChoiceJudgment
         result = await self.client.complete(messages, schema, top_logprobs=self.top_logprobs)
         with self._lock:
-            self._answers[memo] = result
+            self._answers[memo] = dataclasses.replace(result, raw_response=None)
             while len(self._answers) > self._capacity:
                 self._answers.popitem(last=False)
         return result, False
