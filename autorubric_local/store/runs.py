@@ -18,7 +18,7 @@ from typing import Any
 
 import sqlite_utils
 
-from autorubric_local.core.errors import InputError, RunLockedError
+from autorubric_local.core.errors import RunLockedError
 from autorubric_local.store.leases import (
     DEFAULT_LEASE_TIMEOUT_SECONDS,
     RUN_LEASES,
@@ -26,14 +26,15 @@ from autorubric_local.store.leases import (
     LeaseOwner,
     Takeover,
 )
+from autorubric_local.store.jobs import JOB_STATUSES, RUNS, JobRows
 from autorubric_local.store.provenance import package_version, timestamped_id, utc_now
 from autorubric_local.store.transaction import write_transaction
 
-RUN_STATUSES: tuple[str, ...] = ("running", "finished", "failed", "interrupted")
+RUN_STATUSES = JOB_STATUSES
 """Values of ``runs.status``."""
 
 
-class RunTables:
+class RunTables(JobRows):
     """Runs, their items and judgments (part of :class:`autorubric_local.store.Store`)."""
 
     db: sqlite_utils.Database
@@ -116,9 +117,7 @@ class RunTables:
 
     def find_run(self, run: str | None = None) -> dict[str, Any] | None:
         """The run whose id or name is ``run`` (the latest of that name), or the latest run."""
-        where, args = ("id = ? or name = ?", [run, run]) if run is not None else (None, [])
-        rows = self.db["runs"].rows_where(where, args, order_by="started_utc desc, rowid desc", limit=1)
-        return next(iter(rows), None)
+        return self._find_job(RUNS, run)
 
     def run_names(self) -> list[str]:
         """Names of the runs in the database, oldest first."""
@@ -143,17 +142,7 @@ class RunTables:
         InputError
             If ``status`` is not one of :data:`RUN_STATUSES`.
         """
-        if status not in RUN_STATUSES:
-            raise InputError(f"status: expected one of {', '.join(RUN_STATUSES)}, got {status!r}")
-        with write_transaction(self.db):
-            if lease is not None and not RUN_LEASES.delete(self.db, run_id, lease):
-                return False
-            self.db.execute(
-                "update runs set finished_utc = ?, status = ?, "
-                "wall_seconds = coalesce(wall_seconds, 0) + ? where id = ?",
-                [utc_now(), status, wall_seconds, run_id],
-            )
-        return True
+        return self._finish_job(RUNS, run_id, status, wall_seconds, lease)
 
     # ---------------------------------------------------------------------------- leases
 
@@ -175,18 +164,15 @@ class RunTables:
             run = self.find_run(run_id) or {"id": run_id, "name": run_id}
             return RunLockedError(_locked_message(run, holder, timeout_seconds))
 
-        with write_transaction(self.db):
-            return RUN_LEASES.take(self.db, run_id, owner, timeout_seconds, refusal)
+        return self._take_job_lease(RUNS, run_id, owner, timeout_seconds, refusal)
 
     def renew_run_lease(self, run_id: str, owner: LeaseOwner) -> bool:
         """Set the heartbeat of ``owner``'s lease to now; ``False`` if ``owner`` no longer holds it."""
-        with write_transaction(self.db):
-            return RUN_LEASES.touch(self.db, run_id, owner)
+        return self._renew_job_lease(RUNS, run_id, owner)
 
     def release_run_lease(self, run_id: str, owner: LeaseOwner) -> bool:
         """Give back ``owner``'s lease of ``run_id``; ``False`` if it did not hold it."""
-        with write_transaction(self.db):
-            return RUN_LEASES.delete(self.db, run_id, owner)
+        return self._release_job_lease(RUNS, run_id, owner)
 
     def lease_holder(self, run_id: str) -> LeaseHolder | None:
         """The current lease of ``run_id`` (live or stale), or ``None`` when nobody holds it."""

@@ -37,7 +37,7 @@ from typing import Any
 
 import sqlite_utils
 
-from autorubric_local.core.errors import InputError, RunLockedError
+from autorubric_local.core.errors import RunLockedError
 from autorubric_local.store.leases import (
     DEFAULT_LEASE_TIMEOUT_SECONDS,
     SWEEP_LEASES,
@@ -45,14 +45,15 @@ from autorubric_local.store.leases import (
     LeaseOwner,
     Takeover,
 )
+from autorubric_local.store.jobs import JOB_STATUSES, SWEEPS, JobRows
 from autorubric_local.store.provenance import package_version, timestamped_id, utc_now
 from autorubric_local.store.transaction import write_transaction
 
-SWEEP_STATUSES: tuple[str, ...] = ("running", "finished", "failed", "interrupted")
+SWEEP_STATUSES = JOB_STATUSES
 """Values of ``sweeps.status``."""
 
 
-class SweepTables:
+class SweepTables(JobRows):
     """Sweep rows and sweep leases (part of :class:`autorubric_local.store.Store`)."""
 
     db: sqlite_utils.Database
@@ -105,9 +106,7 @@ class SweepTables:
 
     def find_sweep(self, sweep: str) -> dict[str, Any] | None:
         """The sweep whose id or name is ``sweep`` (the latest of that name), or None."""
-        rows = self.db["sweeps"].rows_where("id = ? or name = ?", [sweep, sweep],
-                                            order_by="started_utc desc, rowid desc", limit=1)
-        return next(iter(rows), None)
+        return self._find_job(SWEEPS, sweep)
 
     def reopen_sweep(self, sweep_id: str, judges: Sequence[dict[str, Any]]) -> None:
         """Mark a resumed sweep ``running`` again (its end time cleared, its judges refreshed)."""
@@ -202,17 +201,7 @@ class SweepTables:
         InputError
             If ``status`` is not one of :data:`SWEEP_STATUSES`.
         """
-        if status not in SWEEP_STATUSES:
-            raise InputError(f"status: expected one of {', '.join(SWEEP_STATUSES)}, got {status!r}")
-        with write_transaction(self.db):
-            if lease is not None and not SWEEP_LEASES.delete(self.db, sweep_id, lease):
-                return False
-            self.db.execute(
-                "update sweeps set finished_utc = ?, status = ?, wall_seconds = coalesce(wall_seconds, 0) + ? "
-                "where id = ?",
-                [utc_now(), status, wall_seconds, sweep_id],
-            )
-        return True
+        return self._finish_job(SWEEPS, sweep_id, status, wall_seconds, lease)
 
     # ---------------------------------------------------------------------------- leases
 
@@ -236,18 +225,15 @@ class SweepTables:
                 "process has ended"
             )
 
-        with write_transaction(self.db):
-            return SWEEP_LEASES.take(self.db, sweep_id, owner, timeout_seconds, refusal)
+        return self._take_job_lease(SWEEPS, sweep_id, owner, timeout_seconds, refusal)
 
     def renew_sweep_lease(self, sweep_id: str, owner: LeaseOwner) -> bool:
         """Set the heartbeat of ``owner``'s lease to now; ``False`` if ``owner`` no longer holds it."""
-        with write_transaction(self.db):
-            return SWEEP_LEASES.touch(self.db, sweep_id, owner)
+        return self._renew_job_lease(SWEEPS, sweep_id, owner)
 
     def release_sweep_lease(self, sweep_id: str, owner: LeaseOwner) -> bool:
         """Give back ``owner``'s lease of ``sweep_id``; ``False`` if it did not hold it."""
-        with write_transaction(self.db):
-            return SWEEP_LEASES.delete(self.db, sweep_id, owner)
+        return self._release_job_lease(SWEEPS, sweep_id, owner)
 
     def sweep_lease_holder(self, sweep_id: str) -> LeaseHolder | None:
         """The current lease of ``sweep_id`` (live or stale), or ``None``."""
