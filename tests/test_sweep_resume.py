@@ -242,6 +242,38 @@ def test_a_second_live_writer_is_refused(tmp_path: Path) -> None:
     store.close()
 
 
+def test_a_locked_or_changed_sweep_is_refused_before_any_judge_loads(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a run is: a stored sweep's lease and content are checked before its judges load, so a
+    refusal starts no model and no Ray actor; a sweep that can resume then loads them once."""
+    from autorubric_local.bias.executors import LocalSweepExecutor
+
+    db_path = tmp_path / "r.sqlite"
+
+    def interrupt(chunk: Any) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_stored_sweep(worker.ITEMS[:2], worker.judges(), worker.SETTINGS, config(db_path), on_chunk=interrupt)
+    loads: list[int] = []
+    load = LocalSweepExecutor.load
+    monkeypatch.setattr(LocalSweepExecutor, "load", lambda self, *a, **k: loads.append(1) or load(self, *a, **k))
+    with pytest.raises(InputError, match=r"settings changed: seed \(3 -> 4\)"):
+        run_stored_sweep(worker.ITEMS[:2], worker.judges(), dataclasses.replace(worker.SETTINGS, seed=4),
+                         config(db_path))
+    store = Store.open(db_path)
+    sweep_id = store.find_sweep("s")["id"]  # type: ignore[index]
+    live = LeaseOwner.for_this_process()
+    assert store.acquire_sweep_lease(sweep_id, live) is None
+    with pytest.raises(RunLockedError, match=r"is being written by another process"):
+        run_stored_sweep(worker.ITEMS[:2], worker.judges(), worker.SETTINGS, config(db_path))
+    assert loads == []
+    assert store.release_sweep_lease(sweep_id, live)
+    store.close()
+    resumed = run_stored_sweep(worker.ITEMS[:2], worker.judges(), worker.SETTINGS, config(db_path))
+    assert loads == [1] and resumed.resumed_rotations == PER_ITEM
+
+
 def test_a_writer_that_lost_the_lease_commits_nothing_more(tmp_path: Path) -> None:
     db_path = tmp_path / "r.sqlite"
     thief = LeaseOwner.for_this_process()

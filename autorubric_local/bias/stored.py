@@ -63,6 +63,7 @@ from autorubric_local.bias.sweep import (
     sweep_chunks,
 )
 from autorubric_local.bias.unrelated import UnrelatedOption, sample_unrelated_options
+from autorubric_local.core.errors import RunLockedError
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
@@ -163,23 +164,31 @@ def run_stored_sweep(
     config = config or EvalConfig(show_progress=False)
     check_sweep_input(items, judges, preferred, config.chunk_judgments)
     unrelated = sample_unrelated_options(items, settings.seed) if settings.unrelated_option else None
+    name = name or config.experiment_name or auto_name("sweep")
+    path = config.database_path(name)
+    plan = sweep_plan(items, judges, settings, preferred)
     with sweep_executor(config) as executor:
-        loaded = executor.load(items, judges, settings, unrelated)
-        name = name or config.experiment_name or auto_name("sweep")
-        path = config.database_path(name)
+        existing = _stored_sweep_id(name, path, config)
+        loaded = executor.load(items, judges, settings, unrelated) if existing is None else None
         if str(path) != MEMORY_DB:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        plan = sweep_plan(items, judges, settings, preferred)
-        judges_json = [{"judge_id": j.judge_id, "model": j.llm_config.model, "system_prompt": j.system_prompt,
-                        "model_id": loaded[k].model_id, "backend": loaded[k].backend} for k, j in enumerate(judges)]
         owner = LeaseOwner.for_this_process()
         store = Store.open(path)
         try:
-            row = {"kind": settings.kind.value, "config": settings.to_dict(), "judges": judges_json, "rubric": rubric,
-                   "data_path": data_path, "total_items": len(items)}
-            sweep_id, resumed = _open_sweep(store, name, str(path), config, plan, owner, row)
+            if existing is None:  # a new sweep's row names the loaded models, so its judges load first
+                assert loaded is not None
+                sweep_id = store.start_sweep(name=name, content_hash=sweep_content_hash(plan), plan=dict(plan),
+                                             lease=owner, unique_name=config.resume,
+                                             **_row(settings, judges, loaded, rubric, data_path, len(items)))
+                resumed = 0
+            else:  # a stored sweep is claimed (lease, content) before any judge loads
+                sweep_id = _claim_sweep(store, name, existing, str(path), config, plan, owner)
             try:
                 with SweepLeaseHeartbeat(path, sweep_id, owner, config.lease_heartbeat_seconds):
+                    if loaded is None:
+                        loaded = executor.load(items, judges, settings, unrelated)
+                        resumed = _reopen_sweep(store, name, sweep_id, owner,
+                                                _row(settings, judges, loaded, rubric, data_path, len(items)))
                     result = _sweep(store, sweep_id, name, items, loaded, settings, config, unrelated, preferred,
                                     owner, on_chunk, executor)
             finally:
@@ -187,6 +196,27 @@ def run_stored_sweep(
         finally:
             store.close()
         return StoredSweep(sweep_id, name, result, resumed)
+
+
+def _row(settings: SweepSettings, judges: Sequence[JudgeSpec], loaded: Sequence[Any], rubric: Any,
+         data_path: str | None, total_items: int) -> dict[str, Any]:
+    """The ``sweeps`` row fields beyond name, content and plan (the judges with their loaded models)."""
+    judges_json = [{"judge_id": j.judge_id, "model": j.llm_config.model, "system_prompt": j.system_prompt,
+                    "model_id": loaded[k].model_id, "backend": loaded[k].backend} for k, j in enumerate(judges)]
+    return {"kind": settings.kind.value, "config": settings.to_dict(), "judges": judges_json, "rubric": rubric,
+            "data_path": data_path, "total_items": total_items}
+
+
+def _stored_sweep_id(name: str, path: Any, config: EvalConfig) -> str | None:
+    """The id of the stored sweep this one would resume, read without creating the database."""
+    if not config.resume or (str(path) != MEMORY_DB and not Path(path).exists()):
+        return None
+    store = Store.open(path)
+    try:
+        found = store.find_sweep(name)
+    finally:
+        store.close()
+    return None if found is None else str(found["id"])
 
 
 def sweep_executor(config: EvalConfig) -> SweepExecutor:
@@ -199,29 +229,38 @@ def sweep_executor(config: EvalConfig) -> SweepExecutor:
     return RaySweepExecutor(config.distributed)
 
 
-def _open_sweep(
-    store: Store, name: str, where: str, config: EvalConfig, plan: Mapping[str, Any], owner: LeaseOwner,
-    row: dict[str, Any],
-) -> tuple[str, int]:
-    """Resume the stored sweep of this name or start one, holding its lease; returns (sweep id,
-    rotation rows already stored). The lease is given back if the sweep cannot be opened."""
-    existing = store.find_sweep(name) if config.resume else None
-    if existing is None:
-        sweep_id = store.start_sweep(name=name, content_hash=sweep_content_hash(plan), plan=dict(plan), lease=owner,
-                                     unique_name=config.resume, **row)
-        return sweep_id, 0
-    sweep_id = existing["id"]
+def _claim_sweep(
+    store: Store, name: str, sweep_id: str, where: str, config: EvalConfig, plan: Mapping[str, Any],
+    owner: LeaseOwner,
+) -> str:
+    """Take the stored sweep's lease and check its content, before any judge loads; the lease is
+    given back if the sweep cannot be resumed."""
     takeover = store.acquire_sweep_lease(sweep_id, owner, timeout_seconds=config.lease_timeout_seconds)
     if takeover is not None:
         logger.warning("sweep %r (%s): taking over a stale lease from pid %d on host %s: %s", name, sweep_id,
                        takeover.previous.pid, takeover.previous.host, takeover.reason)
     try:
-        check_sweep_resumable(store.find_sweep(sweep_id) or existing, plan, where)
-        store.reopen_sweep(sweep_id, row["judges"])
+        check_sweep_resumable(store.find_sweep(sweep_id) or {"id": sweep_id, "name": name}, plan, where)
     except BaseException:
         store.release_sweep_lease(sweep_id, owner)
         raise
-    return sweep_id, len(store.sweep_judgments(sweep_id))
+    return sweep_id
+
+
+def _reopen_sweep(store: Store, name: str, sweep_id: str, owner: LeaseOwner, row: Mapping[str, Any]) -> int:
+    """Mark the claimed sweep running again with its judges as loaded now; the rotation rows
+    already stored.
+
+    Raises
+    ------
+    RunLockedError
+        This writer lost the sweep's lease while its judges loaded (nothing was changed).
+    """
+    if not store.renew_sweep_lease(sweep_id, owner):
+        raise RunLockedError(f"sweep {name!r} ({sweep_id}): this writer (pid {owner.pid} on host {owner.host}) lost "
+                             "the sweep's lease while its judges loaded; nothing was changed")
+    store.reopen_sweep(sweep_id, row["judges"])
+    return len(store.sweep_judgments(sweep_id))
 
 
 def _pending(planned: Sequence[PlannedRotation], stored: Sequence[Mapping[str, Any]],
