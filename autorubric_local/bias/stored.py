@@ -2,16 +2,17 @@
 
 How :func:`run_stored_sweep` goes (as :class:`~autorubric_local.runner.EvalRunner` does for a run):
 
-1. The input is checked (:func:`.sweep.check_sweep_input`), the unrelated options drawn and
-   every judge's engine loaded, all before the database is touched: in this process, or with
-   ``EvalConfig.distributed`` in Ray actors, which then judge the chunks while this process
-   commits them (:mod:`.executors`, :mod:`.distributed`).
+1. The input is checked (:func:`.sweep.check_sweep_input`) and the unrelated options drawn.
 2. The sweep is opened: resumed when the database has a sweep of that name (and ``resume``),
    after checking its content hash (:func:`.checkpoint.check_sweep_resumable`: a changed
    rubric, setting, judge or item is refused with what changed); otherwise started. Opening
    takes the sweep's lease (``sweep_leases``; the rules of :mod:`autorubric_local.store.leases`):
    a second live writer is refused with :class:`RunLockedError`, a stale lease (its holder
    killed) is taken over with a warning. A heartbeat thread renews it while the sweep runs.
+   Every judge's engine is loaded (in this process, or with ``EvalConfig.distributed`` in Ray
+   actors, which then judge the chunks while this process commits them: :mod:`.executors`,
+   :mod:`.distributed`): for a stored sweep after it is claimed, so a refused one loads
+   nothing; for a new sweep before its row is written (the row names the loaded models).
 3. Per judge, the items whose rotations are not all stored without error are cut into chunks
    of whole items (:func:`.sweep.sweep_chunks`, ``chunk_judgments`` rotations) and each chunk
    is judged as one engine workload (:func:`.sweep.judge_chunk`: an engine failure becomes an
