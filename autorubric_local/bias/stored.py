@@ -70,6 +70,7 @@ from autorubric_local.graders.planning import GradeItem
 from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
 from autorubric_local.runner.runner import LeaseHeartbeat
 from autorubric_local.store import Store
+from autorubric_local.store.jobs import SWEEPS, stored_job_id
 from autorubric_local.store.leases import LeaseOwner
 
 __all__ = ["StoredSweep", "SweepChunkReport", "run_stored_sweep"]
@@ -169,7 +170,7 @@ def run_stored_sweep(
     path = config.database_path(name)
     plan = sweep_plan(items, judges, settings, preferred)
     with sweep_executor(config) as executor:
-        existing = _stored_sweep_id(name, path, config)
+        existing = stored_job_id(path, SWEEPS, name) if config.resume else None
         loaded = executor.load(items, judges, settings, unrelated) if existing is None else None
         if str(path) != MEMORY_DB:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -206,18 +207,6 @@ def _row(settings: SweepSettings, judges: Sequence[JudgeSpec], loaded: Sequence[
                     "model_id": loaded[k].model_id, "backend": loaded[k].backend} for k, j in enumerate(judges)]
     return {"kind": settings.kind.value, "config": settings.to_dict(), "judges": judges_json, "rubric": rubric,
             "data_path": data_path, "total_items": total_items}
-
-
-def _stored_sweep_id(name: str, path: Any, config: EvalConfig) -> str | None:
-    """The id of the stored sweep this one would resume, read without creating the database."""
-    if not config.resume or (str(path) != MEMORY_DB and not Path(path).exists()):
-        return None
-    store = Store.open(path)
-    try:
-        found = store.find_sweep(name)
-    finally:
-        store.close()
-    return None if found is None else str(found["id"])
 
 
 def sweep_executor(config: EvalConfig) -> SweepExecutor:

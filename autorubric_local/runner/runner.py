@@ -82,6 +82,7 @@ from autorubric_local.runner.progress import RunProgress
 from autorubric_local.runner.results import EvalResult
 from autorubric_local.runner.stored import StoredRun
 from autorubric_local.store import Store
+from autorubric_local.store.jobs import RUNS, stored_job_id
 from autorubric_local.store.leases import LeaseOwner
 
 logger = logging.getLogger(__name__)
@@ -288,14 +289,7 @@ class EvalRunner:
     def _stored_run_id(self, name: str, path: str | Path) -> str | None:
         """The id of the stored run this runner resumes, or None (``resume`` off, no run of this
         name, or no database yet: none is created here)."""
-        if not self.config.resume or str(path) == MEMORY_DB or not Path(path).is_file():
-            return None
-        store = Store.open(path)
-        try:
-            existing = store.find_run(name)
-        finally:
-            store.close()
-        return None if existing is None else str(existing["id"])
+        return stored_job_id(path, RUNS, name) if self.config.resume else None
 
     def _claim_run(
         self, store: Store, name: str, run_id: str, where: str, planned: PlannedItems, owner: LeaseOwner

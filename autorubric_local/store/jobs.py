@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import sqlite_utils
@@ -14,6 +15,7 @@ import sqlite_utils
 from autorubric_local.core.errors import InputError, RunLockedError
 from autorubric_local.store.leases import RUN_LEASES, SWEEP_LEASES, LeaseHolder, LeaseOwner, LeaseTable, Takeover
 from autorubric_local.store.provenance import utc_now
+from autorubric_local.store.schema import open_db
 from autorubric_local.store.transaction import write_transaction
 
 JOB_STATUSES: tuple[str, ...] = ("running", "finished", "failed", "interrupted")
@@ -32,16 +34,34 @@ RUNS = JobKind("runs", RUN_LEASES)
 SWEEPS = JobKind("sweeps", SWEEP_LEASES)
 
 
+def find_job(db: sqlite_utils.Database, kind: JobKind, key: str | None) -> dict[str, Any] | None:
+    """The job whose id or name is ``key`` (the latest of that name; ``None``: the latest)."""
+    where, args = ("id = ? or name = ?", [key, key]) if key is not None else (None, [])
+    rows = db[kind.table].rows_where(where, args, order_by="started_utc desc, rowid desc", limit=1)
+    return next(iter(rows), None)
+
+
+def stored_job_id(path: str | Path, kind: JobKind, name: str) -> str | None:
+    """The id of the job named ``name`` in the database at ``path``, read without creating one:
+    None for ``":memory:"``, a file that does not exist, or no such job."""
+    if str(path) == ":memory:" or not Path(path).is_file():
+        return None
+    db = open_db(path)
+    try:
+        found = find_job(db, kind, name)
+    finally:
+        db.close()
+    return None if found is None else str(found["id"])
+
+
 class JobRows:
     """The shared half of :class:`~.runs.RunTables` and :class:`~.sweeps.SweepTables`."""
 
     db: sqlite_utils.Database
 
     def _find_job(self, kind: JobKind, key: str | None) -> dict[str, Any] | None:
-        """The job whose id or name is ``key`` (the latest of that name; ``None``: the latest)."""
-        where, args = ("id = ? or name = ?", [key, key]) if key is not None else (None, [])
-        rows = self.db[kind.table].rows_where(where, args, order_by="started_utc desc, rowid desc", limit=1)
-        return next(iter(rows), None)
+        """:func:`find_job` in this database."""
+        return find_job(self.db, kind, key)
 
     def _finish_job(self, kind: JobKind, job_id: str, status: str, wall_seconds: float,
                     lease: LeaseOwner | None) -> bool:
