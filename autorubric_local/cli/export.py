@@ -1,8 +1,10 @@
-"""``autorubric-local export RUN``: a run's results as CSV, JSON Lines or Parquet (pandas)."""
+"""``autorubric-local export RUN``: a run's results as CSV, JSON Lines or Parquet, written a page of
+items at a time (:mod:`autorubric_local.runner.export_files`)."""
 
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -33,12 +35,15 @@ def export(run: str, db_path: Path, fmt: str, level: str, out_path: Path | None)
 
         autorubric-local export battery-v1 --format parquet --per item --out battery.parquet
     """
-    import pandas as pd
-
+    from autorubric_local.runner import export_files
     from autorubric_local.runner.inspection import (
-        criterion_rows,
-        item_rows,
-        judgment_rows,
+        criterion_columns,
+        criterion_row_pages,
+        item_columns,
+        item_row_pages,
+        judgment_columns,
+        judgment_row_pages,
+        storage_classes,
     )
 
     if fmt == "parquet" and out_path is None:
@@ -46,22 +51,21 @@ def export(run: str, db_path: Path, fmt: str, level: str, out_path: Path | None)
     store, row = open_run(db_path, run)
     try:
         if level == "judgment":
-            rows = judgment_rows(store, row["id"])
+            columns, pages = judgment_columns(store), lambda: judgment_row_pages(store, row["id"])
         elif level == "criterion":
-            rows = criterion_rows(store, row)
+            columns, pages = criterion_columns(store), lambda: criterion_row_pages(store, row)
         else:
-            rows = item_rows(store, row)
+            columns, pages = item_columns(store, row), lambda: item_row_pages(store, row)
+        if fmt == "parquet":
+            assert out_path is not None
+            schema = export_files.arrow_schema(storage_classes(columns, pages()))  # a first pass: the types
+            count = export_files.write_parquet(out_path, schema, pages())
+        else:
+            write = export_files.write_csv if fmt == "csv" else export_files.write_jsonl
+            with (open(out_path, "w", encoding="utf-8", newline="") if out_path is not None
+                  else nullcontext(sys.stdout)) as target:
+                count = write(target, columns, pages())
     finally:
         store.close()
-    frame = pd.DataFrame.from_records(rows)
-    target = out_path if out_path is not None else sys.stdout
-    if fmt == "csv":
-        frame.to_csv(target, index=False)
-    elif fmt == "jsonl":
-        frame.to_json(target, orient="records", lines=True, force_ascii=False)
-        if out_path is None:
-            click.echo("")
-    else:
-        frame.to_parquet(out_path, index=False)
     if out_path is not None:
-        click.echo(f"wrote {len(frame)} rows to {out_path}", err=True)
+        click.echo(f"wrote {count} rows to {out_path}", err=True)

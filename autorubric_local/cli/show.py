@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 from itertools import groupby
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from autorubric_local.cli.common import open_run, plain_console
+
+if TYPE_CHECKING:  # pragma: no cover
+    from autorubric_local.store import Store
 
 
 @click.command()
@@ -33,41 +37,58 @@ def show(run: str, db_path: Path, item_ids: tuple[str, ...], votes: bool, show_p
 
         autorubric-local show battery-v1 --item sub-2 --votes --prompt
     """
-    from autorubric_local.runner.inspection import criterion_rows, judgment_rows
+    from autorubric_local.runner.inspection import criterion_row_pages, judgment_row_pages, shown_item_count
 
     store, row = open_run(db_path, run)
     try:
         wanted = list(item_ids) or None
-        known = {r["item_id"] for r in store.item_rows(row["id"])}
-        missing = [item for item in item_ids if item not in known]
-        if missing:
-            raise click.ClickException(f"{db_path}: run {row['name']!r} has no item {missing[0]!r}")
-        criteria = criterion_rows(store, row, wanted)
-        judgments = judgment_rows(store, row["id"], wanted) if votes or show_prompt else []
+        if wanted is not None:
+            known = {r[0] for r in store.db.execute(
+                "select item_id from items where run_id = ? and item_id in (select value from json_each(?))",
+                [row["id"], json.dumps(wanted)])}
+            missing = [item for item in wanted if item not in known]
+            if missing:
+                raise click.ClickException(f"{db_path}: run {row['name']!r} has no item {missing[0]!r}")
+        if as_json:
+            pages = (_with_prompts(store, row["id"], page, show_prompt)
+                     for page in judgment_row_pages(store, row["id"], wanted)) if votes or show_prompt else \
+                criterion_row_pages(store, row, wanted)
+            for page in pages:
+                for line in page:
+                    click.echo(json.dumps(line))
+            return
+        console = plain_console()
+        console.print(f"run {escape(row['name'] or '')} ({row['id']}): {row['status']}, "
+                      f"{shown_item_count(store, row, wanted)} items shown")
+        for page in criterion_row_pages(store, row, wanted):
+            for item_id, rows in groupby(page, key=lambda c: c["item_id"]):
+                console.print(_criteria_table(item_id, list(rows)))
+        if votes:
+            for number, page in enumerate(judgment_row_pages(store, row["id"], wanted)):
+                console.print(_votes_table(page, continued=number > 0))
         if show_prompt:
-            for judgment in judgments:
-                judgment["prompt"] = store.judgment_prompt(row["id"], judgment["item_id"], judgment["criterion_index"],
-                                                           judgment["judge_id"], judgment["permutation_index"])
+            for page in judgment_row_pages(store, row["id"], wanted):
+                _print_prompts(console, _with_prompts(store, row["id"], page, True))
     finally:
         store.close()
-    if as_json:
-        for line in judgments or criteria:
-            click.echo(json.dumps(line))
-        return
-    console = plain_console()
-    console.print(f"run {escape(row['name'] or '')} ({row['id']}): {row['status']}, "
-                  f"{len({c['item_id'] for c in criteria})} items shown")
-    for item_id, rows in groupby(criteria, key=lambda c: c["item_id"]):
-        console.print(_criteria_table(item_id, list(rows)))
-    if votes:
-        console.print(_votes_table(judgments))
-    if show_prompt:
-        for judgment in judgments:
-            console.rule(f"prompt: item {escape(judgment['item_id'])}, criterion {judgment['criterion_index'] + 1}, "
-                         f"judge {escape(judgment['judge_id'])}, option order {judgment['permutation_index']}")
-            text = judgment["prompt"]
-            console.print("(not stored: recorded before prompts were kept)" if text is None else text,
-                          markup=False, highlight=False)
+
+
+def _with_prompts(store: Store, run_id: str, page: list[dict[str, Any]], wanted: bool) -> list[dict[str, Any]]:
+    """``page`` of judgment rows, each with its exact ``prompt`` when ``wanted``."""
+    if wanted:
+        for judgment in page:
+            judgment["prompt"] = store.judgment_prompt(run_id, judgment["item_id"], judgment["criterion_index"],
+                                                       judgment["judge_id"], judgment["permutation_index"])
+    return page
+
+
+def _print_prompts(console: Console, judgments: list[dict[str, Any]]) -> None:
+    for judgment in judgments:
+        console.rule(f"prompt: item {escape(judgment['item_id'])}, criterion {judgment['criterion_index'] + 1}, "
+                     f"judge {escape(judgment['judge_id'])}, option order {judgment['permutation_index']}")
+        text = judgment["prompt"]
+        console.print("(not stored: recorded before prompts were kept)" if text is None else text,
+                      markup=False, highlight=False)
 
 
 def _number(value: float | None, digits: int = 3) -> str:
@@ -90,8 +111,10 @@ def _criteria_table(item_id: str, rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def _votes_table(judgments: list[dict[str, Any]]) -> Table:
-    table = Table(title="Votes: each judge, each option order", title_justify="left")
+def _votes_table(judgments: list[dict[str, Any]], *, continued: bool = False) -> Table:
+    """The votes of one page of judgments (a run's later pages: "(continued)")."""
+    title = "Votes: each judge, each option order" + (" (continued)" if continued else "")
+    table = Table(title=title, title_justify="left")
     for column in ("item", "criterion", "judge", "order", "vote", "label probabilities", "explanation / error"):
         table.add_column(column)
     for j in judgments:
