@@ -131,19 +131,30 @@ def child_grade(model: str, data: str, db: str) -> None:
     print(json.dumps(timers))
 
 
+_PEAK_RSS = """import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(child.pid, 0)
+sys.stderr.write(f"\\npeak-rss-kib {usage.ru_maxrss}\\n")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+"""Runs a command and writes its peak RSS as the last line of stderr. The command is started
+from this small process, not from the benchmark's: on Linux a child's ``ru_maxrss`` counts its
+parent's resident memory at the fork (kept across ``exec``), so a command started straight from
+a parent holding torch and a judge (~480 MiB) never reads below that."""
+
+
 def run_child(command: list[str]) -> tuple[float, float, str]:
-    """Run ``command``: its wall seconds, peak RSS in MiB (the child's own ``ru_maxrss``, from
-    ``wait4``) and stdout."""
+    """Run ``command``: its wall seconds, peak RSS in MiB (its own ``ru_maxrss``, from ``wait4``
+    in :data:`_PEAK_RSS`'s launcher) and stdout."""
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = process.stdout.read()  # type: ignore[union-attr]
-    err = process.stderr.read()  # type: ignore[union-attr]
-    _, status, usage = os.wait4(process.pid, 0)
+    process = subprocess.Popen([sys.executable, "-c", _PEAK_RSS, *command], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    out, err = process.communicate()
     wall = time.perf_counter() - started
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 3):
-        raise RuntimeError(f"{' '.join(command[:5])} ... failed ({code}): {err[-3000:]}")
-    return wall, usage.ru_maxrss / 1024, out
+    if process.returncode not in (0, 3):
+        raise RuntimeError(f"{' '.join(command[:5])} ... failed ({process.returncode}): {err[-3000:]}")
+    peak_kib = int(err.rstrip().rsplit("\n", 1)[-1].split()[1])
+    return wall, peak_kib / 1024, out
 
 
 def bench(judge: str, model: str, n_items: int, submission_tokens: int, work: Path) -> dict[str, Any]:
