@@ -1,7 +1,9 @@
-"""``autorubric-local metrics`` with a stubbed loader (the command is a thin wrapper)."""
+"""``autorubric-local metrics`` with a stubbed loader (the command is a thin wrapper; the streamed
+reading of a real stored run is tested in ``test_metrics_stream.py``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -28,9 +30,9 @@ def stored_run(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
         calls.append((str(path), run))
         if run == "missing":
             raise InputError("no run named 'missing'")
-        return res, ds
+        return contextlib.nullcontext((res, ds))
 
-    monkeypatch.setattr("autorubric_local.runner.load_result", fake_load)
+    monkeypatch.setattr("autorubric_local.runner.open_graded_run", fake_load)
     return db_path, calls
 
 

@@ -35,17 +35,17 @@ def metrics(db: str, run: str | None, bootstrap: bool, n_bootstrap: int, seed: i
     """
     from autorubric_local.core.errors import AutorubricError
     from autorubric_local.metrics import compute_metrics, save_metrics, write_plots
-    from autorubric_local.runner import load_result
+    from autorubric_local.runner import open_graded_run
     from autorubric_local.store import open_db
 
     try:
-        result, dataset = load_result(db, run)
-        m = compute_metrics(result, dataset, bootstrap=bootstrap, n_bootstrap=n_bootstrap,
-                            per_judge=per_judge, cannot_assess=cannot_assess, na_mode=na_mode,
-                            seed=seed)
-        if not no_save and result.run_id is not None:
-            save_metrics(open_db(result.db_path or db), result.run_id, m)
-        written = write_plots(m, plot_dir, result, dataset) if plot_dir else []
+        with open_graded_run(db, run) as (result, dataset):  # read a page at a time (issue 33)
+            m = compute_metrics(result, dataset, bootstrap=bootstrap, n_bootstrap=n_bootstrap,
+                                per_judge=per_judge, cannot_assess=cannot_assess, na_mode=na_mode,
+                                seed=seed)
+            if not no_save and result.run_id is not None:
+                save_metrics(open_db(result.db_path or db), result.run_id, m)
+            written = write_plots(m, plot_dir, result, dataset) if plot_dir else []
     except AutorubricError as e:
         raise fail(e) from None
     click.echo(m.model_dump_json(indent=2) if as_json else m.summary())

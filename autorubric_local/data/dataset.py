@@ -69,7 +69,6 @@ from autorubric_local.data.item import (
     item_to_dict,
     rubric_to_json,
 )
-from autorubric_local.data.jsonl_items import JsonlItems
 from autorubric_local.data.split import split_indices
 from autorubric_local.data.validation import (
     _NO_RUBRIC,
@@ -93,6 +92,9 @@ __all__ = [
     "read_text_file",
     "rubric_to_json",
 ]
+
+_UNCHECKED = object()
+"""``checked_against`` of an item sequence that checked nothing (see ``RubricDataset.__post_init__``)."""
 
 DATASET_FIELDS: tuple[str, ...] = (
     "name", "prompt", "rubric", "reference_submission", "items", "metadata"
@@ -187,8 +189,10 @@ class RubricDataset:
             raise InputError(
                 f"field 'rubric': expected a Rubric or None, got {type(self.rubric).__name__}"
             )
-        if isinstance(self.items, JsonlItems) and self.items.checked_against is self.rubric:
-            return  # each item was checked against this rubric when the file was read, and is again when read
+        if not isinstance(self.items, list) and getattr(self.items, "checked_against", _UNCHECKED) is self.rubric:
+            # a sequence read when used (JsonlItems, a stored run's items) that checks each item
+            # against this rubric as it reads it: not read whole here
+            return
         problems = ProblemCollector(None)
         items = list(self.items)
         where = [f"item {i}" for i in range(len(items))]

@@ -26,7 +26,7 @@ Alignment rules (documented once here, used by every metric):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,7 @@ from autorubric_local.core.types import (
     Criterion,
     CriterionVerdict,
 )
-from autorubric_local.metrics.types import CannotAssessMode, GradedRun, NAMode, Scale
+from autorubric_local.metrics.types import CannotAssessMode, GradedItemResult, GradedRun, NAMode, Scale
 
 if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.data.dataset import RubricDataset
@@ -393,32 +393,101 @@ def align(
     """
     ca, na = _ca_mode(cannot_assess), _na_mode(na_mode)
     scoring = human_scoring(eval_result)
-    results = list(eval_result.item_results)
-    if len(results) > len(dataset):
+    results = eval_result.item_results
+    n_results = len(results)
+    if n_results > len(dataset):
         raise InputError(
-            f"the result has {len(results)} items but the dataset has {len(dataset)}; "
+            f"the result has {n_results} items but the dataset has {len(dataset)}; "
             "pass the dataset the run graded"
         )
+    if not isinstance(results, (list, tuple)):
+        try:  # a stream (a stored run read a page at a time): one pass, holding one item at a time
+            return _align_ordered(eval_result, results, n_results, dataset, judge, ca, na, score_of, scoring)
+        except _OutOfOrder:
+            pass
+    listed = list(results)  # in memory already, or a stream out of item order
     seen: set[int] = set()
-    for r in results:
-        if not 0 <= r.item_idx < len(dataset) or r.item_idx in seen:
-            raise InputError(f"result item_idx {r.item_idx} is out of range or repeated")
+    for r in listed:
+        _check_item(r, dataset, seen)
         seen.add(r.item_idx)
-        if r.item.submission != dataset[r.item_idx].submission:
-            raise InputError(f"item {r.item_idx}: the result's submission differs from the dataset's")
-    data = AlignedData(item_ids=[], criteria=[])
-    by_key: dict[str, CriterionPairs] = {}
-    signatures: dict[str, tuple[object, ...]] = {}
-    n_no_truth = n_failed = n_failed_criteria = 0
-    for r in sorted(results, key=lambda r: r.item_idx):
+    return _align_ordered(eval_result, sorted(listed, key=lambda r: r.item_idx), n_results, dataset,
+                          judge, ca, na, score_of, scoring)
+
+
+def _check_item(r: GradedItemResult, dataset: RubricDataset, seen: set[int]) -> None:
+    """Refuse an item outside the dataset, seen before, or with another submission."""
+    if not 0 <= r.item_idx < len(dataset) or r.item_idx in seen:
+        raise InputError(f"result item_idx {r.item_idx} is out of range or repeated")
+    if r.item.submission != dataset[r.item_idx].submission:
+        raise InputError(f"item {r.item_idx}: the result's submission differs from the dataset's")
+
+
+class _OutOfOrder(Exception):
+    """A streamed result not in ``item_idx`` order: :func:`align` sorts it and starts again."""
+
+
+def _align_ordered(
+    eval_result: GradedRun,
+    results: Iterable[GradedItemResult],
+    n_results: int,
+    dataset: RubricDataset,
+    judge: JudgeView,
+    ca: CannotAssessMode,
+    na: NAMode,
+    score_of: Callable[[EnsembleEvaluationReport], float | None] | None,
+    scoring: dict[str, Any],
+) -> AlignedData:
+    """:func:`align` over ``results`` in ``item_idx`` order, in one pass.
+
+    Every item is validated (range, repeats, submission) as it comes; the first error the
+    pairing raises is held back until all items have been validated, so a result that does not
+    match its dataset is refused with the same message as when every item was checked first.
+    """
+    state = _Pairing(AlignedData(item_ids=[], criteria=[]), judge, ca, na, score_of, scoring)
+    last = -1
+    failure: Exception | None = None
+    for r in results:
+        if 0 <= r.item_idx < last:
+            raise _OutOfOrder  # or repeated from earlier: told apart in the given order
+        _check_item(r, dataset, {last})
+        last = r.item_idx
+        if failure is None:
+            try:
+                state.add(r, dataset)
+            except Exception as exc:  # noqa: BLE001 - raised below once every item is validated
+                failure = exc
+    if failure is not None:
+        raise failure
+    return state.finish(eval_result, n_results, len(dataset))
+
+
+@dataclass
+class _Pairing:
+    """The pairs of :func:`align` as items are added in ``item_idx`` order."""
+
+    data: AlignedData
+    judge: JudgeView
+    ca: CannotAssessMode
+    na: NAMode
+    score_of: Callable[[EnsembleEvaluationReport], float | None] | None
+    scoring: dict[str, Any]
+    by_key: dict[str, CriterionPairs] = field(default_factory=dict)
+    signatures: dict[str, tuple[object, ...]] = field(default_factory=dict)
+    n_no_truth: int = 0
+    n_failed: int = 0
+    n_failed_criteria: int = 0
+
+    def add(self, r: GradedItemResult, dataset: RubricDataset) -> None:
+        data, judge, ca, na = self.data, self.judge, self.ca, self.na
+        by_key, signatures = self.by_key, self.signatures
         truth = dataset[r.item_idx].ground_truth
         if truth is None:
-            n_no_truth += 1
-            continue
+            self.n_no_truth += 1
+            return
         report = r.report
         if report.score is None or report.report is None:
-            n_failed += 1
-            continue
+            self.n_failed += 1
+            return
         rubric = dataset.get_item_rubric(r.item_idx)
         if len(report.report) != len(rubric) or len(truth) != len(rubric):
             raise InputError(
@@ -445,7 +514,7 @@ def align(
             got = judge_code(cr, pairs.criterion, judge)
             if got is None:
                 pairs.n_excluded += 1
-                n_failed_criteria += 1
+                self.n_failed_criteria += 1
                 continue
             j, j_value, p_met = got
             if p_met is not None and h != CANNOT_ASSESS:
@@ -474,27 +543,31 @@ def align(
                     remapped = mj != j
                     pairs.judge_value.append(
                         opts[mj].value if remapped or j_value is None else j_value)
-        score = report.score if score_of is None else score_of(report)
+        score = report.score if self.score_of is None else self.score_of(report)
         if score is None:
-            continue
-        rubric_score = dataset.compute_weighted_score(list(truth), rubric=rubric, **scoring)
+            return
+        rubric_score = dataset.compute_weighted_score(list(truth), rubric=rubric, **self.scoring)
         data.score_item_pos.append(pos)
         data.human_score.append(float(rubric_score))
         data.judge_score.append(float(score))
-    who = "the ensemble" if judge is None else f"judge {judge!r}"
-    settings = getattr(eval_result, "grader_settings", None) or {}
-    if settings.get("length_penalty"):
-        data.warnings.append("judge scores include the grader's length penalty; human scores do not")
-    if len(results) < len(dataset):
-        data.warnings.append(f"{len(dataset) - len(results)} dataset item(s) not in the result "
-                             "(not graded) left out")
-    if n_no_truth:
-        data.warnings.append(f"{n_no_truth} item(s) without ground truth left out")
-    if n_failed:
-        data.warnings.append(f"{n_failed} failed item(s) left out ({who})")
-    if n_failed_criteria:
-        data.warnings.append(
-            f"{n_failed_criteria} criterion judgment(s) without a verdict (failed call) "
-            f"left out ({who})"
-        )
-    return data
+
+    def finish(self, eval_result: GradedRun, n_results: int, n_dataset: int) -> AlignedData:
+        """The pairs, with the warnings on what was left out."""
+        data = self.data
+        who = "the ensemble" if self.judge is None else f"judge {self.judge!r}"
+        settings = getattr(eval_result, "grader_settings", None) or {}
+        if settings.get("length_penalty"):
+            data.warnings.append("judge scores include the grader's length penalty; human scores do not")
+        if n_results < n_dataset:
+            data.warnings.append(f"{n_dataset - n_results} dataset item(s) not in the result "
+                                 "(not graded) left out")
+        if self.n_no_truth:
+            data.warnings.append(f"{self.n_no_truth} item(s) without ground truth left out")
+        if self.n_failed:
+            data.warnings.append(f"{self.n_failed} failed item(s) left out ({who})")
+        if self.n_failed_criteria:
+            data.warnings.append(
+                f"{self.n_failed_criteria} criterion judgment(s) without a verdict (failed call) "
+                f"left out ({who})"
+            )
+        return data

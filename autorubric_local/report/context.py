@@ -280,9 +280,9 @@ def agreement_section(store: Store, row: Mapping[str, Any], db_path: str) -> dic
     A run whose metrics cannot be computed (e.g. an interrupted run) gets ``{"error": ...}``.
     """
     from autorubric_local.metrics import compute_metrics
-    from autorubric_local.runner.results import result_from_store
+    from autorubric_local.runner.streamed import graded_run
 
-    result, dataset = result_from_store(store, row, db_path)
+    result, dataset = graded_run(store, row, db_path)  # read a page at a time (issue 33)
     if all(item.ground_truth is None for item in dataset):
         return None
     try:

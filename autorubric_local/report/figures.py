@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.bias.aggregate import SweepAggregate
     from autorubric_local.data.dataset import RubricDataset
     from autorubric_local.metrics.result import MetricsResult
-    from autorubric_local.runner.results import EvalResult
+    from autorubric_local.metrics.types import GradedRun
 
 __all__ = ["data_uri", "metrics_figures", "score_histogram", "sweep_figures"]
 
@@ -62,7 +62,7 @@ def _read_all(paths: Sequence[Path]) -> list[dict[str, str]]:
     return [{"name": path.stem, "src": data_uri(path.read_bytes())} for path in paths]
 
 
-def metrics_figures(metrics: MetricsResult, result: EvalResult, dataset: RubricDataset) -> list[dict[str, str]]:
+def metrics_figures(metrics: MetricsResult, result: GradedRun, dataset: RubricDataset) -> list[dict[str, str]]:
     """Confusion matrices, reliability diagram and judge-vs-human scores of a labelled run.
 
     Returns

@@ -1,5 +1,6 @@
 """Batch evaluation: ``EvalRunner`` / ``evaluate`` with SQLite checkpoints and resume, stored
-results (``load_result``, ``EvalResult.from_experiment``) and ``fill_ground_truth``. One writer per
+results (``load_result``, ``EvalResult.from_experiment``; ``open_graded_run`` reads one a page at a
+time) and ``fill_ground_truth``. One writer per
 run: a second one is refused with ``RunLockedError``."""
 
 from autorubric_local.core.errors import RunLockedError
@@ -20,6 +21,7 @@ from autorubric_local.runner.runner import (
     EvalRunner,
     evaluate,
 )
+from autorubric_local.runner.streamed import StoredGradedRun, graded_run, open_graded_run
 
 __all__ = [
     "ChunkReport",
@@ -33,8 +35,11 @@ __all__ = [
     "ExperimentManifest",
     "ItemResult",
     "RunLockedError",
+    "StoredGradedRun",
     "evaluate",
     "fill_ground_truth",
+    "graded_run",
     "load_manifest",
     "load_result",
+    "open_graded_run",
 ]

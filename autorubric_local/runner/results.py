@@ -249,20 +249,32 @@ def result_from_store(store: Store, run: Mapping[str, Any], db_path: str) -> tup
 
 def _dataset(run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], source: str) -> RubricDataset:
     """The run's dataset: its stored header and items (older runs: rebuilt from item columns)."""
+    return RubricDataset.from_dict({**dataset_header(run), "items": [stored_item(row) for row in rows]}, source=source)
+
+
+ITEM_COLUMNS: tuple[str, ...] = ("item_id", "submission", "query", "reference_submission", "item_json",
+                                 "ground_truth_json")
+"""The ``items`` columns :func:`stored_item` reads."""
+
+
+def dataset_header(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The dataset's JSON object without its items, as stored with the run (older runs: the rubric)."""
     header: dict[str, Any] = json.loads(run["dataset_json"]) if run.get("dataset_json") else {
         "rubric": json.loads(run["rubric_json"]) if run.get("rubric_json") else None
     }
-    items = []
-    for row in rows:
-        if row.get("item_json"):
-            item = json.loads(row["item_json"])
-        else:
-            item = {"id": row["item_id"], "submission": row["submission"], "prompt": row["query"],
-                    "reference_submission": row["reference_submission"]}
-            item = {key: value for key, value in item.items() if value is not None}
-        item["ground_truth"] = json.loads(row["ground_truth_json"]) if row.get("ground_truth_json") else None
-        items.append(item)
-    return RubricDataset.from_dict({**header, "items": items}, source=source)
+    return header
+
+
+def stored_item(row: Mapping[str, Any]) -> dict[str, Any]:
+    """One item's JSON object from its ``items`` row (:data:`ITEM_COLUMNS`), with the ground truth last stored."""
+    if row.get("item_json"):
+        item = json.loads(row["item_json"])
+    else:
+        item = {"id": row["item_id"], "submission": row["submission"], "prompt": row["query"],
+                "reference_submission": row["reference_submission"]}
+        item = {key: value for key, value in item.items() if value is not None}
+    item["ground_truth"] = json.loads(row["ground_truth_json"]) if row.get("ground_truth_json") else None
+    return item
 
 
 def _parse_utc(text: str) -> datetime:
