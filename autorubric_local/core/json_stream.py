@@ -42,6 +42,7 @@ MAX_VALUE_BYTES = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
 _SPACE = " \t\n\r"
 _DECODER = json.JSONDecoder()  # json.loads's own decoder settings
+_LOOKAHEAD = 16  # characters the decoder may read past an error it reports: "\\ud83d\\ude00", "-Infinity"
 _NUMBER_TAIL = re.compile(r"[0-9eE+\-.]*\Z")
 
 
@@ -197,7 +198,9 @@ class _Reader:
             try:
                 value, end = _DECODER.raw_decode(self.text, self.pos)
             except json.JSONDecodeError as e:
-                if not self.more(at):
+                # Reading on cannot help an error the decoder met before the window's end.
+                cut = e.msg.startswith("Unterminated string") or e.pos + _LOOKAHEAD >= len(self.text)
+                if not (cut and self.more(at)):
                     self.fail(e.msg, e.pos)
                 continue
             except RecursionError:
