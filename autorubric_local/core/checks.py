@@ -7,7 +7,8 @@ helpers, so they refuse the same things the same way, before any model is loaded
   (:func:`read_input_text`; the message names the file and, for bad UTF-8, the byte offset);
   a JSONL file is instead read line by line (:func:`read_jsonl_lines`), with no size limit for
   the file and :data:`MAX_LINE_BYTES` for each line, and a line that is too long or not UTF-8
-  is reported as that line's problem, not the file's;
+  is reported as that line's problem, not the file's; a ``.json`` dataset or submissions file
+  is read a value at a time by :mod:`autorubric_local.core.json_stream`, with the same checks;
 - JSON or YAML nested deeper than :data:`MAX_DEPTH` levels (:func:`parse_json`,
   :func:`parse_yaml`; depth is measured without recursion, and a parser's own
   ``RecursionError`` or nesting limit gives the same message), and YAML whose aliases expand
@@ -59,7 +60,9 @@ __all__ = [
 ]
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
-"""Largest input file read whole (64 MiB): rubrics, panels, JSON datasets; JSONL files are streamed."""
+"""Largest input file read whole (64 MiB): rubrics, panels, datasets of another suffix than
+``.json``/``.jsonl``; JSONL files are read line by line, ``.json`` datasets a value at a time
+(:mod:`autorubric_local.core.json_stream`, 64 MiB a value)."""
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """Longest JSONL line read (64 MiB, its newline excluded); a JSONL file has no size limit."""
 MAX_DEPTH = 64
