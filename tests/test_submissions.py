@@ -385,8 +385,9 @@ def test_examples_readme_exists() -> None:
 
 def test_a_jsonl_file_has_no_size_limit_only_a_line_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A JSONL file is streamed: the whole-file limit (lowered here to 200 bytes) no longer
-    applies to it, while a JSON file of the same items is still refused; a line over the line
-    limit is refused naming its line (or, with keep_unreadable, is that item's error)."""
+    applies to it, nor (issue 33) to a JSON file of the same items, while a file of another
+    suffix, read whole, is still refused; a line over the line limit is refused naming its line
+    (or, with keep_unreadable, is that item's error)."""
     from autorubric_local.core import checks
 
     monkeypatch.setattr(checks, "MAX_FILE_BYTES", 200)
@@ -396,7 +397,10 @@ def test_a_jsonl_file_has_no_size_limit_only_a_line_limit(tmp_path: Path, monkey
     assert [item.id for item in load_grading_data(path, make_rubric())] == [f"s{i}" for i in range(20)]
     as_json = tmp_path / "big.json"
     as_json.write_text(json.dumps(rows), encoding="utf-8")
-    assert "file too large" in error_of(as_json, make_rubric())
+    assert [item.id for item in load_grading_data(as_json, make_rubric())] == [f"s{i}" for i in range(20)]
+    as_text = tmp_path / "big.txt"
+    as_text.write_text(json.dumps(rows), encoding="utf-8")
+    assert "file too large" in error_of(as_text, make_rubric())
 
     monkeypatch.setattr(checks, "MAX_LINE_BYTES", 60)
     long_line = tmp_path / "long.jsonl"

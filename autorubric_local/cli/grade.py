@@ -167,7 +167,8 @@ def grade(
 
         autorubric-local grade q1.json --run q1-cc --contextual-calibration
 
-    A JSONL file is read line by line (no size limit; 64 MiB a line). A line that is not
+    A JSONL file is read line by line (no size limit; 64 MiB a line), a .json file a value
+    at a time (no size limit; 64 MiB an item). A JSONL line that is not
     valid JSON, UTF-8 or Unicode is that item's failure, recorded with its line number; the
     other items are graded (exit status 3). Every other input problem (files, --run, --db)
     is refused before a judge is loaded. Judgments whose

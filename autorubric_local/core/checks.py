@@ -7,7 +7,8 @@ helpers, so they refuse the same things the same way, before any model is loaded
   (:func:`read_input_text`; the message names the file and, for bad UTF-8, the byte offset);
   a JSONL file is instead read line by line (:func:`read_jsonl_lines`), with no size limit for
   the file and :data:`MAX_LINE_BYTES` for each line, and a line that is too long or not UTF-8
-  is reported as that line's problem, not the file's;
+  is reported as that line's problem, not the file's; a ``.json`` dataset or submissions file
+  is read a value at a time by :mod:`autorubric_local.core.json_stream`, with the same checks;
 - JSON or YAML nested deeper than :data:`MAX_DEPTH` levels (:func:`parse_json`,
   :func:`parse_yaml`; depth is measured without recursion, and a parser's own
   ``RecursionError`` or nesting limit gives the same message), and YAML whose aliases expand
@@ -59,7 +60,9 @@ __all__ = [
 ]
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
-"""Largest input file read whole (64 MiB): rubrics, panels, JSON datasets; JSONL files are streamed."""
+"""Largest input file read whole (64 MiB): rubrics, panels, datasets of another suffix than
+``.json``/``.jsonl``; JSONL files are read line by line, ``.json`` datasets a value at a time
+(:mod:`autorubric_local.core.json_stream`, 64 MiB a value)."""
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """Longest JSONL line read (64 MiB, its newline excluded); a JSONL file has no size limit."""
 MAX_DEPTH = 64
@@ -409,14 +412,18 @@ def _walk(
     max_depth: int,
     max_values: int | None,
     check: Callable[[object, object, list[list[Any]]], None] | None,
+    within: Sequence[object] = (),
 ) -> None:
     """Visit ``root`` without recursion: refuse depth > ``max_depth``, cycles, text that is
     not valid Unicode, and more than ``max_values`` values counting shared (aliased)
     containers once per use; ``check(key, value, stack)`` sees every entry
-    (:func:`_json_path` names it from the stack). Shared containers are measured once."""
+    (:func:`_json_path` names it from the stack). Shared containers are measured once.
+    ``within`` is the path from the top level down to ``root``: its levels count towards the
+    depth and messages name places from the top level."""
     if not isinstance(root, _CONTAINERS):
         return
     measured: dict[int, tuple[int, int]] = {}  # id -> (height, expanded values)
+    above = len(within)
     active = {id(root)}
     # frame: [container, children iterator, key in parent, height, values]
     stack: list[list[Any]] = [[root, _children(root), None, 1, 1]]
@@ -424,24 +431,24 @@ def _walk(
         frame = stack[-1]
         for key, value in frame[1]:
             if type(key) is str and not key.isascii():
-                _check_text(key, stack, key)
+                _check_text(key, stack, key, within)
             if check is not None:
                 check(key, value, stack)
             if type(value) in _SCALARS or not isinstance(value, _CONTAINERS):
                 if type(value) is str and not value.isascii():
-                    _check_text(value, stack, key)
+                    _check_text(value, stack, key, within)
                 frame[4] += 1
                 continue
             if id(value) in active:
                 raise InputError("refers to itself (a cyclic alias)")
             if id(value) in measured:
                 height, count = measured[id(value)]
-                if len(stack) + height > max_depth:
+                if above + len(stack) + height > max_depth:
                     raise InputError(f"nested deeper than {max_depth} levels")
                 frame[3] = max(frame[3], height + 1)
                 _add_values(frame, count, max_values)
                 continue
-            if len(stack) + 1 > max_depth:
+            if above + len(stack) + 1 > max_depth:
                 raise InputError(f"nested deeper than {max_depth} levels")
             active.add(id(value))
             stack.append([value, _children(value), key, 1, 1])
@@ -461,9 +468,13 @@ def _add_values(frame: list[Any], count: int, max_values: int | None) -> None:
         raise InputError(f"more than {max_values} values (aliases included)")
 
 
-def check_nesting(value: object, *, max_values: int | None = None) -> None:
+def check_nesting(value: object, *, max_values: int | None = None, within: Sequence[object] = ()) -> None:
     """Refuse ``value`` if nested deeper than :data:`MAX_DEPTH`, cyclic, or (with
     ``max_values``) holding more values once aliases are expanded.
+
+    ``within`` is the path of keys and indices from the top level of a file down to ``value``
+    (``("items", 3)`` for a streamed item): its levels count towards the depth, and a message
+    names the place from the top level.
 
     Also refuses text that is not valid Unicode (a lone surrogate from a JSON ``\\ud800``
     escape), which could not be stored or printed later.
@@ -475,16 +486,17 @@ def check_nesting(value: object, *, max_values: int | None = None) -> None:
         "more than N values (aliases included)", or "text at [...] is not valid Unicode ...".
     """
     if isinstance(value, str):
-        _check_text(value, [], None)
-    _walk(value, MAX_DEPTH, max_values, None)
+        _check_text(value, [], None, within)
+    _walk(value, MAX_DEPTH, max_values, None, within)
 
 
-def _check_text(text: str, stack: list[list[Any]], key: object) -> None:
+def _check_text(text: str, stack: list[list[Any]], key: object, within: Sequence[object] = ()) -> None:
     if not text.isascii():
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as e:
-            where = _json_path(stack, key) if stack else "the top level"
+            prefix = "".join(f"[{short_repr(part)}]" for part in within)
+            where = prefix + _json_path(stack, key) if stack else prefix or "the top level"
             raise InputError(
                 f"text at {where} is not valid Unicode (lone surrogate U+{ord(text[e.start]):04X})"
             ) from None

@@ -29,8 +29,10 @@ message names the closest known field ("unknown field 'groundtruth' (did you mea
 'ground_truth'?)"). Extra data belongs under ``metadata``: any JSON-able object, kept as is and
 written back, never shown to the judge. An empty ``submission`` is graded like any other text.
 
-Files larger than 64 MiB, files that are not UTF-8, and JSON nested deeper than 64 levels are
-refused (:mod:`autorubric_local.core.checks`).
+A ``.json`` file is read a value at a time (:mod:`autorubric_local.data.json_file`): no limit on
+its size, 64 MiB an item; its items are held once built, its text and parse tree are not. Text
+that is not UTF-8 and JSON nested deeper than 64 levels (counted from the file's top level) are
+refused, as are ``.jsonl`` files over 64 MiB (:mod:`autorubric_local.core.checks`).
 
 JSONL format (autorubric-local only): the first non-blank line is a header object with the
 top-level keys above except ``items``; every following non-blank line is one item object.
@@ -54,7 +56,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +66,13 @@ from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import CannotAssessStrategy, CriterionVerdict
 from autorubric_local.data.item import (
     DataItem,
-    UnreadableItem,
+    _check_items,
+    _checked_item,
     _item_from_dict,
     item_to_dict,
     rubric_to_json,
 )
+from autorubric_local.data.json_file import JsonDataset, read_json_dataset
 from autorubric_local.data.split import split_indices
 from autorubric_local.data.validation import (
     _NO_RUBRIC,
@@ -100,45 +104,6 @@ DATASET_FIELDS: tuple[str, ...] = (
     "name", "prompt", "rubric", "reference_submission", "items", "metadata"
 )
 """Keys allowed at the top level of a dataset JSON object."""
-
-def _checked_item(item: object, rubric: Rubric | None) -> DataItem:
-    """Check an item against its effective rubric; return it with ground truth normalised."""
-    if not isinstance(item, DataItem):
-        raise InputError(f"expected a DataItem, got {type(item).__name__}")
-    if isinstance(item, UnreadableItem):
-        return item  # never graded: it needs no rubric
-    effective = item.rubric if item.rubric is not None else rubric
-    if effective is None:
-        raise InputError(f"field 'rubric': {_NO_RUBRIC}")
-    if item.ground_truth is None or item.rubric is not None:
-        return item  # an item's own rubric already checked its ground truth
-    # Always rebuild: "MET" == CriterionVerdict.MET, so comparing cannot tell if anything changed.
-    return replace(item, ground_truth=parse_ground_truth(item.ground_truth, effective))
-
-
-def _check_items(
-    items: Sequence[object],
-    rubric: Rubric | None,
-    where: Sequence[str],
-    problems: ProblemCollector,
-) -> list[DataItem]:
-    """Check every item (effective rubric, ground truth, unique ids), collecting problems."""
-    checked: list[DataItem] = []
-    first_use: dict[str, str] = {}
-    for item, location in zip(items, where, strict=True):
-        try:
-            good = _checked_item(item, rubric)
-        except InputError as e:
-            problems.add(location, str(e))
-            continue
-        if good.id is not None:
-            if good.id in first_use:
-                problems.add(location, _duplicate_id(good.id, first_use[good.id]))
-                continue
-            first_use[good.id] = location
-        checked.append(good)
-    return checked
-
 
 # ---- RubricDataset -------------------------------------------------------------------------------
 
@@ -521,17 +486,32 @@ class RubricDataset:
     def from_file(cls, path: str | Path, *, rubric: Rubric | None = None) -> RubricDataset:
         """Load a ``.json`` (AutoRubric's format) or ``.jsonl`` dataset file.
 
+        A ``.json`` file is read a value at a time, with no size limit
+        (:func:`~autorubric_local.data.json_file.read_json_dataset`).
+
         Raises
         ------
         InputError
-            Every problem, starting with the path: missing, a directory, over 64 MiB, not
-            UTF-8, invalid or too deeply nested JSON, unknown or invalid fields.
+            Every problem, starting with the path: missing, a directory, not UTF-8, invalid or
+            too deeply nested JSON, an item over 64 MiB (a ``.jsonl`` file over 64 MiB), unknown
+            or invalid fields.
         """
         path = Path(path)
-        text = read_text_file(path)
         if path.suffix.lower() == ".jsonl":
-            return cls.from_jsonl(text, source=str(path), rubric=rubric)
-        return cls.from_json(text, source=str(path), rubric=rubric)
+            return cls.from_jsonl(read_text_file(path), source=str(path), rubric=rubric)
+        return cls.from_json_dataset(read_json_dataset(path), source=str(path), rubric=rubric)
+
+    @classmethod
+    def from_json_dataset(cls, data: JsonDataset, *, source: str, rubric: Rubric | None = None) -> RubricDataset:
+        """:meth:`from_dict` for a file read a value at a time: same checks, same messages."""
+        if data.top != "object":
+            raise InputError(_located(source, f"expected a JSON object with 'rubric' and 'items', got {data.top}"))
+        if "items" in data.header:
+            kind = json_type_name(data.header["items"])
+            raise InputError(_located(source, f"field 'items': expected an array, got {kind}"))
+        items = data.items or []
+        return cls._build(data.header, items, [f"item {i}" for i in range(len(items))], source, rubric,
+                          allowed=DATASET_FIELDS, built=True)
 
     @classmethod
     def _build(
@@ -544,8 +524,10 @@ class RubricDataset:
         *,
         allowed: tuple[str, ...],
         header_where: str = "",
+        built: bool = False,
     ) -> RubricDataset:
-        """Validate header and items together, then construct; all problems raised at once."""
+        """Validate header and items together, then construct; all problems raised at once.
+        With ``built``, ``raw_items`` are already built (a DataItem, or the InputError of one)."""
         problems = ProblemCollector(source)
         for key in header:
             if key not in allowed:
@@ -577,7 +559,9 @@ class RubricDataset:
         item_where: list[str] = []
         for raw, location in zip(raw_items, where, strict=True):
             try:
-                items.append(_item_from_dict(raw))
+                if isinstance(raw, InputError) and built:
+                    raise raw
+                items.append(raw if built else _item_from_dict(raw))
                 item_where.append(location)
             except InputError as e:
                 problems.add(location, str(e))

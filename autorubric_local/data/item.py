@@ -7,7 +7,7 @@ The format is AutoRubric's (see :mod:`.dataset`); ``id``, the per-item ``prompt`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from autorubric_local.core.checks import check_keys
@@ -15,7 +15,10 @@ from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import CriterionVerdict
 from autorubric_local.data.validation import (
+    _NO_RUBRIC,
+    ProblemCollector,
     _check_optional_str,
+    _duplicate_id,
     _parse_rubric,
     json_type_name,
     optional_metadata,
@@ -202,3 +205,42 @@ def _item_from_dict(raw: object) -> DataItem:
         id=raw.get("id"),
         metadata=raw.get("metadata"),
     )
+
+
+def _checked_item(item: object, rubric: Rubric | None) -> DataItem:
+    """Check an item against its effective rubric; return it with ground truth normalised."""
+    if not isinstance(item, DataItem):
+        raise InputError(f"expected a DataItem, got {type(item).__name__}")
+    if isinstance(item, UnreadableItem):
+        return item  # never graded: it needs no rubric
+    effective = item.rubric if item.rubric is not None else rubric
+    if effective is None:
+        raise InputError(f"field 'rubric': {_NO_RUBRIC}")
+    if item.ground_truth is None or item.rubric is not None:
+        return item  # an item's own rubric already checked its ground truth
+    # Always rebuild: "MET" == CriterionVerdict.MET, so comparing cannot tell if anything changed.
+    return replace(item, ground_truth=parse_ground_truth(item.ground_truth, effective))
+
+
+def _check_items(
+    items: Sequence[object],
+    rubric: Rubric | None,
+    where: Sequence[str],
+    problems: ProblemCollector,
+) -> list[DataItem]:
+    """Check every item (effective rubric, ground truth, unique ids), collecting problems."""
+    checked: list[DataItem] = []
+    first_use: dict[str, str] = {}
+    for item, location in zip(items, where, strict=True):
+        try:
+            good = _checked_item(item, rubric)
+        except InputError as e:
+            problems.add(location, str(e))
+            continue
+        if good.id is not None:
+            if good.id in first_use:
+                problems.add(location, _duplicate_id(good.id, first_use[good.id]))
+                continue
+            first_use[good.id] = location
+        checked.append(good)
+    return checked

@@ -1,11 +1,12 @@
-"""A JSONL file's items, read from the file when used instead of held in memory.
+"""A JSONL file's items (or a JSON array's), read from the file when used instead of held in memory.
 
 :func:`~autorubric_local.data.submissions.load_grading_data` reads a ``.jsonl`` file once,
 checking every line, and keeps of each item only where its line is (byte offset and size, 16
 bytes), its line number and a digest of its bytes: about 40 bytes an item, whatever the length
 of its submission. :class:`JsonlItems` then parses an item again each time it is read, with the
 same function that checked it, so a run of 10^5 items holds only the chunk it is grading
-(:mod:`autorubric_local.runner.checkpoint`).
+(:mod:`autorubric_local.runner.checkpoint`). The elements of a ``.json`` file's array of
+submissions are kept the same way, each as its place in the file (``unit="item"``).
 
 A line whose bytes no longer match its digest (the file was changed or replaced after it was
 read) is refused with an :class:`~autorubric_local.core.errors.InputError` naming the file and
@@ -60,21 +61,26 @@ class JsonlItems(Sequence[DataItem]):
         The global rubric the items were checked against: a
         :class:`~autorubric_local.data.dataset.RubricDataset` with that rubric does not check
         them again (with another rubric it reads and checks them all).
+    unit : {"line", "item"}
+        What a place is called in messages: a JSONL line (1-based number) or an element of a
+        JSON array (0-based index, passed as the "line" number).
 
     Raises
     ------
     InputError
         On reading an item: its line changed since it was checked, or the file can no longer
-        be read; the message names the file and line.
+        be read; the message names the file and line (or item).
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], source: str, parse: ItemParser, checked_against: Rubric | None
+        self, path: str | os.PathLike[str], source: str, parse: ItemParser, checked_against: Rubric | None,
+        unit: str = "line",
     ) -> None:
         self.path = Path(path).resolve()  # read again after a chdir, or in another process
         self.source = source
         self.parse = parse
         self.checked_against = checked_against
+        self.unit = unit
         self._offsets = array("q")
         self._sizes = array("q")
         self._lines = array("q")
@@ -142,8 +148,8 @@ class JsonlItems(Sequence[DataItem]):
         raw = self._read(self._offsets[position], self._sizes[position], number)
         start = position * DIGEST_BYTES
         if line_digest(raw) != self._digests[start:start + DIGEST_BYTES]:
-            raise InputError(f"{self.source}: line {number}: the file changed after it was read "
-                             "(this line's bytes differ); load it again")
+            raise InputError(f"{self.source}: {self.unit} {number}: the file changed after it was read "
+                             f"(this {self.unit}'s bytes differ); load it again")
         return self.parse(parse_json(raw.decode("utf-8").removesuffix("\n")), position)
 
     def _read(self, offset: int, size: int, number: int) -> bytes:
@@ -153,7 +159,7 @@ class JsonlItems(Sequence[DataItem]):
                     self._fd = os.open(self.path, os.O_RDONLY)
                 return os.pread(self._fd, size, offset)
         except OSError as e:
-            raise InputError(f"{self.source}: line {number}: cannot read the file again: {e.strerror or e}") from None
+            raise InputError(f"{self.source}: {self.unit} {number}: cannot read the file again: {e.strerror or e}") from None
 
     def close(self) -> None:
         """Close the file (it is opened again when an item is next read)."""
@@ -174,5 +180,5 @@ class JsonlItems(Sequence[DataItem]):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update({"unit": "line", **state})
         self._lock = threading.Lock()

@@ -12,7 +12,8 @@
     object, kept with the item and never shown to the judge: put extra columns there). Any
     other field is an error naming the closest known one, so typos are caught. A submissions
     file carries no rubric: ``rubric`` must be given.
-(b) **a JSON array** of such objects.
+(b) **a JSON array** of such objects (a ``.json`` file's are kept as their places in the file,
+    as for JSONL).
 (c) **an AutoRubric dataset** (:class:`~autorubric_local.data.dataset.RubricDataset` JSON, an object
     with ``items``; or its JSONL form, whose first line is a header with ``rubric``). Its own
     global rubric is used when ``rubric`` is None. When both exist the explicit ``rubric``
@@ -30,12 +31,15 @@ Every problem is an :class:`~autorubric_local.core.errors.InputError` whose line
 line (JSONL, 1-based) or item (JSON, 0-based) and the field, e.g.
 ``subs.jsonl: line 3: field 'submission': missing``. The whole file is checked before anything
 is returned. JSONL is read line by line, split on ``"\n"`` only, with no limit on the file's
-size and 64 MiB a line (:func:`~autorubric_local.core.checks.read_jsonl_lines`); a JSON file
-over 64 MiB (it is parsed whole), text that is not UTF-8, and JSON nested deeper than 64 levels
-are refused (:mod:`autorubric_local.core.checks`). A ``.jsonl`` file's items are not held in
-memory: each is kept as its place in the file and read again when used
-(:class:`~autorubric_local.data.jsonl_items.JsonlItems`), so a file of any size loads in a few
-dozen bytes an item. With ``keep_unreadable`` a JSONL line that
+size and 64 MiB a line (:func:`~autorubric_local.core.checks.read_jsonl_lines`). A ``.json``
+file is read a value at a time (:func:`~autorubric_local.core.json_stream.stream_json`), with no
+limit on its size and 64 MiB an item; a file of another suffix is read whole (at most 64 MiB).
+Text that is not UTF-8 and JSON nested deeper than 64 levels (counted from the file's top
+level) are refused (:mod:`autorubric_local.core.checks`). The items of a ``.jsonl`` file and of
+a ``.json`` array are not held in memory: each is kept as its place in the file and read again
+when used (:class:`~autorubric_local.data.jsonl_items.JsonlItems`), so a file of any size loads
+in a few dozen bytes an item; a ``.json`` dataset object's items are held once built
+(:func:`~autorubric_local.data.json_file.read_json_dataset`), its text is not. With ``keep_unreadable`` a JSONL line that
 cannot be read becomes an :class:`~autorubric_local.data.item.UnreadableItem` instead (the
 item's failure, not the file's).
 """
@@ -43,12 +47,14 @@ item's failure, not the file's).
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from autorubric_local.core.checks import JsonlLine, check_keys, jsonl_lines, parse_json, read_jsonl_spans
+from autorubric_local.core.json_stream import stream_json
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.data.dataset import (
@@ -59,6 +65,7 @@ from autorubric_local.data.dataset import (
     read_text_file,
 )
 from autorubric_local.data.item import UnreadableItem, _item_from_dict
+from autorubric_local.data.json_file import read_json_dataset
 from autorubric_local.data.jsonl_items import JsonlItems
 from autorubric_local.data.dataset import _checked_item
 from autorubric_local.data.validation import _duplicate_id, require_field
@@ -82,7 +89,8 @@ def load_grading_data(
         Rubric to grade with. Required for submissions files; for a dataset file it replaces
         the file's global rubric (per-item rubrics are kept).
     limit : int or None
-        Load only the first ``limit`` items (a JSONL file is read no further).
+        Load only the first ``limit`` items (a JSONL file, or a ``.json`` array, is read no
+        further; a ``.json`` dataset object is read whole, its later items unchecked).
     keep_unreadable : bool
         For a JSONL file: a line that is not UTF-8, not valid JSON or not valid Unicode, or
         longer than :data:`~autorubric_local.core.checks.MAX_LINE_BYTES`, becomes an
@@ -106,6 +114,8 @@ def load_grading_data(
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         return _load_jsonl(read_jsonl_spans(path), source, rubric, limit, keep_unreadable, path)
+    if suffix == ".json":
+        return _load_json(path, source, rubric, limit)
     text = read_text_file(path)
     try:
         data = parse_json(text)
@@ -129,6 +139,31 @@ def load_grading_data(
         f"{source}: expected a JSON array of submissions or a dataset object with 'items', "
         f"got {json_type_name(data)}"
         + (" without 'items'" if isinstance(data, dict) else "")
+    )
+
+
+def _load_json(path: Path, source: str, rubric: Rubric | None, limit: int | None) -> RubricDataset:
+    """A ``.json`` file read a value at a time: an array of submissions, each kept as its place
+    in the file; or a dataset object, its items held once built. Problems are reported with the
+    messages, and in the order, of parsing the whole file before checking it."""
+    events = stream_json(path)
+    kind, first = next(events)
+    if kind == "array":
+        reading = _ItemReading(source, rubric, keep_unreadable=False, path=path, unit="item")
+        for _, element in events:
+            if limit is not None and reading.count >= limit:
+                events.close()
+                break
+            position = reading.count
+            reading.add_item(element.value, f"item {position}", JsonlLine(position, "", element.offset, element.raw))
+        return reading.dataset()
+    data = read_json_dataset(path, limit=limit, events=itertools.chain([(kind, first)], events))
+    if data.top == "object" and (data.items is not None or "items" in data.header):
+        dataset = RubricDataset.from_json_dataset(data, source=source, rubric=rubric)
+        return _with_ids(dataset, [f"item {i}" for i in range(len(dataset))], source)
+    raise InputError(
+        f"{source}: expected a JSON array of submissions or a dataset object with 'items', "
+        f"got {data.top}" + (" without 'items'" if data.top == "object" else "")
     )
 
 
@@ -170,8 +205,11 @@ class _ItemReading:
     or a JSON array of submissions): the header, the items (or where each is in the file), and
     the problems found, by kind (see :func:`_load_jsonl` for the order they are reported in)."""
 
-    def __init__(self, source: str, rubric: Rubric | None, keep_unreadable: bool, path: Path | None) -> None:
+    def __init__(
+        self, source: str, rubric: Rubric | None, keep_unreadable: bool, path: Path | None, unit: str = "line"
+    ) -> None:
         self.source = source
+        self.unit = unit  # what a place in the file is called (JsonlItems)
         self.rubric = rubric
         self.keep_unreadable = keep_unreadable
         self.path = path
@@ -237,7 +275,7 @@ class _ItemReading:
             if self.path is None:
                 self.items = []
             elif self.header is None:
-                self.items = JsonlItems(self.path, self.source, _parse_submission, self.rubric)
+                self.items = JsonlItems(self.path, self.source, _parse_submission, self.rubric, self.unit)
             else:
                 self.items = JsonlItems(self.path, self.source,
                                         functools.partial(_read_dataset_item, self.header.rubric), self.header.rubric)
