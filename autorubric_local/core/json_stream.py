@@ -15,7 +15,7 @@ no byte offsets of the values it builds (a caller keeps each item as its place i
 reads it again when used, as for JSONL), its syntax errors and number types differ from
 ``json.loads``, whose messages the loaders already give, and its C backend (``yajl2_c``, ijson
 3.x) decodes a lone surrogate escape (``"\\ud800"``) to ``"?"`` without a word, where the loaders
-must refuse it as text that is not valid Unicode (checked with ijson 3.4 on 2026-11-27).
+must refuse it as text that is not valid Unicode (checked with ijson 3.6.0, the current release, on 2026-11-27).
 
 The checks of :func:`~autorubric_local.core.checks.read_input_text` and
 :func:`~autorubric_local.core.checks.parse_json` on a whole file are kept, in the same order
