@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from autorubric_local.engine.transformers.packing import (
     ROOT,
-    _greedy_chunks,
     ancestor_table,
     chunk_trees,
     chunk_trie,
@@ -310,17 +309,6 @@ def test_chunk_trie_properties(trees, budget) -> None:  # type: ignore[no-untype
     # Greedy: the next chunk's first tree did not fit in the previous chunk's trie.
     for before, after in pairwise(chunks):
         assert trie_size([trees[i] for i in [*before, after[0]]]) > budget
-
-
-@given(TREE_LISTS, st.integers(1, 120))
-def test_chunk_trie_shortcut_equals_the_greedy_pass(trees, budget) -> None:  # type: ignore[no-untyped-def]
-    """Trees whose own sizes fit the budget skip the trie: the same chunks as building it."""
-    assert chunk_trie(trees, budget) == _greedy_chunks(trees, budget)
-
-
-def test_chunk_trie_shortcut_still_checks_every_tree() -> None:
-    with pytest.raises(ValueError, match="tree 1: label 0 has no tokens"):
-        chunk_trie([([1], [[2]]), ([1], [[]])], 100)
 
 
 def test_chunk_trees_bounds_respected_and_order_kept() -> None:
