@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import sqlite_utils
+from sqlite_utils.db import jsonify_if_needed
 
 from autorubric_local.core.errors import RunLockedError
 from autorubric_local.store.leases import (
@@ -222,9 +223,8 @@ class RunTables(JobRows):
             if prompts:
                 self.db["prompt_texts"].insert_all(prompts, pk="id", ignore=True)
             self.db["items"].upsert_all([{"run_id": run_id, **row} for row in items], pk=("run_id", "item_id"))
-            self.db["judgments"].insert_all([{"run_id": run_id, **row} for row in judgments], replace=True)
-            if criteria:
-                self.db["item_criteria"].insert_all([{"run_id": run_id, **row} for row in criteria], replace=True)
+            _replace_rows(self.db, "judgments", run_id, judgments)
+            _replace_rows(self.db, "item_criteria", run_id, criteria)
             if priors:
                 self.db["contextual_priors"].upsert_all([{"run_id": run_id, **row} for row in priors],
                                                         pk=("run_id", "prior_id"))
@@ -328,3 +328,23 @@ def _locked_message(run: dict[str, Any], holder: LeaseHolder, timeout_seconds: f
         f"Wait for it to finish, or grade under another run name (--run / experiment_name); its lease is "
         f"taken over once its heartbeat is{after or ' stale'} or its process has ended"
     )
+
+
+_PLAIN = (str, int, float, bytes, type(None))
+
+
+def _replace_rows(db: sqlite_utils.Database, table: str, run_id: str, rows: Sequence[dict[str, Any]]) -> None:
+    """``INSERT OR REPLACE`` ``rows`` (each with ``run_id`` added) into the existing ``table``, as
+    sqlite-utils' ``insert_all(..., replace=True)`` writes them (columns: the union of the rows'
+    keys, first seen first, a missing key NULL; a dict, list or tuple as JSON), in one
+    ``executemany``: its per-chunk query building and per-value conversion were most of a
+    batch's write time (issue 33 profile)."""
+    if not rows:
+        return
+    columns = ["run_id", *dict.fromkeys(key for row in rows for key in row if key != "run_id")]
+    names = ", ".join(f"[{name}]" for name in columns)
+    sql = f"INSERT OR REPLACE INTO [{table}] ({names}) VALUES ({', '.join('?' * len(columns))})"
+    db.conn.executemany(sql, [
+        tuple(value if type(value) in _PLAIN else jsonify_if_needed(value)
+              for value in (row.get(name, run_id if name == "run_id" else None) for name in columns))
+        for row in rows])

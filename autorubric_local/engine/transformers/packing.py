@@ -199,12 +199,25 @@ def chunk_trie(trees: Sequence[Tree], max_tokens: int) -> list[list[int]]:
     Greedy: each tree joins the current chunk if the nodes it adds there (those it does not
     share with earlier trees of the chunk) keep the trie within the budget, else it starts a
     new chunk. A tree whose own trie is over the budget gets a chunk of its own.
+
+    When the trees' own sizes add up to at most ``max_tokens`` (the usual case: one item's
+    criteria), the greedy pass would keep them all in one chunk (a tree never adds more nodes than
+    it has), so that chunk is returned without building the trie.
     """
+    for index, tree in enumerate(trees):
+        _check(index, tree)
+    if trees and sum(len(suffix) + sum(len(label) - 1 for label in labels)
+                     for suffix, labels in trees) <= max_tokens:
+        return [list(range(len(trees)))]
+    return _greedy_chunks(trees, max_tokens)
+
+
+def _greedy_chunks(trees: Sequence[Tree], max_tokens: int) -> list[list[int]]:
+    """:func:`chunk_trie`'s greedy pass, trie built (trees already checked)."""
     chunks: list[list[int]] = []
     current: list[int] = []
     trie = _Trie()
     for index, tree in enumerate(trees):
-        _check(index, tree)
         if current and len(trie) + trie.new_nodes(tree) > max_tokens:
             chunks.append(current)
             current, trie = [], _Trie()
