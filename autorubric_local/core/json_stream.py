@@ -147,15 +147,8 @@ class _Reader:
             if self.pending is None:
                 yield "element", value
             index += 1
-            self.space()
-            c = self.peek()
-            if c == "]":
-                self.pos += 1
+            if not self.another("]"):
                 return
-            if c != ",":
-                self.fail("Expecting ',' delimiter", self.pos)
-            self.pos += 1
-            self.space()
 
     def object(self, items_key: str | None) -> Iterator[tuple[str, Any]]:
         self.pos += 1  # "{"
@@ -180,16 +173,23 @@ class _Reader:
                 value = self.value((key,))
                 if self.pending is None:
                     yield "member", value
-            self.space()
-            c = self.peek()
-            if c == "}":
-                self.pos += 1
+            if not self.another("}"):
                 return
-            if c != ",":
-                self.fail("Expecting ',' delimiter", self.pos)
-            self.pos += 1
-            self.space()
             c = self.peek()
+
+    def another(self, close: str) -> bool:
+        """After a value in an array or object: past ``close`` (False, the container ended) or
+        past ``,`` and the space after it (True, another value follows)."""
+        self.space()
+        c = self.peek()
+        if c == close:
+            self.pos += 1
+            return False
+        if c != ",":
+            self.fail("Expecting ',' delimiter", self.pos)
+        self.pos += 1
+        self.space()
+        return True
 
     # ---- values ----------------------------------------------------------------------------
 

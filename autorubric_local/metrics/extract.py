@@ -445,7 +445,7 @@ def _align_ordered(
     """
     state = _Pairing(AlignedData(item_ids=[], criteria=[]), judge, ca, na, score_of, scoring)
     last = -1
-    failure: Exception | None = None
+    failure: InputError | None = None
     for r in results:
         if 0 <= r.item_idx < last:
             raise _OutOfOrder  # or repeated from earlier: told apart in the given order
@@ -454,7 +454,7 @@ def _align_ordered(
         if failure is None:
             try:
                 state.add(r, dataset)
-            except Exception as exc:  # noqa: BLE001 - raised below once every item is validated
+            except InputError as exc:  # raised below once every item is validated
                 failure = exc
     if failure is not None:
         raise failure
