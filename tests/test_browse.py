@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import select
 import signal
 import sqlite3
 import subprocess
@@ -207,7 +208,8 @@ def served(db_path: Path, tmp_path: Path) -> Iterator[str]:
     process = subprocess.Popen([sys.executable, "-m", "autorubric_local.cli", "browse", str(copy), "--port", "0"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        line = process.stdout.readline() if process.stdout else ""
+        ready, _, _ = select.select([process.stdout], [], [], 120)
+        line = process.stdout.readline() if ready and process.stdout else ""
         match = re.search(r"at (http://\S+) ", line)
         assert match, f"no URL in {line!r}; stderr: {process.stderr.read() if process.stderr else ''}"
         yield match.group(1)

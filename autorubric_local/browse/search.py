@@ -23,7 +23,11 @@ TOKENIZE = "porter"
 
 def index_text(db: sqlite_utils.Database) -> dict[str, int]:
     """Create the full-text indexes of :data:`SEARCHED_COLUMNS` where missing, rebuild them
-    where present, in one write transaction; return table -> rows indexed.
+    where present, one write transaction per table (a writer grading into the same file waits
+    for one table at a time); return table -> rows indexed.
+
+    About 20 s for 10^5 items and 10^6 judgments with 30-word explanations on 2 CPU cores,
+    within the 30 s a grading writer waits for the lock (``store.transaction``).
 
     Raises
     ------
@@ -31,8 +35,8 @@ def index_text(db: sqlite_utils.Database) -> dict[str, int]:
         ``database is locked`` when another writer holds the lock past the busy timeout.
     """
     indexed = {}
-    with write_transaction(db):
-        for name, columns in SEARCHED_COLUMNS.items():
+    for name, columns in SEARCHED_COLUMNS.items():
+        with write_transaction(db):
             table = db.table(name)
             existed = db[f"{name}_fts"].exists()
             table.enable_fts(list(columns), tokenize=TOKENIZE, replace=True)

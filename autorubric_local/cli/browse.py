@@ -31,6 +31,8 @@ def browse(db_path: Path, host: str, port: int) -> None:
 
         autorubric-local browse results.sqlite --port 8001
     """
+    import sqlite3
+
     from autorubric_local.browse import browse_metadata, index_text, listen, require_datasette, serve
     from autorubric_local.browse.server import database_name
     from autorubric_local.core.errors import AutorubricError
@@ -41,10 +43,12 @@ def browse(db_path: Path, host: str, port: int) -> None:
         try:
             indexed = index_text(store.db)
             metadata = browse_metadata(store.db, database_name(db_path))
+        except sqlite3.Error as exc:  # a writer held the lock past the busy timeout
+            raise click.ClickException(f"{db_path}: cannot build the search indexes: {exc}") from None
         finally:
             store.close()
         sock = listen(host, port)
-        click.echo(f"search indexes rebuilt: {', '.join(f'{n} {t}' for t, n in indexed.items())} rows", err=True)
+        click.echo(f"full-text search over {', '.join(f'{n} {t}' for t, n in indexed.items())} (indexed now)", err=True)
         serve(db_path, metadata, sock, on_ready=lambda url: click.echo(f"Serving {db_path} at {url} (Ctrl-C to stop)"))
     except AutorubricError as e:
         raise fail(e) from None
