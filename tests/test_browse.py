@@ -293,3 +293,10 @@ def test_facets_and_a_canned_query_in_a_headless_browser(served: str, tmp_path: 
     finally:
         driver.quit()
     assert (shots / "browse.png").stat().st_size > 0
+
+
+def test_a_missing_database_is_a_clean_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["browse", str(tmp_path / "none.sqlite")])
+    assert result.exit_code == 1
+    assert "none.sqlite: no such results database" in result.output
+    assert not (tmp_path / "none.sqlite").exists()
