@@ -157,10 +157,11 @@ def browse_metadata(db: sqlite_utils.Database, database_name: str) -> dict[str, 
     get facets but no title.
     """
     tables: dict[str, Any] = {}
-    for name in [*db.table_names(), *db.view_names()]:
+    views = set(db.view_names())
+    for name in [*db.table_names(), *sorted(views)]:
         if name.endswith("_fts") or "_fts_" in name:
             continue
-        columns = [c.name for c in (db.view(name) if name in db.view_names() else db.table(name)).columns]
+        columns = [c.name for c in (db.view(name) if name in views else db.table(name)).columns]
         entry: dict[str, Any] = {"facets": facets(columns)}
         if name in DESCRIPTIONS:
             entry["title"], entry["description"] = DESCRIPTIONS[name]
