@@ -21,7 +21,7 @@ trap 'rm -rf "$work"' EXIT
 py="$work/venv/bin/python"
 echo "scripts/check_latest.sh: installing the latest allowed versions into $work/venv"
 "$py" -m pip install -q --disable-pip-version-check torch==2.13.0
-"$py" -m pip install -q --disable-pip-version-check ".[test,hosted]" torch==2.13.0
+"$py" -m pip install -q --disable-pip-version-check ".[test,hosted,browse]" torch==2.13.0
 
 echo "scripts/check_latest.sh: versions that differ from scripts/constraints.txt:"
 "$py" -m pip freeze --disable-pip-version-check | "$py" -c '

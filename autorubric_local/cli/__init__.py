@@ -9,6 +9,7 @@ import click
 # stays the module.
 from autorubric_local.cli import (
     backends,
+    browse,
     calibrate,
     estimate,
     export,
@@ -49,3 +50,4 @@ main.add_command(export.export)
 main.add_command(report.report)
 main.add_command(estimate.estimate)
 main.add_command(label.label)
+main.add_command(browse.browse)
