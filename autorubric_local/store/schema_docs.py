@@ -59,7 +59,7 @@ TABLES: dict[str, str] = {
 """Table and view name -> what one row is."""
 
 _RUN_ID = "The run (`runs.id`)."
-_ITEM_ID = "The item's id (from the data, or its position)."
+_ITEM_ID = "The item's id from the data, or `item-<run-wide index>`."
 _CRITERION_INDEX = "0-based index of the criterion in rubric order."
 _CRITERION_NAME = "The criterion's name, or `criterion <1-based index>`."
 _JUDGE_ID = "The judge's id in the panel."
@@ -95,8 +95,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "rubric_json": "The rubric as JSON.",
         "data_path": "The data file graded.",
         "package_version": _PACKAGE_VERSION,
-        "content_hash": "`sha256:v1:<hex>` of the run's rubric, judges, settings and items; a resume must match "
-        "it (migration 2).",
+        "content_hash": "`sha256:v1:<hex>` of the items' hashes and the grader's description (every setting "
+        "that changes verdicts or scores); a resume must match it (migration 2).",
         "dataset_json": "The dataset header as JSON (migration 2).",
         "total_items": "Items in the run (migration 2).",
         "wall_seconds": "Wall time, seconds, summed over the sessions of a resumed run (migration 2).",
@@ -117,7 +117,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "cached_tokens": _CACHED_TOKENS + " Summed over the item's judgments.",
         "item_json": "The whole data item as JSON (migration 2).",
         "ground_truth_json": "The item's ground truth (human labels from the data) as JSON (migration 2).",
-        "item_hash": "Hash of the item's content, so that a resume sees a changed item (migration 2).",
+        "item_hash": "`sha256:v1:<hex>` of what the judge sees and the row's key: key, submission, query, "
+        "reference and rubric; ground truth is left out (migration 2).",
         "report_json": "The item's full report as JSON; NULL while the item is pending (migration 2).",
         "engine_seconds": "Engine time spent on the item, seconds (migration 2).",
         "judgment_count": "Judgments written for the item (migration 2).",
@@ -129,9 +130,10 @@ COLUMNS: dict[str, dict[str, str]] = {
         "criterion_index": _CRITERION_INDEX,
         "criterion_name": _CRITERION_NAME,
         "judge_id": _JUDGE_ID,
-        "model_id": "The judge's model (preset name, folder, GGUF file or Hugging Face id).",
-        "permutation_index": "Which option order this judgment saw (0 = the rubric's order).",
-        "shuffle_order_json": "JSON list: shown position -> original option index; NULL when not shuffled.",
+        "model_id": "The model as the judge's engine names it (`engine.model_id`).",
+        "permutation_index": "Which option order of the criterion this judgment saw (0 unless permutations are "
+        "cyclic).",
+        "shuffle_order_json": "JSON list: shown position -> original option index; NULL for binary criteria.",
         "verdict": "Binary criteria: `MET`, `UNMET` or `CANNOT_ASSESS`; NULL on error.",
         "selected_index": "Multi-choice criteria: the original index of the chosen option.",
         "selected_label": "Multi-choice criteria: the chosen option's label.",
