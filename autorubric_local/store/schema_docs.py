@@ -311,7 +311,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "criterion_name": _CRITERION_NAME,
         "requirement": "The criterion's requirement text.",
         "weight": "The criterion's weight (negative for a penalty).",
-        "scale_type": "`binary` for criteria without options, else the criterion's `scale_type` (`ordinal` or `nominal`).",
+        "scale_type": "`binary` for criteria without options, else the criterion's `scale_type` (`ordinal` or "
+        "`nominal`).",
         "verdict": "Final binary verdict: `MET`, `UNMET` or `CANNOT_ASSESS`.",
         "selected_index": "Final multi-choice answer: original index of the option.",
         "selected_label": "Final multi-choice answer: the option's label.",
@@ -472,5 +473,6 @@ def database_reference(db: sqlite_utils.Database | None = None) -> str:
             if pks != ["rowid"]:
                 lines += [f"Primary key: {', '.join(f'`{pk}`' for pk in pks)}.", ""]
         lines += ["| column | type | meaning |", "| --- | --- | --- |"]
-        lines += [f"| `{column}` | {kind_of or 'expression'} | {COLUMNS[name][column]} |" for column, kind_of in columns]
+        lines += [f"| `{column}` | {declared or 'expression'} | {COLUMNS[name][column]} |"
+                  for column, declared in columns]
     return "\n".join(lines) + "\n"
