@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from example_workload import LONG_ITEM_IDS, example_items
+from example_workload import LONG_ITEM_IDS, example_items, example_reference
 
 from autorubric_local.engine import GenerateRequest, ScoreRequest
 from autorubric_local.graders.planning import plan_tasks
@@ -99,9 +99,12 @@ def pair(request: pytest.FixtureRequest) -> tuple[str, Any, Any]:
 
 @pytest.fixture(scope="module")
 def reference(pair: tuple[str, Any, Any]) -> list[Any]:
-    """The transformers backend's scores of the workload, shared by the tests that compare with it."""
+    """The transformers backend's scores of the workload, shared by the tests that compare with it
+    (and with the vLLM suite: :func:`example_workload.example_reference`)."""
     name, _, transformers = pair
-    return transformers.score(workload(transformers, name)[1])
+    shared = example_reference(name, transformers)
+    assert list(shared.requests) == workload(transformers, name)[1]
+    return list(shared.scores)
 
 
 def workload(engine: Any, name: str) -> tuple[list[Any], list[ScoreRequest]]:

@@ -106,11 +106,15 @@ def reference_scores(engine: Any, request: ScoreRequest) -> tuple[tuple[float, .
     first: dict[int, float] = {}
     for label in request.labels:
         prompt_ids, label_ids = reference_ids(engine.tokenizer, request.prefix + request.suffix, label)
+        # logits_to_keep: the model's own option to compute the LM head only at the last
+        # len(label_ids) positions, the ones that predict the label (Gemma's 262k-token head over
+        # every prompt position cost more than the rest of the forward). Same masks, no cache.
         with torch.inference_mode():
-            out = engine.model(input_ids=torch.tensor([prompt_ids + label_ids[:-1]])).logits[0].float().log_softmax(-1)
-        start = len(prompt_ids) - 1
-        logprobs.append(sum(out[start + j, t].item() for j, t in enumerate(label_ids)))
-        first[label_ids[0]] = out[start, label_ids[0]].item()
+            out = engine.model(input_ids=torch.tensor([prompt_ids + label_ids[:-1]]),
+                               logits_to_keep=len(label_ids)).logits[0].float().log_softmax(-1)
+        assert out.shape[0] == len(label_ids)
+        logprobs.append(sum(out[j, t].item() for j, t in enumerate(label_ids)))
+        first[label_ids[0]] = out[0, label_ids[0]].item()
     return tuple(logprobs), 1.0 - sum(math.exp(v) for v in first.values())
 
 
@@ -165,7 +169,7 @@ def reference_decode(engine: Any, grammar: Any, request: GenerateRequest) -> lis
     guide = grammar.new_guide()
     out: list[int] = []
     with torch.inference_mode():
-        step = engine.model(input_ids=torch.tensor([ids]), use_cache=True)
+        step = engine.model(input_ids=torch.tensor([ids]), use_cache=True, logits_to_keep=1)
         while len(out) < request.max_new_tokens and not guide.is_finished():
             out.append(grammar.choose(guide, step.logits[0, -1]))
             step = engine.model(input_ids=torch.tensor([[out[-1]]]), past_key_values=step.past_key_values,
