@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis_profiles import examples
 from hypothesis import strategies as st
 
 from autorubric_local.core.errors import InputError
@@ -1379,7 +1380,7 @@ def _strategies_for(criterion: Criterion) -> tuple[str, ...]:
 
 
 PROPERTY_SETTINGS = settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
