@@ -35,8 +35,8 @@ from collections.abc import Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis_profiles import examples
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.reports import JudgeVote, MultiChoiceJudgeVote

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis_profiles import examples
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from test_token_cuts import SEAM_TEXT, gemma_style_tokenizer, real_tokenizer
 
 from autorubric_local.engine.direct_encode import direct_encoder

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from hypothesis_profiles import examples
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from test_engine_transformers import (
     BINARY,
     CHOICE4,

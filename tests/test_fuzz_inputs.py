@@ -27,8 +27,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
-from hypothesis_profiles import examples
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.bias import sweep as bias_sweep
 from autorubric_local.cli import main

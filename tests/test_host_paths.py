@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import sqlite_utils
 from hypothesis import HealthCheck, given, settings
-from hypothesis_profiles import examples
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.engine.transformers.packing import _greedy_chunks, chunk_trie
 from autorubric_local.store.runs import _replace_rows

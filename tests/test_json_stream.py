@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis_profiles import examples
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.core import json_stream
 from autorubric_local.core.checks import decode_utf8, parse_json

@@ -4,8 +4,8 @@ order and batch composition, and cyclic rotations show every option at every pos
 from __future__ import annotations
 
 from hypothesis import given, settings
-from hypothesis_profiles import examples
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.engine import ScriptedEngine

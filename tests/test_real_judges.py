@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
-from hypothesis_profiles import examples
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.engine import GenerateRequest, ScoreRequest

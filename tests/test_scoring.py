@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 from hypothesis import given, settings
-from hypothesis_profiles import examples
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.core.reports import (
     CriterionReport,
