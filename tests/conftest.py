@@ -224,8 +224,10 @@ def _own_source(function: Any) -> str:
 
 def _reachable_source(function: Any, seen: set[Any]) -> str:
     """Source of ``function`` and of every test-suite function it calls by a global name, transitively."""
+    if not inspect.isfunction(function):
+        return ""
     function = inspect.unwrap(function)
-    if function in seen or not inspect.isfunction(function):
+    if function in seen:
         return ""
     seen.add(function)
     source = _own_source(function)
