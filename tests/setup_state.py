@@ -41,16 +41,24 @@ def has_run(script: str, root: Path = ROOT, venv: Path | None = None) -> bool:
     return any(stamp_dir(script, root, venv).glob(STAMPS[script][1]))
 
 
-def missing(what: str, script: str, *, root: Path = ROOT, venv: Path | None = None,
-            environ: Mapping[str, str] | None = None, allow_module_level: bool = False) -> NoReturn:
-    """Skip, or fail once ``scripts/<script>`` has run or under ``CI``: ``what`` is missing."""
+def must_fail(script: str, *, root: Path = ROOT, venv: Path | None = None,
+              environ: Mapping[str, str] | None = None) -> str | None:
+    """Why a missing ``scripts/<script>`` set-up is a failure here (``CI`` or its stamp), or None."""
     if script not in STAMPS:
         raise KeyError(f"unknown set-up script {script!r}; known: {sorted(STAMPS)}")
     environ = os.environ if environ is None else environ
-    message = f"{what}: run scripts/{script}"
     if environ.get("CI"):
-        pytest.fail(f"{message} (CI is set)", pytrace=False)
+        return "CI is set"
     if has_run(script, root, venv):
-        folder, pattern = STAMPS[script]
-        pytest.fail(f"{message} (it ran before: {stamp_dir(script, root, venv)}/{pattern} exists)", pytrace=False)
+        return f"it ran before: {stamp_dir(script, root, venv)}/{STAMPS[script][1]} exists"
+    return None
+
+
+def missing(what: str, script: str, *, root: Path = ROOT, venv: Path | None = None,
+            environ: Mapping[str, str] | None = None, allow_module_level: bool = False) -> NoReturn:
+    """Skip, or fail once ``scripts/<script>`` has run or under ``CI``: ``what`` is missing."""
+    message = f"{what}: run scripts/{script}"
+    reason = must_fail(script, root=root, venv=venv, environ=environ)
+    if reason is not None:
+        pytest.fail(f"{message} ({reason})", pytrace=False)
     pytest.skip(message, allow_module_level=allow_module_level)
