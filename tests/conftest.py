@@ -200,14 +200,13 @@ SOURCE_MARKERS = {
     "vllm": re.compile(r"\brequire_vllm_venv\("),
     "llamacpp": re.compile(r"\brequire_llama_cpp\(|\brequire_server_extras\("),
     "browser": re.compile(r"\brequire_browser\("),
-    "subprocess": re.compile(r"\bsubprocess\.|\bPopen\(|\bmultiprocessing\b|\bos\.fork\("),
+    "subprocess": re.compile(r"\bsubprocess\.(?:run|call|check_call|check_output)\(|\bPopen\("
+                             r"|\bmultiprocessing\.\w+\(|\bos\.fork\("),
 }
 """Marker -> pattern searched in the source of a test, its fixtures and the test-suite helpers they call."""
 
 _TESTS_DIR = Path(__file__).resolve().parent
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
-
-
 _SOURCES: dict[Any, str] = {}
 
 
