@@ -13,12 +13,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import inspect  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
+from hypothesis_profiles import load as load_hypothesis_profile  # noqa: E402
+
+load_hypothesis_profile()
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -135,7 +140,7 @@ def tiny_engine(tiny_model: TinyModel) -> Any:
 
 
 def _real_judge(preset: str, install: str) -> Any:
-    """A real judge preset loaded as the library loads it (CPU, one thread); skipped if not installed."""
+    """A real judge preset loaded as the library loads it (CPU, one thread); missing: tests/setup_state.py."""
     from autorubric_local.core.errors import ModelNotFoundError
     from autorubric_local.judges.config import LLMConfig
     from autorubric_local.judges.engines import load_engine
@@ -143,7 +148,9 @@ def _real_judge(preset: str, install: str) -> Any:
     try:
         engine = load_engine(LLMConfig(model=preset, device="cpu", backend="transformers"))
     except ModelNotFoundError as exc:
-        pytest.skip(f"{preset} weights not installed ({install}): {exc}")
+        from setup_state import missing
+
+        missing(f"{preset} weights not installed ({install}): {exc}", "setup.sh")
     import torch
 
     # Torch defaults to every core; on a busy 2-core machine one thread is several times faster.
@@ -178,3 +185,81 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_model: Any) ->
     config["max_position_embeddings"] = 4096
     config_file.write_text(json.dumps(config), encoding="utf-8")
     return folder
+
+
+# ------------------------------------------------------------------------------------ test tiers
+# Markers are derived here from what a test needs, so they cannot drift from the test's body:
+# a fixture it uses, a requirement helper it (or a helper it calls) calls, or Hypothesis' own
+# flag. Whole-file categories (Ray, the wheel) set ``pytestmark`` in their file instead.
+# The tiers are documented in docs/contributing.md.
+
+FIXTURE_MARKERS = {"smollm2_engine": "slow", "gemma_engine": "slow"}
+"""Fixture name -> marker added to every test that uses it (directly or through another fixture)."""
+
+SOURCE_MARKERS = {
+    "vllm": re.compile(r"\brequire_vllm_venv\("),
+    "llamacpp": re.compile(r"\brequire_llama_cpp\(|\brequire_server_extras\("),
+    "browser": re.compile(r"\brequire_browser\("),
+    "subprocess": re.compile(r"\bsubprocess\.(?:run|call|check_call|check_output)\(|\bPopen\("
+                             r"|\bmultiprocessing\.\w+\(|\bos\.fork\("),
+}
+"""Marker -> pattern searched in the source of a test, its fixtures and the test-suite helpers they call."""
+
+_TESTS_DIR = Path(__file__).resolve().parent
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\(")
+_SOURCES: dict[Any, str] = {}
+
+
+def _own_source(function: Any) -> str:
+    """``function``'s source if it is defined under tests/, else ''; read once per function."""
+    if function not in _SOURCES:
+        try:
+            inside = Path(inspect.getsourcefile(function) or "").resolve().is_relative_to(_TESTS_DIR)
+            _SOURCES[function] = inspect.getsource(function) if inside else ""
+        except (OSError, TypeError):
+            _SOURCES[function] = ""
+    return _SOURCES[function]
+
+
+def _reachable_source(function: Any, seen: set[Any]) -> str:
+    """Source of ``function`` and of every test-suite function it calls by a global name, transitively."""
+    if not inspect.isfunction(function):
+        return ""
+    function = inspect.unwrap(function)
+    if function in seen:
+        return ""
+    seen.add(function)
+    source = _own_source(function)
+    if not source:
+        return ""
+    parts = [source]
+    for name in set(_CALL.findall(source)):
+        callee = function.__globals__.get(name)
+        if callee is not None:
+            parts.append(_reachable_source(callee, seen))
+    return "\n".join(parts)
+
+
+def tier_markers(item: pytest.Item) -> set[str]:
+    """The tier markers ``item`` earns from its fixtures, its source and Hypothesis."""
+    markers = {FIXTURE_MARKERS[name] for name in getattr(item, "fixturenames", ()) if name in FIXTURE_MARKERS}
+    function = getattr(item, "function", None)
+    if function is None:
+        return markers
+    if getattr(function, "is_hypothesis_test", False):
+        markers.add("fuzz")
+    seen: set[Any] = set()
+    sources = [_reachable_source(function, seen)]
+    fixture_info = getattr(item, "_fixtureinfo", None)
+    for name in getattr(item, "fixturenames", ()):
+        for fixture_def in (fixture_info.name2fixturedefs.get(name, ()) if fixture_info else ()):
+            sources.append(_reachable_source(fixture_def.func, seen))
+    text = "\n".join(sources)
+    markers.update(marker for marker, pattern in SOURCE_MARKERS.items() if pattern.search(text))
+    return markers
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for marker in sorted(tier_markers(item)):
+            item.add_marker(marker)

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.reports import JudgeVote, MultiChoiceJudgeVote
@@ -1379,7 +1380,7 @@ def _strategies_for(criterion: Criterion) -> tuple[str, ...]:
 
 
 PROPERTY_SETTINGS = settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 

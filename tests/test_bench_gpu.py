@@ -29,7 +29,9 @@ def test_the_cpu_smoke_run_writes_a_cpu_table(tmp_path: Path, capsys: pytest.Cap
     try:
         bench_gpu.judge_tokenizer()
     except ModelNotFoundError:
-        pytest.skip("the SmolLM2 judge is not installed (its tokenizer is the benchmark's)")
+        from setup_state import missing
+
+        missing("the SmolLM2 judge is not installed (its tokenizer is the benchmark's)", "setup.sh")
     out = tmp_path / "bench_smoke.txt"
     assert bench_gpu.main(["--tiny", "--config", "llama-3.1-8b-instruct", "--items", "1", "--explanation-tokens", "2",
                            "--no-vllm", "--out", str(out)]) == 0

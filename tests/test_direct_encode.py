@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from test_token_cuts import SEAM_TEXT, gemma_style_tokenizer, real_tokenizer
 
 from autorubric_local.engine.direct_encode import direct_encoder
@@ -48,7 +49,7 @@ def test_the_backend_path_is_taken_for_fast_tokenizers(tokenizer: Any) -> None:
 
 
 @given(texts=st.lists(st.tuples(SEAM_TEXT, st.booleans()), min_size=1, max_size=6))
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_direct_equals_the_wrapper(tokenizer: Any, texts: list[tuple[str, bool]]) -> None:
     encode = direct_encoder(tokenizer)
     for text, split in texts:

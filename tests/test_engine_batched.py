@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from test_engine_transformers import (
     BINARY,
     CHOICE4,
@@ -425,7 +426,7 @@ def test_llm_config_max_batch_tokens_reaches_the_engine_and_the_hash_only_when_s
 
 
 @given(TREE_LISTS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 def test_trie_allowed_is_may_attend(trees) -> None:  # type: ignore[no-untyped-def]
     """The binary-lifting mask equals the reference rule, node by node."""
     row = pack_trie(3, trees)

@@ -286,7 +286,9 @@ def test_two_vllm_judges_share_memory_and_their_engine_cores_exit_on_release(tmp
         folders = {name: engines.ensure_converted(resolve_model(preset).path)
                    for name, preset in (("smollm2", "smollm2-135m-instruct"), ("gemma", "gemma3-270m"))}
     except ModelNotFoundError as exc:
-        pytest.skip(f"a real judge is not installed: {exc}")
+        from setup_state import missing
+
+        missing(f"a real judge is not installed: {exc}", "setup.sh")
     source, out = tmp_path / "in.json", tmp_path / "out.json"
     source.write_text(json.dumps([{"judge_id": "smollm2", "model": str(folders["smollm2"]), "prompt_format": "auto",
                                    "context_length": RELEASE_CONTEXT_TOKENS},

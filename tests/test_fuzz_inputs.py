@@ -28,6 +28,7 @@ import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.bias import sweep as bias_sweep
 from autorubric_local.cli import main
@@ -280,28 +281,28 @@ def case(draw: Callable[[Any], Any], bases: list[Any], suffixes: list[str]) -> C
 # ---------------------------------------------------------------------------- loader fuzzing
 
 
-@settings(FUZZ, max_examples=700)
+@settings(FUZZ, max_examples=examples(700))
 @given(case(RUBRICS, [".json", ".yaml", ".yml"]))
 def test_fuzz_rubric_files(generated: Case) -> None:
     data, suffix, fields = generated
     check_load(Rubric.from_file, write_case(data, suffix), fields)
 
 
-@settings(FUZZ, max_examples=550)
+@settings(FUZZ, max_examples=examples(550))
 @given(case([DATASET], [".json", ".jsonl"]))
 def test_fuzz_dataset_files(generated: Case) -> None:
     data, suffix, fields = generated
     check_load(RubricDataset.from_file, write_case(data, suffix), fields)
 
 
-@settings(FUZZ, max_examples=300)
+@settings(FUZZ, max_examples=examples(300))
 @given(case([SUBMISSIONS], [".jsonl", ".json", ".txt"]))
 def test_fuzz_cli_submissions_files(generated: Case) -> None:
     data, suffix, fields = generated
     check_load(lambda path: load_grading_data(path, RUBRIC_OBJECT), write_case(data, suffix), fields)
 
 
-@settings(FUZZ, max_examples=200)
+@settings(FUZZ, max_examples=examples(200))
 @given(case([DATASET], [".jsonl", ".json", ".txt"]), st.booleans())
 def test_fuzz_cli_dataset_files(generated: Case, with_rubric: bool) -> None:
     data, suffix, fields = generated
@@ -309,7 +310,7 @@ def test_fuzz_cli_dataset_files(generated: Case, with_rubric: bool) -> None:
     check_load(lambda path: load_grading_data(path, rubric), write_case(data, suffix), fields)
 
 
-@settings(FUZZ, max_examples=400)
+@settings(FUZZ, max_examples=examples(400))
 @given(case([PANEL], [".yaml", ".json"]))
 def test_fuzz_judge_panel_files(generated: Case) -> None:
     data, suffix, fields = generated
@@ -390,7 +391,7 @@ def bad_cli_run(draw: Callable[[Any], Any]) -> tuple[list[str], str]:
     return [*args, "--run", name], "--run"
 
 
-@settings(FUZZ, max_examples=60)
+@settings(FUZZ, max_examples=examples(60))
 @given(bad_cli_run())
 def test_fuzz_grade_refuses_bad_inputs_before_loading_a_judge(generated: tuple[list[str], str]) -> None:
     args, named = generated

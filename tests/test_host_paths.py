@@ -7,6 +7,7 @@ import pytest
 import sqlite_utils
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.engine.transformers.packing import _greedy_chunks, chunk_trie
 from autorubric_local.store.runs import _replace_rows
@@ -48,7 +49,7 @@ def _table(db: sqlite_utils.Database) -> None:
     db.execute("create table t (run_id text, item_id text, k integer, x, y, primary key (run_id, item_id, k))")
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ROWS, ROWS)
 def test_replace_rows_writes_what_insert_all_replace_writes(first, second) -> None:  # type: ignore[no-untyped-def]
     ours, theirs = sqlite_utils.Database(memory=True), sqlite_utils.Database(memory=True)

@@ -17,9 +17,7 @@ current setup_llamacpp.sh's stamp says they were installed.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import importlib.util
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,12 +54,9 @@ def require_server_extras() -> None:
     missing = [name for name in NEEDED if importlib.util.find_spec(name) is None]
     if not missing:
         return
-    script = (ROOT / "scripts" / "setup_llamacpp.sh").read_bytes()
-    stamp = ROOT / ".venv" / f".setup-llamacpp-{hashlib.sha256(script).hexdigest()[:16]}"
-    message = f"hosted-judge server tests need {missing}: run scripts/setup.sh and scripts/setup_llamacpp.sh"
-    if os.environ.get("CI") or stamp.exists():
-        pytest.fail(message)
-    pytest.skip(message)
+    from setup_state import missing as setup_missing
+
+    setup_missing(f"hosted-judge server tests need {missing} (scripts/setup.sh installs the rest)", "setup_llamacpp.sh")
 
 
 @pytest.fixture(scope="module")

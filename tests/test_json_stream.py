@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.core import json_stream
 from autorubric_local.core.checks import decode_utf8, parse_json
@@ -110,7 +111,7 @@ def outcome(load, *args) -> tuple[str, object]:  # type: ignore[no-untyped-def]
                                                    item.ground_truth) for item in dataset])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(ITEM, max_size=5), st.sampled_from([None, 2]), st.integers(0, 2), st.sampled_from([1, 7, 2**20]))
 def test_streaming_gives_what_parsing_the_whole_text_gives(
     tmp_path: Path, items: list[dict[str, object]], indent: int | None, cut: int, chunk: int
@@ -140,7 +141,7 @@ def test_streaming_gives_what_parsing_the_whole_text_gives(
         json_stream._CHUNK = usual
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(DATASET_ITEM, max_size=4), st.permutations(["name", "rubric", "items"]))
 def test_a_dataset_object_in_any_key_order_loads_as_parsed_whole(
     tmp_path: Path, items: list[dict[str, object]], order: list[str]

@@ -19,9 +19,7 @@ without it, failed under CI (``CI`` set) or once that script's stamp exists.
 
 from __future__ import annotations
 
-import glob
 import importlib.util
-import os
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +78,9 @@ def test_llamacpp_refuses_what_it_cannot_honour() -> None:
 def require_llama_cpp() -> None:
     if importlib.util.find_spec("llama_cpp") is not None:
         return
-    message = "llama-cpp-python is missing: run scripts/setup_llamacpp.sh"
-    if os.environ.get("CI") or glob.glob(str(ROOT / ".venv" / ".setup-llamacpp-*")):
-        pytest.fail(message)
-    pytest.skip(message)
+    from setup_state import missing
+
+    missing("llama-cpp-python is missing", "setup_llamacpp.sh")
 
 
 @pytest.fixture(scope="module", params=list(MODELS))

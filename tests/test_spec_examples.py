@@ -251,7 +251,9 @@ def test_001_quick_start_smollm2(capsys: pytest.CaptureFixture[str]) -> None:
     try:
         _check_quick_start("smollm2-135m-instruct", capsys)
     except ModelNotFoundError as exc:  # weights not installed
-        pytest.skip(f"smollm2-135m-instruct not installed: {exc}")
+        from setup_state import missing
+
+        missing(f"smollm2-135m-instruct not installed: {exc}", "setup.sh")
 
 
 def test_001_llm_config_options(tiny_model_dir: Path) -> None:

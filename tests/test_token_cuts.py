@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from autorubric_local.engine.chat_text import HFTextMixin, SeamError
 from autorubric_local.engine.token_cuts import join_pieces, last_cut, supports_cuts
@@ -84,7 +85,9 @@ def real_tokenizer(preset: str) -> Any:
     try:
         return gguf_tokenizer(resolve_model(preset).path)
     except ModelNotFoundError as exc:
-        pytest.skip(f"{preset} not installed: {exc}")
+        from setup_state import missing
+
+        missing(f"{preset} not installed: {exc}", "setup.sh")
 
 
 @pytest.fixture(scope="module", params=["byte_level", "gemma_style", "smollm2", "gemma3"])
@@ -156,7 +159,7 @@ def test_a_tokenizer_without_backend_is_refused() -> None:
 
 
 @given(head=SEAM_TEXT, data=SEAM_TEXT, after=SEAM_TEXT, tail=SEAM_TEXT, labels=LABELS)
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_fast_path_equals_one_call(
     engine: TextOnly, head: str, data: str, after: str, tail: str, labels: list[str]
 ) -> None:

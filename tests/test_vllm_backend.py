@@ -116,10 +116,9 @@ class Run:
 def require_vllm_venv() -> None:
     if VLLM_PYTHON.is_file():
         return
-    message = f"{VLLM_PYTHON} is missing: run scripts/setup_vllm.sh to build the vLLM (CPU) venv"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    from setup_state import missing
+
+    missing(f"{VLLM_PYTHON} is missing (the vLLM CPU venv)", "setup_vllm.sh")
 
 
 def worker_env() -> dict[str, str]:

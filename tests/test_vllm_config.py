@@ -413,7 +413,9 @@ def test_engine_args_reach_a_real_vllm_engine(tmp_path: Path) -> None:
     try:
         folder = ensure_converted(resolve_model("smollm2-135m-instruct").path)
     except ModelNotFoundError as exc:
-        pytest.skip(f"SmolLM2 is not installed (scripts/setup.sh): {exc}")
+        from setup_state import missing
+
+        missing(f"SmolLM2 is not installed: {exc}", "setup.sh")
     engine_args = {"max_num_seqs": 7, "max_num_batched_tokens": 1536, "block_size": 64}
     (tmp_path / "in.json").write_text(json.dumps({"model": str(folder), "engine_args": engine_args}), encoding="utf-8")
     require_vllm_memory({"smollm2": VLLM_ENGINE_BYTES["smollm2"]})
