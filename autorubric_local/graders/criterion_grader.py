@@ -175,7 +175,7 @@ class CriterionGrader:
         gives) and then an explanation of it. Reasoning first is the default because its
         verdicts agree with humans better: on AutoRubric's essay set SmolLM2-135M's kappa was
         0.48 [0.23, 0.67] reasoning first against 0.22 [-0.16, 0.53] verdict first
-        (``scripts/bench_validity.py``, README "Verdicts that carry signal"). Ignored in score
+        (``scripts/bench_validity.py``, docs/validity.md, "Verdicts that carry signal"). Ignored in score
         mode; implied by ``LLMConfig.thinking``.
     auto_na_option : bool, default False
         Give every multi-choice criterion an NA option the judge may pick.
