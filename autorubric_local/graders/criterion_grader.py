@@ -190,6 +190,8 @@ class CriterionGrader:
         The content-free submissions (default :data:`.contextual.CONTENT_FREE_INPUTS`:
         ``""``, ``"N/A"``, ``"[SUBMISSION]"``); only with ``contextual_calibration``.
 
+    Notes
+    -----
     Engines load on first use and stay until :meth:`release_engines`; vLLM judges of different
     engines split the device memory (:mod:`autorubric_local.judges.memory`; set shares over
     1.0 in all are an ``InputError`` here).
