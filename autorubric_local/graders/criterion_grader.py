@@ -134,6 +134,10 @@ def _describe_penalty(penalty: LengthPenalty | None) -> dict[str, Any] | None:
 class CriterionGrader:
     """Grades a submission criterion by criterion with local judges.
 
+    Engines load on first use and stay until :meth:`release_engines`; vLLM judges of different
+    engines split the device memory (:mod:`autorubric_local.judges.memory`; set shares over
+    1.0 in all are an ``InputError`` here).
+
     Parameters
     ----------
     llm_config : LLMConfig, optional
@@ -189,12 +193,6 @@ class CriterionGrader:
     content_free_inputs : sequence of str, optional
         The content-free submissions (default :data:`.contextual.CONTENT_FREE_INPUTS`:
         ``""``, ``"N/A"``, ``"[SUBMISSION]"``); only with ``contextual_calibration``.
-
-    Notes
-    -----
-    Engines load on first use and stay until :meth:`release_engines`; vLLM judges of different
-    engines split the device memory (:mod:`autorubric_local.judges.memory`; set shares over
-    1.0 in all are an ``InputError`` here).
     """
 
     def __init__(
