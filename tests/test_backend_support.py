@@ -75,7 +75,7 @@ def test_message_of_a_hosted_endpoint() -> None:
     assert str(refused.value) == (
         "LLMConfig.api_base is not supported by the auto (transformers or llamacpp) backend "
         "(got 'http://localhost:8000/v1'); "
-        "hosted and server judges need backend='hosted' (LiteLLM; README, \"Hosted and server judges\")"
+        "hosted and server judges need backend='hosted' (LiteLLM; docs/backends.md, \"Hosted and server judges\")"
     )
 
 

@@ -1,5 +1,5 @@
 """Hosted judges without a server: chat serialisation, label reading, response cache, thinking,
-rate limit, and how a hosted config loads (README, "Hosted and server judges")."""
+rate limit, and how a hosted config loads (docs/backends.md, "Hosted and server judges")."""
 
 from __future__ import annotations
 

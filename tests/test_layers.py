@@ -1,6 +1,6 @@
 """The package's rooms and their one-way doors, read statically (ast; nothing is imported).
 
-The layer order is declared once, in the README's "Architecture" table: a module may import
+The layer order is declared once, in the "Architecture" table of docs/how-it-works.md: a module may import
 modules of its own room or of a room listed above it, never one listed below it. Every import
 counts, including imports inside functions and under ``TYPE_CHECKING``. The import graph must
 have no cycle, and no module may import the package root (the public facade). Each failure
@@ -67,7 +67,7 @@ def imports_of(root: Path, package: str) -> list[Import]:
 
 
 def declared_layers(readme: Path) -> list[str]:
-    """Rooms in layer order, from the README's Architecture table (``| n | `room` | ...``)."""
+    """Rooms in layer order, from the Architecture table (``| n | `room` | ...``)."""
     text = readme.read_text(encoding="utf-8")
     section = text.split("## Architecture", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^\|\s*\d+\s*\|\s*`([a-z_]+)/?`", section, flags=re.MULTILINE)
@@ -135,15 +135,15 @@ def cycles(imports: list[Import]) -> list[list[Import]]:
 # ------------------------------------------------------------------------ the package itself
 
 
-def test_readme_declares_every_room_once() -> None:
-    layers = declared_layers(REPO / "README.md")
+def test_docs_declare_every_room_once() -> None:
+    layers = declared_layers(REPO / "docs" / "how-it-works.md")
     rooms = {room_of(m, PACKAGE) for m in module_files(REPO, PACKAGE)} - {None}
     assert len(layers) == len(set(layers)), f"a room is listed twice: {layers}"
-    assert set(layers) == rooms, f"README lists {sorted(layers)}, the package has {sorted(rooms)}"
+    assert set(layers) == rooms, f"docs/how-it-works.md lists {sorted(layers)}, the package has {sorted(rooms)}"
 
 
 def test_no_import_reaches_a_higher_layer_or_the_root() -> None:
-    layers = declared_layers(REPO / "README.md")
+    layers = declared_layers(REPO / "docs" / "how-it-works.md")
     problems = layer_violations(imports_of(REPO, PACKAGE), layers, PACKAGE)
     assert not problems, "imports against the declared layer order:\n" + "\n".join(problems)
 

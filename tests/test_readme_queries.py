@@ -1,4 +1,4 @@
-"""The README's example SQL queries ("Querying results in SQL") run on a database written by a
+"""The example SQL queries of docs/results.md ("Querying results in SQL") run on a database written by a
 real runner run of a two-judge ensemble (ScriptedEngines that disagree on purpose), and give
 what the same question answered in Python from the stored rows gives."""
 
@@ -21,11 +21,11 @@ from autorubric_local.runner import EvalConfig, EvalRunner
 sys.path.insert(0, str(Path(__file__).parent))
 import crash_worker  # noqa: E402
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "docs" / "results.md"  # moved from the README (issue 31)
 
 
 def readme_queries() -> list[str]:
-    section = README.read_text(encoding="utf-8").split("### Querying results in SQL", 1)[1].split("\n#", 1)[0]
+    section = README.read_text(encoding="utf-8").split("## Querying results in SQL", 1)[1].split("\n#", 1)[0]
     return re.findall(r"```sql\n(.*?)```", section, flags=re.S)
 
 

@@ -14,7 +14,7 @@ Requests are split into a ``prefix`` (everything an item shares across criteria:
 query, reference, submission) and a ``suffix`` (criterion, options, assistant opener). The
 prompt of a request is the token sequence ``tokens(prefix) + tokens(suffix)``; an engine may
 compute a shared prefix once and reuse its key/value cache for every suffix, which is what makes
-batched judging cheap (README, "How it works").
+batched judging cheap (docs/how-it-works.md).
 
 A user can plug in another backend by implementing this protocol (see ``ScriptedEngine`` in
 ``autorubric_local.engine.scripted`` for a minimal one) and passing it as

@@ -134,6 +134,10 @@ def _describe_penalty(penalty: LengthPenalty | None) -> dict[str, Any] | None:
 class CriterionGrader:
     """Grades a submission criterion by criterion with local judges.
 
+    Engines load on first use and stay until :meth:`release_engines`; vLLM judges of different
+    engines split the device memory (:mod:`autorubric_local.judges.memory`; set shares over
+    1.0 in all are an ``InputError`` here).
+
     Parameters
     ----------
     llm_config : LLMConfig, optional
@@ -175,7 +179,7 @@ class CriterionGrader:
         gives) and then an explanation of it. Reasoning first is the default because its
         verdicts agree with humans better: on AutoRubric's essay set SmolLM2-135M's kappa was
         0.48 [0.23, 0.67] reasoning first against 0.22 [-0.16, 0.53] verdict first
-        (``scripts/bench_validity.py``, README "Verdicts that carry signal"). Ignored in score
+        (``scripts/bench_validity.py``, docs/validity.md, "Verdicts that carry signal"). Ignored in score
         mode; implied by ``LLMConfig.thinking``.
     auto_na_option : bool, default False
         Give every multi-choice criterion an NA option the judge may pick.
@@ -189,10 +193,6 @@ class CriterionGrader:
     content_free_inputs : sequence of str, optional
         The content-free submissions (default :data:`.contextual.CONTENT_FREE_INPUTS`:
         ``""``, ``"N/A"``, ``"[SUBMISSION]"``); only with ``contextual_calibration``.
-
-    Engines load on first use and stay until :meth:`release_engines`; vLLM judges of different
-    engines split the device memory (:mod:`autorubric_local.judges.memory`; set shares over
-    1.0 in all are an ``InputError`` here).
     """
 
     def __init__(

@@ -1,6 +1,6 @@
 """Judge prompts, laid out for prefix sharing.
 
-Layout (README, "How it works"): ``[system][query][reference][submission]`` is the
+Layout (docs/how-it-works.md): ``[system][query][reference][submission]`` is the
 *prefix*, identical for every criterion of an item; ``[criterion + options][answer format]``
 then the chat template's turn switch and the opening of the JSON answer is the *suffix*.
 The chat template is rendered once with a sentinel where the criterion goes and split there, so

@@ -258,7 +258,7 @@ def choose_backend(config: LLMConfig, resolved: ResolvedModel) -> str:
     """The backend that runs ``config``'s model: ``config.backend`` unless it is ``"auto"``.
 
     ``"auto"``: the preset's ``backend`` when it names one (the bundled SmolLM2 and Gemma
-    presets name ``"transformers"``; README, "GGUF judges on llama.cpp"); else the registered
+    presets name ``"transformers"``; docs/judges.md, "GGUF judges on llama.cpp"); else the registered
     auto candidate of lowest rank that claims the model (:mod:`.backends.registry`): built in,
     ``"llamacpp"`` for a GGUF file when llama-cpp-python is installed
     (``scripts/setup_llamacpp.sh``), which runs the file as stored, without the float32 copy (a

@@ -1,7 +1,7 @@
 """AutoRubric's client API: ``LLMClient``, ``generate``, ``GenerateResult``, ``ThinkingConfig``.
 
 :class:`LLMClient` serves hosted and server models through LiteLLM
-(:class:`autorubric_local.engine.hosted_client.LLMClient`, README "Hosted and server judges")
+(:class:`autorubric_local.engine.hosted_client.LLMClient`, docs/backends.md, "Hosted and server judges")
 and local models in this process (:class:`autorubric_local.engine.local_client.LocalClient`):
 which one is chosen from the config (:func:`is_local`). :func:`generate` is the one-shot form.
 LiteLLM and the local model are loaded on the first call, not here.

@@ -23,7 +23,7 @@ CAPABILITIES = {
 }
 """Capabilities a backend may declare (:attr:`Backend.capabilities`), with what each means."""
 
-HOSTED_ONLY = "hosted and server judges need backend='hosted' (LiteLLM; README, \"Hosted and server judges\")"
+HOSTED_ONLY = "hosted and server judges need backend='hosted' (LiteLLM; docs/backends.md, \"Hosted and server judges\")"
 
 REFUSAL_REASONS: dict[str, str] = {
     "timeout": f"a local judge runs in this process, there is no request to time out; {HOSTED_ONLY}",
