@@ -101,6 +101,7 @@ def test_secrets_are_never_shown() -> None:
         ("vllm", "max_packed_tokens", 512, "it schedules its own batches"),
         ("llamacpp", "max_batch_tokens", 4096, "it schedules its own batches"),
         ("llamacpp", "dtype", "float32", "computes in the GGUF's own (quantised) types"),
+        ("hosted", "dtype", "float32", "the server computes in its own types"),
     ],
 )
 def test_settings_of_the_other_backend_are_refused(backend: str, field: str, value: Any, hint: str) -> None:

@@ -22,8 +22,12 @@ BACKEND = Backend(
     name="hosted",
     load=load,
     description="a hosted API or an OpenAI-compatible server, through LiteLLM (the model string as LiteLLM's)",
-    unsupported=refusing("gpu_memory_utilization", "engine_args", "max_packed_tokens", "max_batch_tokens", "dtype",
-                         "prompt_format"),
+    unsupported={
+        **refusing("gpu_memory_utilization", "engine_args", "max_packed_tokens", "max_batch_tokens", "dtype",
+                   "prompt_format"),
+        # the shared table's dtype reason is llama.cpp's (quantised GGUF types), wrong for a server
+        "dtype": "the server computes in its own types; a hosted judge cannot set them",
+    },
     resolves_model=False,
     local=False,
 )
