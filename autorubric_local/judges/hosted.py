@@ -42,7 +42,7 @@ def is_local(config: LLMConfig) -> bool:
     ``LLMConfig(model="openai/gpt-4.1-mini")`` stays a hosted call.
     """
     if config.engine is not None:
-        return getattr(config.engine, "backend_name", None) != "hosted"
+        return not config.engine.capabilities.hosted
     if config.backend != "auto":
         from autorubric_local.judges.backends.registry import backend_named
 

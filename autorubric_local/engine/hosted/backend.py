@@ -46,6 +46,7 @@ from autorubric_local.engine.base import (
     LabelScores,
     ScoreRequest,
 )
+from autorubric_local.engine.capabilities import EngineCapabilities
 from autorubric_local.engine.hosted.chat import format_chat, parse_chat
 from autorubric_local.engine.hosted_client import LLMClient, ResponseParseError
 from autorubric_local.engine.hosted.labels import (
@@ -89,7 +90,7 @@ class HostedEngine:
         providers that refuse ``logprobs``.
     """
 
-    backend_name = "hosted"
+    capabilities = EngineCapabilities("hosted")
     prompt_format = "chat"
 
     def __init__(self, client: LLMClient, model_id: str | None = None, top_logprobs: int = TOP_LOGPROBS) -> None:
