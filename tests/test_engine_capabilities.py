@@ -79,7 +79,7 @@ def test_an_engine_not_declaring_whole_prompt_tokens_is_never_asked_for_them() -
 
 
 def test_a_declared_hosted_engine_is_not_local() -> None:
-    from autorubric_local.judges.hosted import is_local
+    from autorubric_local.client.api import is_local
 
     assert is_local(LLMConfig(model="x", engine=ScriptedEngine()))
     assert not is_local(LLMConfig(model="x", engine=ScriptedEngine(capabilities=EngineCapabilities("hosted"))))

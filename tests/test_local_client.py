@@ -21,10 +21,10 @@ from autorubric_local.engine.constrained import (
     RegexGrammar,
     read_generated,
 )
-from autorubric_local.engine.hosted_client import ResponseParseError
-from autorubric_local.engine.local_client import LocalClient, schema_regex
+from autorubric_local.engine.hosted.client import ResponseParseError
+from autorubric_local.client.local import LocalClient, schema_regex
 from autorubric_local.judges.config import LLMConfig
-from autorubric_local.judges.hosted import LLMClient, generate, is_local
+from autorubric_local.client.api import LLMClient, generate, is_local
 
 SPECIAL = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
 

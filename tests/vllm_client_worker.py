@@ -20,7 +20,7 @@ def main(folder: str, target: Path) -> None:
     from pydantic import BaseModel
 
     from autorubric_local.core.types import CriterionVerdict
-    from autorubric_local.engine.local_client import LocalClient
+    from autorubric_local.client.local import LocalClient
     from autorubric_local.judges.config import LLMConfig
     from autorubric_local.judges.engines import load_engine
 

@@ -20,7 +20,7 @@ AutoRubric's ``cache_enabled`` / ``cache_dir`` / ``cache_ttl`` and ``max_paralle
   once, e.g. ``asyncio.gather`` over ``Rubric.grade`` calls, each in a worker thread. 1
   serialises them; any value >= 1 is accepted.
 
-The hosted engine does both itself (:mod:`~.hosted_client`), so :func:`with_request_settings`
+The hosted engine does both itself (:mod:`~.hosted.client`), so :func:`with_request_settings`
 leaves it alone.
 """
 

@@ -64,7 +64,7 @@ class LLMConfig(BaseModel):
         ``"hosted"``: a hosted API or an OpenAI-compatible server through LiteLLM (``model`` a
         LiteLLM string such as ``"openai/<name>"`` with ``api_base``; extra ``[hosted]``);
         ``"auto"`` never picks it. The AutoRubric fields ``timeout`` ... ``extra_params`` apply
-        to it only (:mod:`autorubric_local.engine.hosted_client`).
+        to it only (:mod:`autorubric_local.engine.hosted.client`).
     device, dtype : where and in what precision to run; ``"auto"`` picks CUDA + bfloat16 when a
         GPU is present, else CPU + float32. ``dtype="bfloat16"`` on a CPU pays off only where
         PyTorch has AMX tiles (``amx_bf16`` in ``/proc/cpuinfo``): there it scored the essay set

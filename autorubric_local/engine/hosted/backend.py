@@ -48,7 +48,7 @@ from autorubric_local.engine.base import (
 )
 from autorubric_local.engine.capabilities import EngineCapabilities
 from autorubric_local.engine.hosted.chat import format_chat, parse_chat
-from autorubric_local.engine.hosted_client import LLMClient, ResponseParseError
+from autorubric_local.engine.hosted.client import LLMClient, ResponseParseError
 from autorubric_local.engine.hosted.labels import (
     label_values,
     one_hot,

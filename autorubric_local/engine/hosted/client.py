@@ -8,22 +8,22 @@ Every ``LLMConfig`` option means what AutoRubric says (AutoRubric's README, "LLM
 - ``temperature``, ``max_tokens``, ``top_p``, ``seed``: sent as given (``top_p``/``seed`` only
   when set); ``timeout`` (seconds per request) too.
 - ``max_retries``: further attempts after a transient failure (429, 5xx, timeout, connection
-  error; :func:`~.hosted.litellm_loader.is_transient`) or a response that does not validate against
+  error; :func:`~.litellm_loader.is_transient`) or a response that does not validate against
   ``response_format``, waiting ``0.25 * 2**attempt`` s (at most 8 s) between attempts. A client
   error (400, 401, 404, 422 ...) is raised at once. LiteLLM's and the OpenAI SDK's own retries
   are switched off, so every attempt is one request.
 - ``max_parallel_requests``: at most this many requests in flight per provider and API base,
-  process-wide (:mod:`~.rate_limit`).
+  process-wide (:mod:`~autorubric_local.engine.rate_limit`).
 - ``cache_enabled``/``cache_dir``/``cache_ttl``: the SQLite response cache
-  (:mod:`~.response_cache`); a cached answer sends no request.
-- ``thinking``: a level, a token budget or a :class:`~.hosted_types.ThinkingConfig`, sent as
+  (:mod:`~autorubric_local.engine.response_cache`); a cached answer sends no request.
+- ``thinking``: a level, a token budget or a :class:`~autorubric_local.engine.hosted_types.ThinkingConfig`, sent as
   ``reasoning_effort`` / ``thinking`` (:meth:`ThinkingConfig.request_params`); the trace comes
   back in ``GenerateResult.thinking`` and, with a ``response_format`` that has a ``reasoning``
   field, in that field.
 - ``prompt_caching``: for Anthropic models (``anthropic/...``, ``claude...``) the system message
   carries ``cache_control: ephemeral``; other providers cache prefixes on their own.
 - ``api_key``, ``api_base``, ``extra_headers``: sent with each request; keys may also come from
-  the environment or a ``.env`` file (:func:`~.hosted.litellm_loader.load_litellm`).
+  the environment or a ``.env`` file (:func:`~.litellm_loader.load_litellm`).
 - ``extra_params``: further LiteLLM/provider parameters, sent as given, except
   ``response_format_type`` (ours, never sent): how a ``response_format`` goes out.
   ``"json_schema"`` (default, OpenAI's form: ``{"type": "json_schema", "json_schema": {"name",

@@ -1,8 +1,8 @@
 """AutoRubric's client API: ``LLMClient``, ``generate``, ``GenerateResult``, ``ThinkingConfig``.
 
 :class:`LLMClient` serves hosted and server models through LiteLLM
-(:class:`autorubric_local.engine.hosted_client.LLMClient`, README "Hosted and server judges")
-and local models in this process (:class:`autorubric_local.engine.local_client.LocalClient`):
+(:class:`autorubric_local.engine.hosted.client.LLMClient`, README "Hosted and server judges")
+and local models in this process (:class:`autorubric_local.client.local.LocalClient`):
 which one is chosen from the config (:func:`is_local`). :func:`generate` is the one-shot form.
 LiteLLM and the local model are loaded on the first call, not here.
 """
@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from autorubric_local.core.errors import ModelNotFoundError
-from autorubric_local.engine.hosted_client import LLMClient as HostedClient
-from autorubric_local.engine.hosted_client import ResponseParseError
+from autorubric_local.engine.hosted.client import LLMClient as HostedClient
+from autorubric_local.engine.hosted.client import ResponseParseError
 from autorubric_local.engine.hosted_types import (
     GenerateResult,
     ThinkingConfig,
@@ -63,11 +63,11 @@ class LLMClient:
     ----------
     config : LLMConfig
     cache_namespace : str, optional
-        Hosted calls only: part of every cache key (:class:`~.hosted_client.LLMClient`).
+        Hosted calls only: part of every cache key (:class:`~autorubric_local.engine.hosted.client.LLMClient`).
 
     Methods, arguments and results are AutoRubric's (``generate``, ``clear_cache``,
     ``cache_stats``); a local model answers through
-    :class:`~autorubric_local.engine.local_client.LocalClient` (what it does not support is
+    :class:`~autorubric_local.client.local.LocalClient` (what it does not support is
     listed there). The model is loaded on the first ``generate``.
 
     Raises
@@ -89,7 +89,7 @@ class LLMClient:
         a local one loads its model, shared with graders: ``judges.engines.load_engine``)."""
         if self._client is None:
             if is_local(self.config):
-                from autorubric_local.engine.local_client import LocalClient
+                from autorubric_local.client.local import LocalClient
                 from autorubric_local.judges.engines import load_engine
 
                 self._client = LocalClient(load_engine(self.config), self.config)
@@ -109,8 +109,8 @@ class LLMClient:
     ) -> str | T | GenerateResult:
         """One call: text, the validated ``response_format`` instance, or (``return_result`` or
         ``return_thinking``) the whole :class:`GenerateResult`; see
-        :meth:`~autorubric_local.engine.hosted_client.LLMClient.generate` and, for a local
-        model, :meth:`~autorubric_local.engine.local_client.LocalClient.generate`."""
+        :meth:`~autorubric_local.engine.hosted.client.LLMClient.generate` and, for a local
+        model, :meth:`~autorubric_local.client.local.LocalClient.generate`."""
         return await self.client.generate(system_prompt, user_prompt, response_format, use_cache=use_cache,
                                           return_thinking=return_thinking, return_result=return_result, **kwargs)
 
