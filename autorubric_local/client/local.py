@@ -1,7 +1,8 @@
 """AutoRubric's ``LLMClient.generate`` on an in-process engine (transformers, llama.cpp, vLLM).
 
-``LocalClient(engine, config).generate(system_prompt, user_prompt, response_format=None)`` has
-the signature and return values of the hosted client (:class:`~autorubric_local.engine.hosted.client.LLMClient`):
+``LocalClient(engine, config).answer(system_prompt, user_prompt, response_format=None)`` has
+the signature and result of the hosted client's
+(:meth:`~autorubric_local.engine.hosted.client.HostedClient.answer`):
 
 - the system and user messages are rendered with the engine's chat format
   (``engine.format_chat``, assistant turn opened); their text is marked untrusted
@@ -69,18 +70,18 @@ class LocalClient:
         self.engine = engine
         self.config = config
 
-    async def generate(
+    async def answer(
         self,
         system_prompt: str,
         user_prompt: str,
         response_format: type[T] | None = None,
+        *,
         use_cache: bool | None = None,
-        return_thinking: bool = False,
-        return_result: bool = False,
         **kwargs: Any,
-    ) -> str | T | GenerateResult:
-        """One generation (in a worker thread); arguments and return value as
-        :meth:`~autorubric_local.engine.hosted.client.LLMClient.generate`.
+    ) -> GenerateResult:
+        """One generation (in a worker thread), arguments as
+        :meth:`~autorubric_local.engine.hosted.client.HostedClient.answer`; AutoRubric's
+        ``LLMClient.generate`` (:mod:`.api`) shapes what it returns.
 
         Raises
         ------
@@ -93,9 +94,7 @@ class LocalClient:
         """
         (result,) = await asyncio.to_thread(
             self.complete_batch, [(system_prompt, user_prompt)], response_format, use_cache=use_cache, **kwargs)
-        if return_result or return_thinking:
-            return result
-        return result.parsed if response_format is not None else result.content
+        return result
 
     def complete_batch(
         self,
@@ -108,7 +107,7 @@ class LocalClient:
         """Generate for many ``(system_prompt, user_prompt)`` pairs in one engine call (extension).
 
         Returns one :class:`GenerateResult` per pair, in order (``cost`` 0.0, ``cached`` True
-        for answers read from the response cache). Raises as :meth:`generate` on the first
+        for answers read from the response cache). Raises as :meth:`answer` on the first
         failed or non-validating answer.
         """
         unknown = sorted(set(kwargs) - set(_OVERRIDES))
