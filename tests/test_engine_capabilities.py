@@ -95,3 +95,18 @@ def undeclared_backend() -> Iterator[str]:
 def test_a_backend_whose_engine_declares_nothing_is_refused_at_load(undeclared_backend: str) -> None:
     with pytest.raises(TypeError, match=r"engine Undeclared declares no capabilities"):
         load_engine(LLMConfig(model="x", backend=undeclared_backend))
+
+
+def test_built_in_engines_declare_every_run_record_field_their_class_has() -> None:
+    """What the old ``getattr`` probes found on a built-in engine class is declared (the same
+    run records); fields set per instance (vLLM's ``dtype_name``, ``fallbacks``) are checked by
+    :func:`checked_capabilities` when the engine is loaded."""
+    from autorubric_local.engine.capabilities import DESCRIPTIONS
+    from autorubric_local.engine.hosted.backend import HostedEngine
+    from autorubric_local.engine.llamacpp.backend import LlamaCppEngine
+    from autorubric_local.engine.transformers.backend import TransformersEngine
+    from autorubric_local.engine.vllm.backend import VLLMEngine
+
+    for engine in (TransformersEngine, VLLMEngine, LlamaCppEngine, HostedEngine):
+        on_class = {name for name, attribute in DESCRIPTIONS.items() if hasattr(engine, attribute)}
+        assert on_class <= engine.capabilities.describes, engine.__name__

@@ -90,7 +90,7 @@ class HostedEngine:
         providers that refuse ``logprobs``.
     """
 
-    capabilities = EngineCapabilities("hosted")
+    capabilities = EngineCapabilities("hosted", describes=frozenset({"prompt_format"}))
     prompt_format = "chat"
 
     def __init__(self, client: HostedClient, model_id: str | None = None, top_logprobs: int = TOP_LOGPROBS) -> None:

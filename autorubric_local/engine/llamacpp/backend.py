@@ -134,7 +134,7 @@ class LlamaCppEngine(HFTextMixin):
     """
 
     capabilities = EngineCapabilities("llamacpp", counts_tokens=True, whole_prompt_tokens=True,
-                                      describes=frozenset({"prompt_format"}))
+                                      describes=frozenset({"attention_path", "prompt_format"}))
 
     def __init__(
         self,

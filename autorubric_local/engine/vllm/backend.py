@@ -154,7 +154,7 @@ class VLLMEngine(HFTextMixin):
 
     attention_path = "vLLM (its own attention kernels and prefix caching)"
     capabilities = EngineCapabilities("vllm", counts_tokens=True, whole_prompt_tokens=True,
-                                      describes=frozenset({"prompt_format", "score_method", "dtype"}))
+                                      describes=frozenset({"attention_path", "prompt_format", "score_method", "dtype"}))
 
     def __init__(
         self,
