@@ -102,7 +102,7 @@ _LAZY: dict[str, str] = {
             "fit_thresholds", "load_calibration", "save_calibration", "split_run",
         )
     },
-    **{name: "autorubric_local.judges.hosted" for name in ("GenerateResult", "LLMClient", "ThinkingConfig", "generate")},
+    **{name: "autorubric_local.client" for name in ("GenerateResult", "LLMClient", "ThinkingConfig", "generate")},
     **{
         name: "autorubric_local.indeterminacy"
         for name in (

@@ -18,7 +18,7 @@ from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import CriterionJudgment
 from autorubric_local.engine import LabelScores, ScoreRequest, ScriptedEngine
 from autorubric_local.engine.base import add_costs
-from autorubric_local.engine.hosted_client import LLMClient, ResponseParseError
+from autorubric_local.client.api import LLMClient, ResponseParseError
 from autorubric_local.graders import CriterionGrader, JudgeSpec
 from autorubric_local.judges.config import LLMConfig
 

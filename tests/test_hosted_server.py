@@ -30,7 +30,7 @@ from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import CriterionJudgment, CriterionVerdict
 from autorubric_local.engine.base import ScoreRequest
 from autorubric_local.engine.hosted.backend import HostedEngine
-from autorubric_local.engine.hosted_client import LLMClient, ResponseParseError
+from autorubric_local.client.api import LLMClient, ResponseParseError
 from autorubric_local.graders import CriterionGrader, JudgeSpec
 from autorubric_local.graders.planning import plan_tasks
 from autorubric_local.judges.config import LLMConfig

@@ -13,7 +13,7 @@ import pytest
 from autorubric_local.core.errors import InputError, ModelNotFoundError
 from autorubric_local.engine.base import ONE_HOT_FLOOR, LabelScores
 from autorubric_local.engine.hosted.chat import format_chat, parse_chat
-from autorubric_local.engine.hosted_client import _request_params, backoff_seconds
+from autorubric_local.engine.hosted.client import _request_params, backoff_seconds
 from autorubric_local.engine.hosted.labels import (
     label_values,
     one_hot,

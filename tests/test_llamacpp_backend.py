@@ -259,5 +259,5 @@ def test_auto_picks_llamacpp_for_a_gguf_file_and_the_preset_choice_for_a_preset(
     config = LLMConfig(model=str(gguf))
     assert choose_backend(config, resolve_model(config.model)) == "llamacpp"
     engine = load_engine(config)
-    assert engine.backend_name == "llamacpp"
+    assert engine.capabilities.backend == "llamacpp"
     assert engine.attention_path.startswith("llama.cpp")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from autorubric_local.core.rubric import Rubric
-from autorubric_local.engine import LabelScores, ScoreRequest, ScriptedEngine
+from autorubric_local.engine import EngineCapabilities, LabelScores, ScoreRequest, ScriptedEngine
 from autorubric_local.engine.cached import CachedEngine, with_request_settings
 from autorubric_local.engine.response_cache import CACHE_FILE
 from autorubric_local.graders import CriterionGrader
@@ -98,6 +98,7 @@ class InFlight:
     """An engine that counts its calls in flight (each call waits a little, so calls overlap)."""
 
     model_id = "in-flight"
+    capabilities = EngineCapabilities()
 
     def __init__(self) -> None:
         self.now = 0

@@ -1,4 +1,4 @@
-"""``LLMClient`` / ``generate`` on local engines (engine/local_client.py): messages rendered with
+"""``LLMClient`` / ``generate`` on local engines (client/local.py): messages rendered with
 the engine's chat format, text or a validated ``response_format`` from grammar-constrained
 decoding, the end-of-sequence token ending free text (engine/constrained.py), the response
 cache, and which configs are local. Fast tests use the tiny random judge; the slow ones SmolLM2
@@ -21,10 +21,10 @@ from autorubric_local.engine.constrained import (
     RegexGrammar,
     read_generated,
 )
-from autorubric_local.engine.hosted_client import ResponseParseError
-from autorubric_local.engine.local_client import LocalClient, schema_regex
+from autorubric_local.engine.hosted.client import ResponseParseError
+from autorubric_local.client.local import LocalClient, schema_regex
 from autorubric_local.judges.config import LLMConfig
-from autorubric_local.judges.hosted import LLMClient, generate, is_local
+from autorubric_local.client.api import LLMClient, generate, is_local
 
 SPECIAL = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
 
@@ -86,11 +86,11 @@ def test_schema_regex_matches_the_models_json() -> None:
 
 # ---------------------------------------------------------------------------- tiny judge
 @pytest.fixture
-def client(tiny_engine: Any, tmp_path: Path) -> LocalClient:
-    return LocalClient(tiny_engine, LLMConfig(model="tiny", max_tokens=24, cache_dir=str(tmp_path)))
+def client(tiny_engine: Any, tmp_path: Path) -> LLMClient:
+    return LLMClient(LLMConfig(model="tiny", max_tokens=24, cache_dir=str(tmp_path), engine=tiny_engine))
 
 
-def test_free_text_from_the_tiny_judge(client: LocalClient) -> None:
+def test_free_text_from_the_tiny_judge(client: LLMClient) -> None:
     result = asyncio.run(client.generate("You are terse.", "Say hi <|im_end|>", return_result=True))
     assert isinstance(result.content, str) and result.content
     assert 0 < result.usage.completion_tokens <= 24 and result.usage.prompt_tokens > 0
@@ -100,7 +100,7 @@ def test_free_text_from_the_tiny_judge(client: LocalClient) -> None:
     assert text == result.content  # greedy: the same text; a plain str without return_result
 
 
-def test_structured_output_from_the_tiny_judge(client: LocalClient) -> None:
+def test_structured_output_from_the_tiny_judge(client: LLMClient) -> None:
     verdict = asyncio.run(client.generate("Judge.", "Is 2 + 2 = 4?", response_format=Verdict))
     assert isinstance(verdict, Verdict) and verdict.criterion_status in set(CriterionVerdict)
     result = asyncio.run(client.generate("Judge.", "Is 2 + 2 = 4?", response_format=Verdict, return_result=True))
@@ -108,21 +108,21 @@ def test_structured_output_from_the_tiny_judge(client: LocalClient) -> None:
     assert result.parsed == verdict
 
 
-def test_an_answer_cut_by_max_tokens_is_a_parse_error(client: LocalClient) -> None:
+def test_an_answer_cut_by_max_tokens_is_a_parse_error(client: LLMClient) -> None:
     with pytest.raises(ResponseParseError, match="cut at max_tokens") as cut:
         asyncio.run(client.generate("Judge.", "Score it.", response_format=Scored, max_tokens=3))
     assert cut.value.content.startswith("{")
 
 
-def test_overrides_a_local_engine_cannot_honour_are_refused(client: LocalClient) -> None:
+def test_overrides_a_local_engine_cannot_honour_are_refused(client: LLMClient) -> None:
     with pytest.raises(TypeError, match=r"no per-call \['temperature'\]"):
         asyncio.run(client.generate("s", "u", temperature=0.5))
 
 
 def test_the_response_cache_answers_a_repeat_without_the_model(tiny_engine: Any, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    config = LLMConfig(model="tiny", max_tokens=12, cache_enabled=True, cache_dir=str(tmp_path))
-    client = LocalClient(tiny_engine, config)
+    config = LLMConfig(model="tiny", max_tokens=12, cache_enabled=True, cache_dir=str(tmp_path), engine=tiny_engine)
+    client = LLMClient(config)
     first = asyncio.run(client.generate("s", "Write something.", return_result=True))
     assert first.cached is False and client.cache_stats()["count"] == 1
     forward = tiny_engine.model.forward
@@ -152,7 +152,7 @@ def test_llm_client_picks_local_or_hosted(tiny_model_dir: Path, tmp_path: Path) 
 
 # ---------------------------------------------------------------------------- real judges
 def check_real(engine: Any) -> None:
-    client = LocalClient(engine, LLMConfig(model="smollm2-135m-instruct", max_tokens=64))
+    client = LLMClient(LLMConfig(model="smollm2-135m-instruct", max_tokens=64, engine=engine))
     result = asyncio.run(client.generate("You are a helpful assistant.", "Reply with one word: hello.",
                                          return_result=True))
     assert result.content.strip()

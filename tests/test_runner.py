@@ -17,7 +17,7 @@ from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import Criterion, CriterionVerdict
 from autorubric_local.data.dataset import DataItem, RubricDataset
-from autorubric_local.engine import LabelScores, ScoreRequest, ScriptedEngine
+from autorubric_local.engine import EngineCapabilities, LabelScores, ScoreRequest, ScriptedEngine
 from autorubric_local.graders import CriterionGrader
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.judges.config import LLMConfig
@@ -158,7 +158,8 @@ def test_two_runs_never_mix_rows(tmp_path: Path) -> None:
 def test_runs_record_which_engine_path_each_judge_ran(tmp_path: Path) -> None:
     declared = ScriptedEngine(model_id="declared", policy=crash_worker.make_policy(0.0))
     declared.attention_path = "packed-trie (sdpa, full attention)"  # type: ignore[attr-defined]
-    declared.backend_name = "transformers"  # type: ignore[attr-defined]
+    declared.capabilities = EngineCapabilities("transformers", describes=frozenset(
+        {"attention_path", "prompt_format", "score_method", "dtype"}))
     declared.prompt_format = "completion"  # type: ignore[attr-defined]
     declared.score_method = "prompt_logprobs"  # type: ignore[attr-defined]
     declared.dtype_name = "bfloat16"  # type: ignore[attr-defined]
@@ -181,11 +182,12 @@ def test_a_fallback_an_engine_takes_during_the_run_is_recorded_with_its_judge(tm
     """An engine that leaves a faster path mid-run (:mod:`autorubric_local.engine.transformers.paths`) has the
     reason in the run's judges record once the chunk it happened in is committed."""
     scripted = crash_worker.make_policy(0.0)
-    falls_back = ScriptedEngine(model_id="falls-back", policy=lambda request: (
+    reports_fallbacks = EngineCapabilities(describes=frozenset({"fallbacks"}))
+    falls_back = ScriptedEngine(model_id="falls-back", capabilities=reports_fallbacks, policy=lambda request: (
         falls_back.fallbacks.append("batched path failed: IndexError: x; scoring one prefix group at a time")
         if "Submission 2:" in request.prefix and not falls_back.fallbacks else None) or scripted(request))
     falls_back.fallbacks = []  # type: ignore[attr-defined]
-    steady = ScriptedEngine(model_id="steady", policy=scripted)
+    steady = ScriptedEngine(model_id="steady", policy=scripted, capabilities=reports_fallbacks)
     steady.fallbacks = []  # type: ignore[attr-defined]
     g = CriterionGrader(judges=[JudgeSpec(LLMConfig(model="scripted-a", engine=falls_back), "a"),
                                 JudgeSpec(LLMConfig(model="scripted-b", engine=steady), "b")], seed=1)
@@ -435,8 +437,7 @@ def test_a_call_of_unknown_price_makes_the_cost_unknown_not_zero(tmp_path: Path)
     def unpriced(request: ScoreRequest) -> LabelScores:
         return LabelScores(tuple(crash_worker.make_policy(0.0)(request)), cost_usd=None)
 
-    engine = ScriptedEngine(policy=unpriced)
-    engine.backend_name = "hosted"  # type: ignore[attr-defined]
+    engine = ScriptedEngine(policy=unpriced, capabilities=EngineCapabilities("hosted"))
     hosted = CriterionGrader(LLMConfig(model="scripted", engine=engine), seed=11)
     result = run(crash_worker.build_dataset(2), hosted, config(tmp_path))
     assert all(r.report.completion_cost is None for r in result.item_results)

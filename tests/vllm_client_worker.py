@@ -20,7 +20,7 @@ def main(folder: str, target: Path) -> None:
     from pydantic import BaseModel
 
     from autorubric_local.core.types import CriterionVerdict
-    from autorubric_local.engine.local_client import LocalClient
+    from autorubric_local.client.api import LLMClient
     from autorubric_local.judges.config import LLMConfig
     from autorubric_local.judges.engines import load_engine
 
@@ -28,7 +28,7 @@ def main(folder: str, target: Path) -> None:
         criterion_status: CriterionVerdict
 
     engine = load_engine(LLMConfig(model=folder, backend="vllm", device="cpu", prompt_format="chat"))
-    client = LocalClient(engine, LLMConfig(model=folder, max_tokens=64))
+    client = LLMClient(LLMConfig(model=folder, max_tokens=64, engine=engine))
     free = asyncio.run(client.generate("You are a helpful assistant.", "Reply with one word: hello.",
                                        return_result=True))
     verdict = asyncio.run(client.generate("You judge answers.", "Question: 2 + 2? Answer: 4. Is the answer right?",

@@ -47,8 +47,7 @@ class PlannedJudge:
 
     @classmethod
     def of(cls, loaded: LoadedJudge) -> PlannedJudge:
-        return cls(loaded.spec, loaded.planned, getattr(loaded.engine, "model_id", None),
-                   getattr(loaded.engine, "backend_name", None))
+        return cls(loaded.spec, loaded.planned, loaded.engine.model_id, loaded.engine.capabilities.backend)
 
 
 class SweepExecutor(Protocol):

@@ -9,10 +9,12 @@ from autorubric_local.engine.base import (
     label_distribution,
     mass_outside,
 )
+from autorubric_local.engine.capabilities import EngineCapabilities
 from autorubric_local.engine.scripted import ScriptedEngine
 
 __all__ = [
     "Engine",
+    "EngineCapabilities",
     "GenerateRequest",
     "Generation",
     "LabelScores",

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, runtime_checkable
 
 from autorubric_local.core.reports import TokenUsage
+from autorubric_local.engine.capabilities import EngineCapabilities
 
 T = TypeVar("T")
 
@@ -239,9 +240,14 @@ class Engine(Protocol):
     ----------
     model_id : str
         Identifier of the loaded model, recorded with every judgment.
+    capabilities : EngineCapabilities
+        What it declares it supports (backend, token counting, run-record fields); callers read
+        this, never probe the engine, and an engine without it is refused where it enters
+        (:func:`~autorubric_local.engine.capabilities.checked_capabilities`).
     """
 
     model_id: str
+    capabilities: EngineCapabilities
 
     def format_chat(self, messages: list[dict[str, str]]) -> str:
         """Render chat ``messages`` with the model's template, assistant turn opened."""

@@ -20,7 +20,7 @@ AutoRubric's ``cache_enabled`` / ``cache_dir`` / ``cache_ttl`` and ``max_paralle
   once, e.g. ``asyncio.gather`` over ``Rubric.grade`` calls, each in a worker thread. 1
   serialises them; any value >= 1 is accepted.
 
-The hosted engine does both itself (:mod:`~.hosted_client`), so :func:`with_request_settings`
+The hosted engine does both itself (:mod:`~.hosted.client`), so :func:`with_request_settings`
 leaves it alone.
 """
 
@@ -39,6 +39,7 @@ from autorubric_local.engine.base import (
     LabelScores,
     ScoreRequest,
 )
+from autorubric_local.engine.capabilities import EngineCapabilities
 from autorubric_local.engine.rate_limit import blocking_slot, engine_key
 from autorubric_local.engine.response_cache import ResponseCache, cache_key
 
@@ -66,6 +67,9 @@ class CachedEngine:
     ValueError
         If ``limit`` is below 1.
     """
+
+    capabilities = EngineCapabilities()
+    """A wrapper that only scores and generates: no backend of its own, no token counting."""
 
     def __init__(self, engine: Engine, *, cache: ResponseCache | None = None, limit: int | None = None,
                  settings: dict[str, Any] | None = None) -> None:
@@ -133,7 +137,7 @@ def with_request_settings(engine: Engine, config: Any) -> Engine:
 
     ``config`` is read by attribute (an ``LLMConfig``: those fields and :data:`ANSWER_SETTINGS`).
     """
-    if getattr(engine, "backend_name", None) == "hosted":
+    if engine.capabilities.hosted:
         return engine
     if not config.cache_enabled and config.max_parallel_requests is None:
         return engine

@@ -1,6 +1,6 @@
 """On-disk response cache: one SQLite file under ``LLMConfig.cache_dir``.
 
-It serves hosted calls (:mod:`~.hosted_client`) and local engines' label scores and
+It serves hosted calls (:mod:`~.hosted.client`) and local engines' label scores and
 generations (:mod:`~.cached`), under keys that cannot collide (each names what it caches).
 
 A hosted response is stored under a SHA-256 key of everything that decides it: the model string, the

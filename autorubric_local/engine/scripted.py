@@ -25,6 +25,7 @@ from autorubric_local.engine.base import (
     LabelScores,
     ScoreRequest,
 )
+from autorubric_local.engine.capabilities import EngineCapabilities
 from autorubric_local.engine.user_text import plain
 
 ScoreAnswer = Sequence[float] | str | LabelScores
@@ -44,6 +45,9 @@ class ScriptedEngine:
         the score queue is empty.
     explanation : str
         Text returned by ``generate`` when the generation queue is empty.
+    capabilities : EngineCapabilities
+        What it declares (default: no backend, no token counting, nothing described); a test
+        declares more to stand in for a backend's engine.
     """
 
     def __init__(
@@ -51,8 +55,10 @@ class ScriptedEngine:
         model_id: str = "scripted",
         policy: ScorePolicy | None = None,
         explanation: str = "scripted explanation",
+        capabilities: EngineCapabilities = EngineCapabilities(),
     ) -> None:
         self.model_id = model_id
+        self.capabilities = capabilities
         self.policy = policy
         self.explanation = explanation
         self._scores: deque[ScoreAnswer] = deque()

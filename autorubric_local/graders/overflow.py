@@ -48,8 +48,8 @@ class TruncatingJudge:
 
 
 def can_truncate(engine: Any) -> bool:
-    """Whether ``engine`` exposes what truncation needs (tokenizer and context length)."""
-    return all(hasattr(engine, name) for name in ("tokens", "tokenizer", "context_length"))
+    """Whether ``engine`` declares what truncation needs (token counting: a tokenizer and context length)."""
+    return bool(engine.capabilities.counts_tokens)
 
 
 def fit_to_context(
@@ -90,7 +90,7 @@ def fit_to_context(
 
 def _prompt_size(engine: Any, prefix: str, suffix: str) -> int:
     """Tokens of the prompt as the engine scores it (the whole prompt encoded at once where it can)."""
-    if hasattr(engine, "prompt_tokens"):
+    if engine.capabilities.whole_prompt_tokens:
         return len(engine.prompt_tokens(prefix, suffix))
     return len(engine.tokens(prefix)) + len(engine.tokens(suffix))
 

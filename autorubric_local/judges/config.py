@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from autorubric_local.core.checks import parse_yaml, read_input_text
 from autorubric_local.core.errors import InputError
+from autorubric_local.engine.capabilities import checked_capabilities
 from autorubric_local.engine.hosted_types import ThinkingConfig, ThinkingLevel
 from autorubric_local.engine.vllm.args import ENGINE_ARGS, check_engine_args
 
@@ -63,7 +64,7 @@ class LLMConfig(BaseModel):
         ``"hosted"``: a hosted API or an OpenAI-compatible server through LiteLLM (``model`` a
         LiteLLM string such as ``"openai/<name>"`` with ``api_base``; extra ``[hosted]``);
         ``"auto"`` never picks it. The AutoRubric fields ``timeout`` ... ``extra_params`` apply
-        to it only (:mod:`autorubric_local.engine.hosted_client`).
+        to it only (:mod:`autorubric_local.engine.hosted.client`).
     device, dtype : where and in what precision to run; ``"auto"`` picks CUDA + bfloat16 when a
         GPU is present, else CPU + float32. ``dtype="bfloat16"`` on a CPU pays off only where
         PyTorch has AMX tiles (``amx_bf16`` in ``/proc/cpuinfo``): there it scored the essay set
@@ -162,6 +163,17 @@ class LLMConfig(BaseModel):
         known = backend_names()
         if value != "auto" and value not in known:
             raise ValueError(f"unknown backend {value!r}; known: auto, {', '.join(known)}")
+        return value
+
+    @field_validator("engine")
+    @classmethod
+    def _check_engine(cls, value: object) -> object:
+        """None, or an engine that declares its capabilities (:func:`checked_capabilities`)."""
+        if value is not None:
+            try:
+                checked_capabilities(value)
+            except TypeError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     @field_validator("engine_args", mode="before")

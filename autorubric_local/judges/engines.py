@@ -26,6 +26,7 @@ from typing import Any
 
 from autorubric_local.core.errors import EngineError, ModelNotFoundError
 from autorubric_local.engine.base import Engine
+from autorubric_local.engine.capabilities import checked_capabilities
 from autorubric_local.judges.backends.record import Backend
 from autorubric_local.judges.backends.registry import backend_named, first_claiming
 from autorubric_local.judges.backends.support import check_backend_support, unsupported_settings
@@ -87,12 +88,20 @@ def _loaded(backend: Backend, config: LLMConfig, resolved: ResolvedModel | None)
     """``backend``'s engine for ``config``: the cached one under its cache key, else loaded now
     (and cached, unless the backend has no cache key)."""
     if backend.cache_key is None:
-        return backend.load(config, resolved)
+        return _built(backend, config, resolved)
     key = (backend.name, *backend.cache_key(config, resolved))
     engine = _ENGINES.get(key)
     if engine is None:
-        engine = backend.load(config, resolved)
+        engine = _built(backend, config, resolved)
         _ENGINES[key] = engine
+    return engine
+
+
+def _built(backend: Backend, config: LLMConfig, resolved: ResolvedModel | None) -> Engine:
+    """``backend.load(config, resolved)``, refused (TypeError) unless the engine declares its
+    capabilities (:func:`~autorubric_local.engine.capabilities.checked_capabilities`)."""
+    engine = backend.load(config, resolved)
+    checked_capabilities(engine)
     return engine
 
 

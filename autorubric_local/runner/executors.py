@@ -31,9 +31,10 @@ EngineRecord = dict[str, Any]
 
 def engine_records(grader: CriterionGrader) -> dict[str, EngineRecord]:
     """Load every judge's engine and describe it: ``{judge id: {"model_id", "backend",
-    "attention_path", "prompt_format", "score_method", "dtype", "fallbacks"}}``, read from the
-    engine's attributes of those names (``backend`` from ``backend_name``, ``dtype`` from
-    ``dtype_name``; None where an engine does not declare one; ``fallbacks`` an empty list then).
+    "attention_path", "prompt_format", "score_method", "dtype", "fallbacks"}}``: ``backend`` the
+    engine's declared one, the others what its capabilities say it describes
+    (:meth:`~autorubric_local.engine.capabilities.EngineCapabilities.description`; None where it
+    describes none, ``fallbacks`` an empty list then).
 
     Raises
     ------
@@ -43,15 +44,9 @@ def engine_records(grader: CriterionGrader) -> dict[str, EngineRecord]:
     records: dict[str, EngineRecord] = {}
     for judge in grader.judges:
         engine = grader.engine_for(judge)
-        records[judge.judge_id] = {
-            "model_id": engine.model_id,
-            "backend": getattr(engine, "backend_name", None),
-            "attention_path": getattr(engine, "attention_path", None),
-            "prompt_format": getattr(engine, "prompt_format", None),
-            "score_method": getattr(engine, "score_method", None),
-            "dtype": getattr(engine, "dtype_name", None),
-            "fallbacks": list(getattr(engine, "fallbacks", ())),
-        }
+        capabilities = engine.capabilities
+        records[judge.judge_id] = {"model_id": engine.model_id, "backend": capabilities.backend,
+                                   **capabilities.description(engine)}
     return records
 
 
@@ -59,8 +54,8 @@ def engine_fallbacks(grader: CriterionGrader) -> dict[str, list[str]]:
     """``{judge id: the reasons its loaded engine left a faster path}`` (the engine's
     ``fallbacks``, :mod:`autorubric_local.engine.transformers.paths`); judges not loaded are left out."""
     loaded = grader.loaded_judges()
-    return {judge.judge_id: list(getattr(grader.engine_for(judge), "fallbacks", ()))
-            for judge in grader.judges if judge.judge_id in loaded}
+    engines = {judge.judge_id: grader.engine_for(judge) for judge in grader.judges if judge.judge_id in loaded}
+    return {judge_id: engine.capabilities.description(engine)["fallbacks"] for judge_id, engine in engines.items()}
 
 
 def failed_item(item: GradeItem, exc: BaseException) -> GradedItem:

@@ -46,8 +46,9 @@ from autorubric_local.engine.base import (
     LabelScores,
     ScoreRequest,
 )
+from autorubric_local.engine.capabilities import EngineCapabilities
 from autorubric_local.engine.hosted.chat import format_chat, parse_chat
-from autorubric_local.engine.hosted_client import LLMClient, ResponseParseError
+from autorubric_local.engine.hosted.client import HostedClient, ResponseParseError
 from autorubric_local.engine.hosted.labels import (
     label_values,
     one_hot,
@@ -80,7 +81,7 @@ class HostedEngine:
 
     Parameters
     ----------
-    client : LLMClient
+    client : HostedClient
         Carries the model string, API base, sampling, retries, rate limit and response cache.
     model_id : str
         Recorded with every judgment (default: the client's model string).
@@ -89,10 +90,10 @@ class HostedEngine:
         providers that refuse ``logprobs``.
     """
 
-    backend_name = "hosted"
+    capabilities = EngineCapabilities("hosted", describes=frozenset({"prompt_format"}))
     prompt_format = "chat"
 
-    def __init__(self, client: LLMClient, model_id: str | None = None, top_logprobs: int = TOP_LOGPROBS) -> None:
+    def __init__(self, client: HostedClient, model_id: str | None = None, top_logprobs: int = TOP_LOGPROBS) -> None:
         self.client = client
         self.model_id = model_id or client.config.model
         self.top_logprobs = top_logprobs
@@ -230,4 +231,4 @@ def from_config(config: Any) -> HostedEngine:
 
     load_litellm()
     top = config.extra_params.get("top_logprobs") if config.extra_params else None
-    return HostedEngine(LLMClient(config), model_id=config.model, top_logprobs=TOP_LOGPROBS if top is None else int(top))
+    return HostedEngine(HostedClient(config), model_id=config.model, top_logprobs=TOP_LOGPROBS if top is None else int(top))

@@ -73,6 +73,7 @@ from autorubric_local.engine.base import (
     ScoreRequest,
     mass_outside,
 )
+from autorubric_local.engine.capabilities import EngineCapabilities
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
 from autorubric_local.engine.constrained import read_generated
 from autorubric_local.engine.llamacpp.context import (
@@ -132,7 +133,8 @@ class LlamaCppEngine(HFTextMixin):
         How prompts are rendered (:mod:`.chat_text`, "Prompt formats").
     """
 
-    backend_name = "llamacpp"
+    capabilities = EngineCapabilities("llamacpp", counts_tokens=True, whole_prompt_tokens=True,
+                                      describes=frozenset({"attention_path", "prompt_format"}))
 
     def __init__(
         self,

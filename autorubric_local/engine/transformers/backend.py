@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from autorubric_local.core.reports import TokenUsage
+from autorubric_local.engine.capabilities import EngineCapabilities
 from autorubric_local.engine.transformers.attention import (
     AttentionPlan,
     additive_masks,
@@ -94,7 +95,8 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         from the host work around it.
     """
 
-    backend_name = "transformers"
+    capabilities = EngineCapabilities("transformers", counts_tokens=True, whole_prompt_tokens=True,
+                                      describes=frozenset({"attention_path", "prompt_format", "dtype", "fallbacks"}))
 
     def __init__(
         self,

@@ -93,6 +93,7 @@ from autorubric_local.engine.base import (
     filled,
     mass_outside,
 )
+from autorubric_local.engine.capabilities import EngineCapabilities
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
 from autorubric_local.engine.constrained import split_string_body
 from autorubric_local.engine.vllm.args import (
@@ -152,7 +153,8 @@ class VLLMEngine(HFTextMixin):
     """
 
     attention_path = "vLLM (its own attention kernels and prefix caching)"
-    backend_name = "vllm"
+    capabilities = EngineCapabilities("vllm", counts_tokens=True, whole_prompt_tokens=True,
+                                      describes=frozenset({"attention_path", "prompt_format", "score_method", "dtype"}))
 
     def __init__(
         self,

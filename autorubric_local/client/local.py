@@ -1,23 +1,24 @@
 """AutoRubric's ``LLMClient.generate`` on an in-process engine (transformers, llama.cpp, vLLM).
 
-``LocalClient(engine, config).generate(system_prompt, user_prompt, response_format=None)`` has
-the signature and return values of the hosted client (:class:`~.hosted_client.LLMClient`):
+``LocalClient(engine, config).answer(system_prompt, user_prompt, response_format=None)`` has
+the signature and result of the hosted client's
+(:meth:`~autorubric_local.engine.hosted.client.HostedClient.answer`):
 
 - the system and user messages are rendered with the engine's chat format
   (``engine.format_chat``, assistant turn opened); their text is marked untrusted
-  (:mod:`~.user_text`), so a ``"<|im_end|>"`` inside a prompt is read as characters, never as a
+  (:mod:`~autorubric_local.engine.user_text`), so a ``"<|im_end|>"`` inside a prompt is read as characters, never as a
   control token;
 - with a pydantic ``response_format``, decoding is constrained to the regex of its JSON schema
   (:func:`schema_regex`, Outlines' ``build_regex_from_schema``): the answer is valid JSON of that
   shape unless ``max_tokens`` cuts it, and is returned validated;
-- without one, any text (:data:`~.constrained.FREE_TEXT_REGEX`) until the model's
+- without one, any text (:data:`~autorubric_local.engine.constrained.FREE_TEXT_REGEX`) until the model's
   end-of-sequence token or ``max_tokens``; special tokens never appear in it.
 
 What does not carry over from the hosted client: ``max_retries`` (a failed local generation is
 not retried: greedy decoding would repeat it), ``thinking`` (no separate reasoning trace), and
 per-call overrides other than ``max_tokens`` (temperature and seed are fixed when the engine
 is loaded). ``cache_enabled`` / ``cache_dir`` / ``cache_ttl`` use the response cache of local
-judges (:mod:`~.cached`); ``max_parallel_requests`` bounds the engine calls in flight.
+judges (:mod:`~autorubric_local.engine.cached`); ``max_parallel_requests`` bounds the engine calls in flight.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from autorubric_local.core.reports import TokenUsage
 from autorubric_local.engine.base import Engine, GenerateRequest, Generation
 from autorubric_local.engine.cached import CachedEngine, with_request_settings
 from autorubric_local.engine.constrained import FREE_TEXT_REGEX
-from autorubric_local.engine.hosted_client import ResponseParseError
+from autorubric_local.engine.hosted.client import ResponseParseError
 from autorubric_local.engine.hosted_types import GenerateResult
 from autorubric_local.engine.response_cache import ResponseCache
 from autorubric_local.engine.user_text import mark
@@ -62,25 +63,25 @@ class LocalClient:
         A loaded local engine (``judges.engines.load_engine``, ``from_transformers`` ...).
     config : LLMConfig
         Read by attribute: ``max_tokens``, ``cache_enabled``, ``cache_dir``, ``cache_ttl``,
-        ``max_parallel_requests`` and the settings of :data:`~.cached.ANSWER_SETTINGS`.
+        ``max_parallel_requests`` and the settings of :data:`~autorubric_local.engine.cached.ANSWER_SETTINGS`.
     """
 
     def __init__(self, engine: Engine, config: Any) -> None:
         self.engine = engine
         self.config = config
 
-    async def generate(
+    async def answer(
         self,
         system_prompt: str,
         user_prompt: str,
         response_format: type[T] | None = None,
+        *,
         use_cache: bool | None = None,
-        return_thinking: bool = False,
-        return_result: bool = False,
         **kwargs: Any,
-    ) -> str | T | GenerateResult:
-        """One generation (in a worker thread); arguments and return value as
-        :meth:`~.hosted_client.LLMClient.generate`.
+    ) -> GenerateResult:
+        """One generation (in a worker thread), arguments as
+        :meth:`~autorubric_local.engine.hosted.client.HostedClient.answer`; AutoRubric's
+        ``LLMClient.generate`` (:mod:`.api`) shapes what it returns.
 
         Raises
         ------
@@ -93,9 +94,7 @@ class LocalClient:
         """
         (result,) = await asyncio.to_thread(
             self.complete_batch, [(system_prompt, user_prompt)], response_format, use_cache=use_cache, **kwargs)
-        if return_result or return_thinking:
-            return result
-        return result.parsed if response_format is not None else result.content
+        return result
 
     def complete_batch(
         self,
@@ -108,7 +107,7 @@ class LocalClient:
         """Generate for many ``(system_prompt, user_prompt)`` pairs in one engine call (extension).
 
         Returns one :class:`GenerateResult` per pair, in order (``cost`` 0.0, ``cached`` True
-        for answers read from the response cache). Raises as :meth:`generate` on the first
+        for answers read from the response cache). Raises as :meth:`answer` on the first
         failed or non-validating answer.
         """
         unknown = sorted(set(kwargs) - set(_OVERRIDES))

@@ -1,8 +1,8 @@
 """AutoRubric's client API: ``LLMClient``, ``generate``, ``GenerateResult``, ``ThinkingConfig``.
 
 :class:`LLMClient` serves hosted and server models through LiteLLM
-(:class:`autorubric_local.engine.hosted_client.LLMClient`, docs/backends.md, "Hosted and server judges")
-and local models in this process (:class:`autorubric_local.engine.local_client.LocalClient`):
+(:class:`autorubric_local.engine.hosted.client.HostedClient`, docs/backends.md, "Hosted and server judges")
+and local models in this process (:class:`autorubric_local.client.local.LocalClient`):
 which one is chosen from the config (:func:`is_local`). :func:`generate` is the one-shot form.
 LiteLLM and the local model are loaded on the first call, not here.
 """
@@ -10,13 +10,13 @@ LiteLLM and the local model are loaded on the first call, not here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from autorubric_local.core.errors import ModelNotFoundError
-from autorubric_local.engine.hosted_client import LLMClient as HostedClient
-from autorubric_local.engine.hosted_client import ResponseParseError
+from autorubric_local.engine.hosted.client import HostedClient
+from autorubric_local.engine.hosted.client import ResponseParseError
 from autorubric_local.engine.hosted_types import (
     GenerateResult,
     ThinkingConfig,
@@ -31,6 +31,27 @@ __all__ = ["GenerateResult", "LLMClient", "ResponseParseError", "ThinkingConfig"
 T = TypeVar("T", bound=BaseModel)
 
 
+class Answerer(Protocol):
+    """What answers an :class:`LLMClient`: the hosted backend's ``HostedClient`` or a local
+    engine's ``LocalClient``."""
+
+    async def answer(self, system_prompt: str, user_prompt: str, response_format: type[T] | None = None, *,
+                     use_cache: bool | None = None, **kwargs: Any) -> GenerateResult: ...
+
+    def clear_cache(self) -> int: ...
+
+    def cache_stats(self) -> dict[str, Any]: ...
+
+
+def shaped(result: GenerateResult, response_format: type[T] | None, *, whole: bool) -> str | T | GenerateResult:
+    """What AutoRubric's ``generate`` returns for ``result``: all of it when ``whole``
+    (``return_result`` or ``return_thinking``), else the validated ``response_format`` instance
+    when one was asked for, else the text."""
+    if whole:
+        return result
+    return result.parsed if response_format is not None else result.content
+
+
 def is_local(config: LLMConfig) -> bool:
     """Whether ``config`` names a model run in this process rather than over HTTP.
 
@@ -42,7 +63,7 @@ def is_local(config: LLMConfig) -> bool:
     ``LLMConfig(model="openai/gpt-4.1-mini")`` stays a hosted call.
     """
     if config.engine is not None:
-        return getattr(config.engine, "backend_name", None) != "hosted"
+        return not config.engine.capabilities.hosted
     if config.backend != "auto":
         from autorubric_local.judges.backends.registry import backend_named
 
@@ -63,11 +84,11 @@ class LLMClient:
     ----------
     config : LLMConfig
     cache_namespace : str, optional
-        Hosted calls only: part of every cache key (:class:`~.hosted_client.LLMClient`).
+        Hosted calls only: part of every cache key (:class:`~autorubric_local.engine.hosted.client.HostedClient`).
 
     Methods, arguments and results are AutoRubric's (``generate``, ``clear_cache``,
     ``cache_stats``); a local model answers through
-    :class:`~autorubric_local.engine.local_client.LocalClient` (what it does not support is
+    :class:`~autorubric_local.client.local.LocalClient` (what it does not support is
     listed there). The model is loaded on the first ``generate``.
 
     Raises
@@ -81,15 +102,15 @@ class LLMClient:
             raise ValueError("LLMConfig.model is required and cannot be empty")
         self.config = config
         self._namespace = cache_namespace
-        self._client: Any = None
+        self._client: Answerer | None = None
 
     @property
-    def client(self) -> Any:
-        """The client that answers: a hosted ``LLMClient`` or a ``LocalClient`` (built once;
+    def client(self) -> Answerer:
+        """The client that answers: a ``HostedClient`` or a ``LocalClient`` (built once;
         a local one loads its model, shared with graders: ``judges.engines.load_engine``)."""
         if self._client is None:
             if is_local(self.config):
-                from autorubric_local.engine.local_client import LocalClient
+                from autorubric_local.client.local import LocalClient
                 from autorubric_local.judges.engines import load_engine
 
                 self._client = LocalClient(load_engine(self.config), self.config)
@@ -108,11 +129,11 @@ class LLMClient:
         **kwargs: Any,
     ) -> str | T | GenerateResult:
         """One call: text, the validated ``response_format`` instance, or (``return_result`` or
-        ``return_thinking``) the whole :class:`GenerateResult`; see
-        :meth:`~autorubric_local.engine.hosted_client.LLMClient.generate` and, for a local
-        model, :meth:`~autorubric_local.engine.local_client.LocalClient.generate`."""
-        return await self.client.generate(system_prompt, user_prompt, response_format, use_cache=use_cache,
-                                          return_thinking=return_thinking, return_result=return_result, **kwargs)
+        ``return_thinking``) the whole :class:`GenerateResult` (:func:`shaped`); arguments, overrides
+        and errors as :meth:`~autorubric_local.engine.hosted.client.HostedClient.answer` and, for a
+        local model, :meth:`~autorubric_local.client.local.LocalClient.answer`."""
+        result = await self.client.answer(system_prompt, user_prompt, response_format, use_cache=use_cache, **kwargs)
+        return shaped(result, response_format, whole=return_result or return_thinking)
 
     def clear_cache(self) -> int:
         """Delete every cached response under ``config.cache_dir``; returns how many there were."""

@@ -1,4 +1,5 @@
-"""``LLMClient``: AutoRubric's client for hosted and server models, through LiteLLM.
+"""``HostedClient``: the hosted backend's client for hosted and server models, through LiteLLM;
+AutoRubric's ``LLMClient`` (:mod:`autorubric_local.client.api`) and the hosted engine call it.
 
 Every ``LLMConfig`` option means what AutoRubric says (AutoRubric's README, "LLMConfig Options"):
 
@@ -8,22 +9,22 @@ Every ``LLMConfig`` option means what AutoRubric says (AutoRubric's README, "LLM
 - ``temperature``, ``max_tokens``, ``top_p``, ``seed``: sent as given (``top_p``/``seed`` only
   when set); ``timeout`` (seconds per request) too.
 - ``max_retries``: further attempts after a transient failure (429, 5xx, timeout, connection
-  error; :func:`~.hosted.litellm_loader.is_transient`) or a response that does not validate against
+  error; :func:`~.litellm_loader.is_transient`) or a response that does not validate against
   ``response_format``, waiting ``0.25 * 2**attempt`` s (at most 8 s) between attempts. A client
   error (400, 401, 404, 422 ...) is raised at once. LiteLLM's and the OpenAI SDK's own retries
   are switched off, so every attempt is one request.
 - ``max_parallel_requests``: at most this many requests in flight per provider and API base,
-  process-wide (:mod:`~.rate_limit`).
+  process-wide (:mod:`~autorubric_local.engine.rate_limit`).
 - ``cache_enabled``/``cache_dir``/``cache_ttl``: the SQLite response cache
-  (:mod:`~.response_cache`); a cached answer sends no request.
-- ``thinking``: a level, a token budget or a :class:`~.hosted_types.ThinkingConfig`, sent as
+  (:mod:`~autorubric_local.engine.response_cache`); a cached answer sends no request.
+- ``thinking``: a level, a token budget or a :class:`~autorubric_local.engine.hosted_types.ThinkingConfig`, sent as
   ``reasoning_effort`` / ``thinking`` (:meth:`ThinkingConfig.request_params`); the trace comes
   back in ``GenerateResult.thinking`` and, with a ``response_format`` that has a ``reasoning``
   field, in that field.
 - ``prompt_caching``: for Anthropic models (``anthropic/...``, ``claude...``) the system message
   carries ``cache_control: ephemeral``; other providers cache prefixes on their own.
 - ``api_key``, ``api_base``, ``extra_headers``: sent with each request; keys may also come from
-  the environment or a ``.env`` file (:func:`~.hosted.litellm_loader.load_litellm`).
+  the environment or a ``.env`` file (:func:`~.litellm_loader.load_litellm`).
 - ``extra_params``: further LiteLLM/provider parameters, sent as given, except
   ``response_format_type`` (ours, never sent): how a ``response_format`` goes out.
   ``"json_schema"`` (default, OpenAI's form: ``{"type": "json_schema", "json_schema": {"name",
@@ -51,7 +52,7 @@ from autorubric_local.engine.hosted.litellm_loader import is_transient, load_lit
 from autorubric_local.engine.rate_limit import provider_key, request_slot
 from autorubric_local.engine.response_cache import ResponseCache, cache_key
 
-__all__ = ["HostedSettings", "LLMClient", "ResponseParseError", "backoff_seconds"]
+__all__ = ["HostedClient", "HostedSettings", "ResponseParseError", "backoff_seconds"]
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -60,12 +61,12 @@ SETTINGS: tuple[str, ...] = (
     "max_parallel_requests", "cache_enabled", "cache_dir", "cache_ttl", "prompt_caching", "api_key",
     "api_base", "extra_headers", "extra_params",
 )
-"""The ``LLMConfig`` fields a hosted call reads; ``generate(**kwargs)`` may override any of them."""
+"""The ``LLMConfig`` fields a hosted call reads; ``answer(**kwargs)`` may override any of them."""
 RESPONSE_FORMAT_TYPES = ("json_schema", "json_object")
 
 
 class HostedSettings(Protocol):
-    """What :class:`LLMClient` reads from its config (``LLMConfig`` has all of it)."""
+    """What :class:`HostedClient` reads from its config (``LLMConfig`` has all of it)."""
 
     model: str
     temperature: float
@@ -109,7 +110,7 @@ def backoff_seconds(attempt: int) -> float:
     return min(8.0, 0.25 * 2**attempt)
 
 
-class LLMClient:
+class HostedClient:
     """A client for one hosted or server model, with retries, rate limit and response cache.
 
     Parameters
@@ -146,17 +147,18 @@ class LLMClient:
             self._cache = ResponseCache(directory, settings["cache_ttl"])
         return self._cache
 
-    async def generate(
+    async def answer(
         self,
         system_prompt: str,
         user_prompt: str,
         response_format: type[T] | None = None,
+        *,
         use_cache: bool | None = None,
-        return_thinking: bool = False,
-        return_result: bool = False,
         **kwargs: Any,
-    ) -> str | T | GenerateResult:
-        """One call: a system and a user message, optionally with a structured answer.
+    ) -> GenerateResult:
+        """One call of a system and a user message, optionally with a structured answer: what
+        AutoRubric's ``LLMClient.generate`` (:mod:`autorubric_local.client.api`) sends, which
+        shapes the result it returns.
 
         Parameters
         ----------
@@ -166,15 +168,9 @@ class LLMClient:
             docstring for the two forms).
         use_cache : bool, optional
             None: ``config.cache_enabled``; True/False forces the response cache on or off.
-        return_thinking, return_result : bool
-            Either returns the whole :class:`GenerateResult`.
         **kwargs
             Overrides of any ``LLMConfig`` field in :data:`SETTINGS` for this call
             (``temperature=None`` leaves the provider's default).
-
-        Returns
-        -------
-        str, the ``response_format`` instance, or GenerateResult
 
         Raises
         ------
@@ -186,10 +182,7 @@ class LLMClient:
             When LiteLLM is not installed.
         """
         messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": user_prompt}]
-        result = await self.complete(messages, response_format, use_cache=use_cache, **kwargs)
-        if return_result or return_thinking:
-            return result
-        return result.parsed if response_format is not None else result.content
+        return await self.complete(messages, response_format, use_cache=use_cache, **kwargs)
 
     async def complete(
         self,
@@ -200,11 +193,11 @@ class LLMClient:
         top_logprobs: int = 0,
         **kwargs: Any,
     ) -> GenerateResult:
-        """One call with a whole messages list; what :meth:`generate` and the hosted engine use.
+        """One call with a whole messages list; what :meth:`answer` and the hosted engine use.
 
         ``top_logprobs`` > 0 asks for that many alternatives per output token
         (``GenerateResult.logprobs``). Other parameters, return value and errors as in
-        :meth:`generate`, which always returns a :class:`GenerateResult` here.
+        :meth:`answer`.
         """
         settings = self._settings(kwargs)
         params = _request_params(settings, messages, response_format, top_logprobs)
@@ -258,7 +251,7 @@ class LLMClient:
         """Forget the cache handle (each cache operation opens and closes its own connection)."""
         self._cache = None
 
-    def __enter__(self) -> LLMClient:
+    def __enter__(self) -> HostedClient:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
