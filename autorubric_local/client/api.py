@@ -80,16 +80,16 @@ def is_local(config: LLMConfig) -> bool:
 class LLMClient:
     """AutoRubric's ``LLMClient`` for a hosted, server or local model.
 
+    Methods, arguments and results are AutoRubric's (``generate``, ``clear_cache``,
+    ``cache_stats``); a local model answers through
+    :class:`~autorubric_local.client.local.LocalClient` (what it does not support is
+    listed there). The model is loaded on the first ``generate``.
+
     Parameters
     ----------
     config : LLMConfig
     cache_namespace : str, optional
         Hosted calls only: part of every cache key (:class:`~autorubric_local.engine.hosted.client.HostedClient`).
-
-    Methods, arguments and results are AutoRubric's (``generate``, ``clear_cache``,
-    ``cache_stats``); a local model answers through
-    :class:`~autorubric_local.client.local.LocalClient` (what it does not support is
-    listed there). The model is loaded on the first ``generate``.
 
     Raises
     ------
