@@ -32,6 +32,7 @@ from autorubric_local.graders.prompts import explanation_after_verdict
 from autorubric_local.judges.config import LLMConfig
 
 ROOT = Path(__file__).resolve().parent.parent
+USES_ALL_CORES = True  # torch on every core in this module: tests/conftest.py _torch_threads
 MODELS = {"smollm2": "smollm2-135m-instruct", "gemma": "gemma3-270m"}
 
 SAME_VERDICT_MIN = {"smollm2": 0.75, "gemma": 0.97}

@@ -38,6 +38,7 @@ from autorubric_local.graders.prompts import (
 )
 
 pytestmark = pytest.mark.slow
+USES_ALL_CORES = True  # torch on every core in this module: tests/conftest.py _torch_threads
 
 TOL = 1e-4  # max |log-probability difference|, float32
 JUDGES = ["smollm2_engine", "gemma_engine"]

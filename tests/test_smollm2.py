@@ -23,6 +23,7 @@ from autorubric_local.graders.planning import GradeItem
 from autorubric_local.judges.config import LLMConfig
 
 pytestmark = pytest.mark.slow
+USES_ALL_CORES = True  # torch on every core in this module: tests/conftest.py _torch_threads
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -41,6 +41,7 @@ VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
 EXAMPLES = ROOT / "examples"
 EXPLANATION_TOKENS = 32
 WORKER_TIMEOUT_S = 1200
+USES_ALL_CORES = True  # torch on every core in this module: tests/conftest.py _torch_threads
 MODELS = {"smollm2": "smollm2-135m-instruct", "gemma": "gemma3-270m"}
 """Test id -> preset; each preset's transformers engine is the conftest fixture ``<id>_engine``."""
 PROBABILITY_TOLERANCE = 5e-5
