@@ -44,7 +44,7 @@ from autorubric_local.runner import EvalConfig, EvalRunner
 from autorubric_local.store import Store, open_db
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_report import require_browser  # noqa: E402
+from test_report import headless_chromium  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = "browse-v1"
@@ -262,16 +262,7 @@ def test_a_busy_port_is_a_clean_error(db_path: Path, tmp_path: Path) -> None:
 
 
 def test_facets_and_a_canned_query_in_a_headless_browser(served: str, tmp_path: Path) -> None:
-    browser, driver_path = require_browser()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,1100"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver = headless_chromium(1100)
     shots = Path(os.environ.get("AUTORUBRIC_BROWSE_SCREENSHOTS", tmp_path))
     try:
         driver.get(served + "/judge_votes")

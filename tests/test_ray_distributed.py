@@ -21,24 +21,10 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-from setup_state import missing, must_fail  # noqa: E402
-
-RAY_MISSING = "Ray is not installed (pip install 'autorubric-local[ray]')"
-try:
-    import ray
-except ImportError:  # tests/setup_state.py: skip the module before scripts/setup_ray.sh ever ran
-    ray = None
-    if must_fail("setup_ray.sh") is None:
-        missing(RAY_MISSING, "setup_ray.sh", allow_module_level=True)
+from ray_guard import ray, ray_installed  # noqa: E402, F401 (ray_installed: autouse fixture)
+from setup_state import missing  # noqa: E402
 
 pytestmark = pytest.mark.ray
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ray_installed() -> None:
-    """After scripts/setup_ray.sh ran, a missing Ray fails each test here, not the whole collection."""
-    if ray is None:
-        missing(RAY_MISSING, "setup_ray.sh")
 
 sys.path.insert(0, str(Path(__file__).parent))
 import crash_worker  # noqa: E402

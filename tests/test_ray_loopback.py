@@ -14,24 +14,9 @@ from collections.abc import Iterable
 
 import pytest
 
-from setup_state import missing, must_fail  # noqa: E402
-
-RAY_MISSING = "Ray is not installed (pip install 'autorubric-local[ray]')"
-try:
-    import ray
-except ImportError:  # tests/setup_state.py: skip the module before scripts/setup_ray.sh ever ran
-    ray = None
-    if must_fail("setup_ray.sh") is None:
-        missing(RAY_MISSING, "setup_ray.sh", allow_module_level=True)
+from ray_guard import ray, ray_installed  # noqa: E402, F401 (ray_installed: autouse fixture)
 
 pytestmark = pytest.mark.ray
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ray_installed() -> None:
-    """After scripts/setup_ray.sh ran, a missing Ray fails each test here, not the whole collection."""
-    if ray is None:
-        missing(RAY_MISSING, "setup_ray.sh")
 psutil = pytest.importorskip("psutil", reason="psutil is not installed (it lists the sockets Ray's processes use)")
 
 from autorubric_local.runner import DistributedConfig  # noqa: E402

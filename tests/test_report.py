@@ -25,6 +25,7 @@ import shutil
 from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlite_utils
@@ -393,19 +394,26 @@ def require_browser() -> tuple[str, str]:
     missing("headless Chromium is missing (chromium, chromium-driver, selenium)", "setup_browser.sh")
 
 
-def test_the_page_renders_in_a_headless_browser(pages: dict[str, Path]) -> None:
+def headless_chromium(height: int, *, console_log: bool = False) -> Any:
+    """A selenium driver of headless Chromium, 1280 pixels wide (``require_browser`` decides skip or fail)."""
     browser, driver_path = require_browser()
     from selenium import webdriver
-    from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = browser
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1280,2000"):
+                 f"--window-size=1280,{height}"):
         options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    if console_log:
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+
+
+def test_the_page_renders_in_a_headless_browser(pages: dict[str, Path]) -> None:
+    from selenium.common.exceptions import NoAlertPresentException
+
+    driver = headless_chromium(2000, console_log=True)
     try:
         for run, expected in (("plain", N_EXAMPLE_ITEMS + 1), ("labelled", 3)):
             driver.get(pages[run].resolve().as_uri())
