@@ -136,6 +136,22 @@ def test_packed_scoring_equals_plain_full_prompt_forward(scored: Any) -> None:
     assert max(abs(a - b) for a, b in zip(results[7].logprobs, results[0].logprobs)) <= TOL  # duplicate
 
 
+@pytest.mark.fast
+def test_short_prompt_scoring_equals_plain_forward(judge: Any) -> None:
+    """The fast tier's real-weights check, one per family (docs/contributing.md): the packed
+    scoring of one short prompt, a binary criterion and a cyclic rotation of a multi-choice one
+    sharing it, equals plain full-prompt forwards. A subset of the test above, without its long
+    prompt and with 6 reference forwards instead of 25, so it runs in seconds, not minutes."""
+    short = prefix_of(judge, SHORT)[0]
+    requests = [r for r in workload(judge) if r.prefix == short][:3:2]
+    assert [r.labels for r in requests] == [BINARY, labels_for(ORDINAL, reasoning_first=False)]
+    for request, result in zip(requests, judge.score(requests), strict=True):
+        logprobs, off_mass = reference_scores(judge, request)
+        assert result.error is None
+        assert max(abs(a - b) for a, b in zip(result.logprobs, logprobs, strict=True)) <= TOL
+        assert result.off_label_mass is not None and abs(result.off_label_mass - off_mass) <= TOL
+
+
 def test_long_prompt_really_passes_the_sliding_window(scored: Any) -> None:
     engine, requests, _, _ = scored
     n = len(engine.prompt_tokens(requests[2].prefix, requests[2].suffix))

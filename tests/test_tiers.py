@@ -106,6 +106,34 @@ def test_every_derived_marker_is_registered(pytestconfig: pytest.Config) -> None
 
 
 # ---------------------------------------------------------------------------- Hypothesis profiles
+def fast_tier() -> str:
+    """The fast tier's -m expression, as scripts/time_test_tiers.sh (and docs/contributing.md) runs it."""
+    text = (ROOT / "scripts" / "time_test_tiers.sh").read_text(encoding="utf-8")
+    return re.search(r'^fast="(.+)"$', text, re.MULTILINE).group(1)
+
+
+def test_the_fast_tier_keeps_a_real_weights_check_per_family_and_drops_the_rest() -> None:
+    from _pytest.mark.expression import Expression
+    import test_real_judges
+
+    tier = Expression.compile(fast_tier())
+
+    def selected(function: object, fixtures: tuple[str, ...], module_marks: set[str]) -> bool:
+        marks = module_marks | {m.name for m in getattr(function, "pytestmark", [])}
+        marks |= conftest.tier_markers(FakeItem(function, fixtures))
+        return tier.evaluate(lambda name, **kwargs: name in marks)
+
+    check = test_real_judges.test_short_prompt_scoring_equals_plain_forward
+    other = test_real_judges.test_plain_path_equals_the_reference
+    for family in ("smollm2_engine", "gemma_engine"):  # the module's `judge` fixture takes both
+        assert selected(check, (family,), {"slow"})
+        assert not selected(other, (family,), {"slow"})
+    assert conftest.FIXTURE_MARKERS.keys() == {"smollm2_engine", "gemma_engine"}  # no third family unchecked
+    assert selected(plain, (), set()) and selected(starts_a_child, (), set()) and selected(a_property, (), set())
+    assert not selected(calls_a_helper_that_needs_vllm, (), set())
+    assert not any(selected(plain, (), {marker}) for marker in ("ray", "browser", "wheel", "llamacpp"))
+
+
 def test_ci_keeps_each_tests_count_and_dev_takes_a_tenth() -> None:
     assert [hypothesis_profiles.examples(n, "ci") for n in (5, 60, 700)] == [5, 60, 700]
     assert [hypothesis_profiles.examples(n, "dev") for n in (5, 60, 700)] == [5, 10, 70]
