@@ -162,7 +162,7 @@ def _torch_threads(request: pytest.FixtureRequest) -> None:
     one elsewhere (the tiny judge's small matrices cost more in thread synchronisation than they
     save: up to 100x slower on a busy 2-core machine). Under pytest-xdist (the fast tier's ``-n``)
     "every core" is this worker's share of them: threads spinning on a core another worker holds
-    made a 3-second real-judge test take 75 s."""
+    made the real-weights checks many times slower."""
     import torch
 
     share = len(os.sched_getaffinity(0)) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))

@@ -116,6 +116,7 @@ def test_the_fast_tier_keeps_a_real_weights_check_per_family_and_drops_the_rest(
     from _pytest.mark.expression import Expression
     import test_real_judges
 
+    assert f'-m "{fast_tier()}"' in (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
     tier = Expression.compile(fast_tier())
 
     def selected(function: object, fixtures: tuple[str, ...], module_marks: set[str]) -> bool:
