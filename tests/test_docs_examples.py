@@ -88,6 +88,7 @@ def commands(page: Path, line: int, source: str) -> list[tuple[str, list[str]]]:
             f"{', '.join(PROGRAMS)} commands, without shell operators): mark the block with "
             "`<!-- not-run: why -->` on the line before its fence, or make it runnable")
         found.append((where, argv))
+    assert not logical, f"{name(page, start)}: the block ends inside a backslash continuation"
     return found
 
 
@@ -150,4 +151,5 @@ def test_docs_shell_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest
         result = CliRunner().invoke(PROGRAMS[argv[0]], argv[1:], catch_exceptions=True)
         raised = "" if result.exc_info is None or isinstance(result.exception, SystemExit) else \
             "".join(traceback.format_exception(*result.exc_info))
-        assert result.exit_code == 0, f"{where}: `{shlex.join(argv)}` exited {result.exit_code}:\n{result.output}{raised}"
+        assert result.exit_code == 0, (f"{where}: `{shlex.join(argv)}` exited {result.exit_code}:\n"
+                                       f"{result.output}{raised}")
