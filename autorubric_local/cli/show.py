@@ -35,7 +35,7 @@ def show(run: str, db_path: Path, item_ids: tuple[str, ...], votes: bool, show_p
 
     Example:
 
-        autorubric-local show battery-v1 --item sub-2 --votes --prompt
+        autorubric-local show battery-v1 --item vague --votes --prompt
     """
     from autorubric_local.runner.inspection import criterion_row_pages, judgment_row_pages, shown_item_count
 
