@@ -11,14 +11,14 @@ python=${PYTHON:-.venv/bin/python}
 out=${1:-/dev/stdout}
 fast="fast or not (slow or vllm or llamacpp or ray or browser or wheel)"
 run() {
-  env -u PYTHONDONTWRITEBYTECODE HYPOTHESIS_PROFILE=dev "$python" -m pytest -q -p no:cacheprovider -n auto \
+  env -u PYTHONDONTWRITEBYTECODE HYPOTHESIS_PROFILE=dev "$python" -m pytest -q -p no:cacheprovider -n auto --dist worksteal \
     -m "$fast" "$@"
 }
 {
   echo "# fast test tier, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' + uncommitted changes')"
   run --collect-only > /dev/null 2>&1 || true  # warm the bytecode caches, as any earlier run would
   echo "# $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at start; HYPOTHESIS_PROFILE=dev"
-  echo "# command: pytest -q -p no:cacheprovider -n auto -m \"$fast\" --durations=30"
+  echo "# command: pytest -q -p no:cacheprovider -n auto --dist worksteal -m \"$fast\" --durations=30"
   start=$(date +%s)
   status=0
   run --durations=30 2>&1 | grep -v -E '^\s|Warning|^tests/.*: [0-9]+ warnings?$' || status=$?
