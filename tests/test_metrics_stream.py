@@ -169,7 +169,7 @@ def live_reports() -> Iterator[dict[str, int]]:
     def counting(text: Any, *args: Any, **kwargs: Any) -> EnsembleEvaluationReport:
         report = parse(text, *args, **kwargs)
         if seen["alive"] >= 2:  # this one would pass the bound: unreferenced reports go first
-            gc.collect()  # (only here: a full collection per parse cost ~150 s in this module)
+            gc.collect()  # only here: a full collection per parse made the module's slowest tests
         weakref.finalize(report, dropped)
         seen["parsed"] += 1
         seen["alive"] += 1

@@ -141,7 +141,7 @@ def test_short_prompt_scoring_equals_plain_forward(judge: Any) -> None:
     """The fast tier's real-weights check, one per family (docs/contributing.md): the packed
     scoring of one short prompt, a binary criterion and a cyclic rotation of a multi-choice one
     sharing it, equals plain full-prompt forwards. A subset of the test above, without its long
-    prompt and with 6 reference forwards instead of 25, so it runs in seconds, not minutes."""
+    prompt and with 6 reference forwards instead of 26, so it runs in seconds, not minutes."""
     short = prefix_of(judge, SHORT)[0]
     requests = [r for r in workload(judge) if r.prefix == short][:3:2]
     assert [r.labels for r in requests] == [BINARY, labels_for(ORDINAL, reasoning_first=False)]

@@ -105,7 +105,7 @@ def test_every_derived_marker_is_registered(pytestconfig: pytest.Config) -> None
     assert derived <= registered
 
 
-# ---------------------------------------------------------------------------- Hypothesis profiles
+# ------------------------------------------------------------------------------------- fast tier
 def fast_tier() -> str:
     """The fast tier's -m expression, as scripts/time_test_tiers.sh (and docs/contributing.md) runs it."""
     text = (ROOT / "scripts" / "time_test_tiers.sh").read_text(encoding="utf-8")
@@ -116,8 +116,9 @@ def test_the_fast_tier_keeps_a_real_weights_check_per_family_and_drops_the_rest(
     from _pytest.mark.expression import Expression
     import test_real_judges
 
-    assert f'-m "{fast_tier()}"' in (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
-    tier = Expression.compile(fast_tier())
+    expression = fast_tier()
+    assert f'-m "{expression}"' in (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
+    tier = Expression.compile(expression)
 
     def selected(function: object, fixtures: tuple[str, ...], module_marks: set[str]) -> bool:
         marks = module_marks | {m.name for m in getattr(function, "pytestmark", [])}
@@ -135,6 +136,7 @@ def test_the_fast_tier_keeps_a_real_weights_check_per_family_and_drops_the_rest(
     assert not any(selected(plain, (), {marker}) for marker in ("ray", "browser", "wheel", "llamacpp"))
 
 
+# ---------------------------------------------------------------------------- Hypothesis profiles
 def test_ci_keeps_each_tests_count_and_dev_takes_a_tenth() -> None:
     assert [hypothesis_profiles.examples(n, "ci") for n in (5, 60, 700)] == [5, 60, 700]
     assert [hypothesis_profiles.examples(n, "dev") for n in (5, 60, 700)] == [5, 10, 70]
