@@ -110,3 +110,62 @@ def test_built_in_engines_declare_every_run_record_field_their_class_has() -> No
     for engine in (TransformersEngine, VLLMEngine, LlamaCppEngine, HostedEngine):
         on_class = {name for name, attribute in DESCRIPTIONS.items() if hasattr(engine, attribute)}
         assert on_class <= engine.capabilities.describes, engine.__name__
+
+
+class Closable(ScriptedEngine):
+    """Has a ``close()``; records whether releasing the engine called it."""
+
+    def __init__(self, *, releases: bool) -> None:
+        super().__init__(model_id="closable", capabilities=EngineCapabilities(releases=releases))
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def closable_backend() -> Iterator[dict[str, Closable]]:
+    built: dict[str, Closable] = {}
+
+    def load(releases: bool) -> Any:
+        return lambda config, resolved: built.setdefault(config.model, Closable(releases=releases))
+
+    def key(config: LLMConfig, resolved: Any) -> tuple[str]:
+        return (config.model,)
+
+    registry.register(Backend(name="closes", load=load(True), resolves_model=False, cache_key=key))
+    registry.register(Backend(name="keeps", load=load(False), resolves_model=False, cache_key=key))
+    yield built
+    registry.unregister("closes")
+    registry.unregister("keeps")
+
+
+def test_releasing_an_engine_calls_close_only_when_it_declares_releases(closable_backend: dict[str, Closable]) -> None:
+    """The release reads the declaration: an engine whose ``close`` is not declared is dropped
+    without it (the old ``getattr(engine, "close")`` probe called any ``close`` it found)."""
+    from autorubric_local.judges.engines import release_engine, was_released
+
+    declared = load_engine(LLMConfig(model="declared", backend="closes"))
+    undeclared = load_engine(LLMConfig(model="undeclared", backend="keeps"))
+    assert release_engine(declared) and release_engine(undeclared)
+    assert was_released(declared) and was_released(undeclared)
+    assert closable_backend["declared"].closed
+    assert not closable_backend["undeclared"].closed
+
+
+def test_an_engine_declaring_releases_without_close_is_refused() -> None:
+    engine = ScriptedEngine(capabilities=EngineCapabilities(releases=True))
+    with pytest.raises(ValidationError, match=r"declares capabilities it lacks: no close"):
+        LLMConfig(model="x", engine=engine)
+
+
+def test_only_the_vllm_engine_declares_releases_and_each_declaring_class_has_close() -> None:
+    from autorubric_local.engine.hosted.backend import HostedEngine
+    from autorubric_local.engine.llamacpp.backend import LlamaCppEngine
+    from autorubric_local.engine.transformers.backend import TransformersEngine
+    from autorubric_local.engine.vllm.backend import VLLMEngine
+
+    declaring = {engine.__name__ for engine in (TransformersEngine, VLLMEngine, LlamaCppEngine, HostedEngine)
+                 if engine.capabilities.releases}
+    assert declaring == {"VLLMEngine"}
+    assert callable(VLLMEngine.close)

@@ -19,6 +19,7 @@ from vllm_memory import GIB, require_vllm_memory
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.types import Criterion
+from autorubric_local.engine.capabilities import EngineCapabilities
 from autorubric_local.engine.scripted import ScriptedEngine
 from autorubric_local.engine.vllm.args import llm_kwargs
 from autorubric_local.engine.vllm.backend import shutdown_vllm
@@ -32,6 +33,9 @@ from autorubric_local.judges.memory import (
     vllm_memory_shares,
     vllm_memory_total,
 )
+
+RELEASES = EngineCapabilities(releases=True)
+"""What the faked vLLM engines declare, as ``VLLMEngine`` does: releasing one calls its ``close()``."""
 
 ITEM = GradeItem(submission="The cathode is NMC.", rubric=(Criterion(requirement="Names the cathode", weight=1.0),))
 
@@ -113,7 +117,7 @@ def test_release_calls_close_and_leaves_caller_built_engines_alone(monkeypatch: 
             closed.append(self.model_id)
 
     monkeypatch.setattr("autorubric_local.engine.vllm.backend.load_vllm",
-                        lambda folder, **kwargs: Closing(model_id=kwargs["model_id"]))
+                        lambda folder, **kwargs: Closing(model_id=kwargs["model_id"], capabilities=RELEASES))
     own = ScriptedEngine("own")
     grader = CriterionGrader(judges=[JudgeSpec(LLMConfig(model=str(tiny_model_dir), backend="vllm"), "v"),
                                      JudgeSpec(LLMConfig(model="mine", engine=own), "own")])
@@ -392,7 +396,8 @@ def failing_first_close(monkeypatch: pytest.MonkeyPatch, tiny_model_dir: Path) -
             closed.append(self.model_id)
 
     monkeypatch.setattr("autorubric_local.engine.vllm.backend.load_vllm",
-                        lambda folder, **kwargs: Closing(model_id=kwargs["model_id"], policy=_met))
+                        lambda folder, **kwargs: Closing(model_id=kwargs["model_id"], policy=_met,
+                                                                capabilities=RELEASES))
     real_free = engines.free_memory
 
     def counted_free() -> None:
@@ -497,7 +502,7 @@ def fake_vllm_sweep(monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, float | 
 
     def fake_load_vllm(folder: Path, **kwargs: Any) -> ScriptedEngine:
         shares[str(folder)] = kwargs["gpu_memory_utilization"]
-        return Closing(model_id=kwargs["model_id"], policy=hashed(str(folder)))
+        return Closing(model_id=kwargs["model_id"], policy=hashed(str(folder)), capabilities=RELEASES)
 
     monkeypatch.setattr("autorubric_local.engine.vllm.backend.load_vllm", fake_load_vllm)
     return shares, closed

@@ -45,12 +45,17 @@ class EngineCapabilities:
         Run-record fields (keys of :data:`DESCRIPTIONS`) it reports, each from the attribute
         :data:`DESCRIPTIONS` names; a field it does not report is recorded as None (an empty
         list for ``fallbacks``).
+    releases : bool
+        Has ``close() -> None``, which frees what the engine holds outside Python's reach (vLLM:
+        shuts its engine-core process down); releasing the engine calls it. An engine that
+        does not declare it is only dropped, whatever methods it has.
     """
 
     backend: str | None = None
     counts_tokens: bool = False
     whole_prompt_tokens: bool = False
     describes: frozenset[str] = frozenset()
+    releases: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.describes) - set(DESCRIPTIONS)
@@ -81,7 +86,8 @@ def checked_capabilities(engine: object) -> EngineCapabilities:
     ------
     TypeError
         The engine declares no ``capabilities`` (an :class:`EngineCapabilities`), or declares
-        something it lacks (a token-counting attribute, ``prompt_tokens``, a described field).
+        something it lacks (a token-counting attribute, ``prompt_tokens``, ``close``, a
+        described field).
     """
     capabilities = getattr(engine, "capabilities", None)
     if not isinstance(capabilities, EngineCapabilities):
@@ -89,6 +95,7 @@ def checked_capabilities(engine: object) -> EngineCapabilities:
                         f"attribute, an autorubric_local.engine.EngineCapabilities (got {capabilities!r})")
     needed = [*(COUNTING_ATTRIBUTES if capabilities.counts_tokens else ()),
               *(("prompt_tokens",) if capabilities.whole_prompt_tokens else ()),
+              *(("close",) if capabilities.releases else ()),
               *(DESCRIPTIONS[name] for name in sorted(capabilities.describes))]
     missing = [name for name in needed if not hasattr(engine, name)]
     if missing:

@@ -15,6 +15,10 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from autorubric_local.engine.base import Engine
 
 __all__ = ["blocking_slot", "engine_key", "provider_key", "request_slot"]
 
@@ -30,10 +34,10 @@ def provider_key(model: str, api_base: str | None) -> str:
     return f"{provider}@{(api_base or 'default').rstrip('/')}"
 
 
-def engine_key(engine: object) -> str:
+def engine_key(engine: Engine) -> str:
     """``"engine:<model_id>@<object id>"``: the key of one loaded local engine (every grader and
     judge using that engine object shares its slots)."""
-    return f"engine:{getattr(engine, 'model_id', type(engine).__name__)}@{id(engine):x}"
+    return f"engine:{engine.model_id}@{id(engine):x}"
 
 
 def _semaphore(key: str, limit: int | None) -> threading.BoundedSemaphore | None:

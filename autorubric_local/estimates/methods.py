@@ -280,7 +280,7 @@ def ppi_mean(
     y_arr = as_vector("y", y, min_size=2)
     fl = as_vector("f_labelled", f_labelled, min_size=2)
     fu = as_vector("f_unlabelled", f_unlabelled)
-    n = check_same_length(y=y_arr, f_labelled=fl)
+    check_same_length(y=y_arr, f_labelled=fl)
     alpha = check_alpha(alpha)
     lam_used = check_lam(lam)
     note = None

@@ -229,16 +229,16 @@ def _close_logged(engine: Engine, judge_id: str | None) -> None:
     except Exception as exc:  # any error of a backend's shutdown: logged, never raised (see above)
         judge = "" if judge_id is None else f"judge {judge_id!r}, "
         logger.warning("releasing the engine of %smodel %s failed (%s: %s); it is dropped all the same",
-                       judge, getattr(engine, "model_id", "?"), type(exc).__name__, exc)
+                       judge, engine.model_id, type(exc).__name__, exc)
 
 
 def _close(engine: Engine) -> None:
-    """Mark ``engine`` released and call its ``close()`` when it has one (vLLM: shutdown)."""
+    """Mark ``engine`` released and call its ``close()`` when it declares one
+    (:attr:`~autorubric_local.engine.capabilities.EngineCapabilities.releases`; vLLM: shutdown)."""
     with contextlib.suppress(TypeError):
         _RELEASED.add(engine)
-    close = getattr(engine, "close", None)
-    if callable(close):
-        close()
+    if engine.capabilities.releases:
+        engine.close()
 
 
 def free_memory() -> None:

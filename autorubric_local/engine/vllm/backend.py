@@ -154,7 +154,8 @@ class VLLMEngine(HFTextMixin):
 
     attention_path = "vLLM (its own attention kernels and prefix caching)"
     capabilities = EngineCapabilities("vllm", counts_tokens=True, whole_prompt_tokens=True,
-                                      describes=frozenset({"attention_path", "prompt_format", "score_method", "dtype"}))
+                                      describes=frozenset({"attention_path", "prompt_format", "score_method", "dtype"}),
+                                      releases=True)
 
     def __init__(
         self,
