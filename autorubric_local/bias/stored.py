@@ -30,7 +30,6 @@ again). Ctrl-C marks the sweep ``interrupted``; run it again with the same name 
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -64,18 +63,16 @@ from autorubric_local.bias.sweep import (
     sweep_chunks,
 )
 from autorubric_local.bias.unrelated import UnrelatedOption, sample_unrelated_options
-from autorubric_local.core.errors import RunLockedError
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
-from autorubric_local.runner.runner import LeaseHeartbeat
+from autorubric_local.runner.job import SWEEP_LEASE, claim_job, leased, renew_after_load
 from autorubric_local.store import Store
 from autorubric_local.store.jobs import SWEEPS, stored_job_id
 from autorubric_local.store.leases import LeaseOwner
 
 __all__ = ["StoredSweep", "SweepChunkReport", "run_stored_sweep"]
 
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -106,16 +103,6 @@ class StoredSweep:
     name: str
     result: SweepResult
     resumed_rotations: int
-
-
-class SweepLeaseHeartbeat(LeaseHeartbeat):
-    """The runner's :class:`~autorubric_local.runner.runner.LeaseHeartbeat`, renewing a sweep's
-    lease (``sweep_leases``) instead of a run's."""
-
-    what = "sweep"
-
-    def _renew(self, store: Store) -> bool:
-        return store.renew_sweep_lease(self.run_id, self.owner)
 
 
 def run_stored_sweep(
@@ -184,17 +171,17 @@ def run_stored_sweep(
                                              **_row(settings, judges, loaded, rubric, data_path, len(items)))
                 resumed = 0
             else:  # a stored sweep is claimed (lease, content) before any judge loads
-                sweep_id = _claim_sweep(store, name, existing, str(path), config, plan, owner)
-            try:
-                with SweepLeaseHeartbeat(path, sweep_id, owner, config.lease_heartbeat_seconds):
-                    if loaded is None:
-                        loaded = executor.load(items, judges, settings, unrelated)
-                        resumed = _reopen_sweep(store, name, sweep_id, owner,
-                                                _row(settings, judges, loaded, rubric, data_path, len(items)))
-                    result = _sweep(store, sweep_id, name, items, loaded, settings, config, unrelated, preferred,
-                                    owner, on_chunk, executor)
-            finally:
-                store.release_sweep_lease(sweep_id, owner)  # already released when the sweep was marked
+                sweep_id = existing
+                claim_job(store, SWEEP_LEASE, name, sweep_id, owner, config.lease_timeout_seconds,
+                          lambda: check_sweep_resumable(store.find_sweep(sweep_id) or {"id": sweep_id, "name": name},
+                                                        plan, str(path)))
+            with leased(store, SWEEP_LEASE, path, sweep_id, owner, config.lease_heartbeat_seconds):
+                if loaded is None:
+                    loaded = executor.load(items, judges, settings, unrelated)
+                    resumed = _reopen_sweep(store, name, sweep_id, owner,
+                                            _row(settings, judges, loaded, rubric, data_path, len(items)))
+                result = _sweep(store, sweep_id, name, items, loaded, settings, config, unrelated, preferred,
+                                owner, on_chunk, executor)
         finally:
             store.close()
         return StoredSweep(sweep_id, name, result, resumed)
@@ -219,24 +206,6 @@ def sweep_executor(config: EvalConfig) -> SweepExecutor:
     return RaySweepExecutor(config.distributed)
 
 
-def _claim_sweep(
-    store: Store, name: str, sweep_id: str, where: str, config: EvalConfig, plan: Mapping[str, Any],
-    owner: LeaseOwner,
-) -> str:
-    """Take the stored sweep's lease and check its content, before any judge loads; the lease is
-    given back if the sweep cannot be resumed."""
-    takeover = store.acquire_sweep_lease(sweep_id, owner, timeout_seconds=config.lease_timeout_seconds)
-    if takeover is not None:
-        logger.warning("sweep %r (%s): taking over a stale lease from pid %d on host %s: %s", name, sweep_id,
-                       takeover.previous.pid, takeover.previous.host, takeover.reason)
-    try:
-        check_sweep_resumable(store.find_sweep(sweep_id) or {"id": sweep_id, "name": name}, plan, where)
-    except BaseException:
-        store.release_sweep_lease(sweep_id, owner)
-        raise
-    return sweep_id
-
-
 def _reopen_sweep(store: Store, name: str, sweep_id: str, owner: LeaseOwner, row: Mapping[str, Any]) -> int:
     """Mark the claimed sweep running again with its judges as loaded now; the rotation rows
     already stored.
@@ -246,9 +215,7 @@ def _reopen_sweep(store: Store, name: str, sweep_id: str, owner: LeaseOwner, row
     RunLockedError
         This writer lost the sweep's lease while its judges loaded (nothing was changed).
     """
-    if not store.renew_sweep_lease(sweep_id, owner):
-        raise RunLockedError(f"sweep {name!r} ({sweep_id}): this writer (pid {owner.pid} on host {owner.host}) lost "
-                             "the sweep's lease while its judges loaded; nothing was changed")
+    renew_after_load(store, SWEEP_LEASE, name, sweep_id, owner)
     store.reopen_sweep(sweep_id, row["judges"])
     return len(store.sweep_judgments(sweep_id))
 

@@ -38,16 +38,15 @@ import asyncio
 import contextlib
 import json
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
-from autorubric_local.core.errors import AutorubricError, RunLockedError
+from autorubric_local.core.errors import AutorubricError
 from autorubric_local.core.reports import EnsembleEvaluationReport
 from autorubric_local.data.dataset import RubricDataset, rubric_to_json
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
@@ -78,6 +77,7 @@ from autorubric_local.runner.executors import (
     failed_item,
 )
 from autorubric_local.runner.heap import release_free_heap
+from autorubric_local.runner.job import RUN_LEASE, LeaseHeartbeat, claim_job, leased, renew_after_load
 from autorubric_local.runner.progress import RunProgress
 from autorubric_local.runner.results import EvalResult
 from autorubric_local.runner.stored import StoredRun
@@ -224,14 +224,11 @@ class EvalRunner:
                 run_id, resumed = self._start_run(store, name, planned, engines, owner), 0
             else:
                 run_id = self._claim_run(store, name, existing, str(path), planned, owner)
-            try:
-                with LeaseHeartbeat(path, run_id, owner, self.config.lease_heartbeat_seconds):
-                    if existing is not None:
-                        engines = executor.engines(self.grader)
-                        resumed = self._reopen_run(store, name, run_id, planned, engines, owner)
-                    self._grade_pending(store, run_id, name, planned, engines, owner, executor)
-            finally:
-                store.release_run_lease(run_id, owner)  # already released when the run was marked
+            with leased(store, RUN_LEASE, path, run_id, owner, self.config.lease_heartbeat_seconds):
+                if existing is not None:
+                    engines = executor.engines(self.grader)
+                    resumed = self._reopen_run(store, name, run_id, planned, engines, owner)
+                self._grade_pending(store, run_id, name, planned, engines, owner, executor)
             return StoredRun.read(store, run_id, str(path), resumed)
         finally:
             store.close()
@@ -305,11 +302,7 @@ class EvalRunner:
         InputError
             The stored run's content differs (the message says what changed).
         """
-        takeover = store.acquire_run_lease(run_id, owner, timeout_seconds=self.config.lease_timeout_seconds)
-        if takeover is not None:
-            logger.warning("run %r (%s): taking over a stale lease from pid %d on host %s: %s", name, run_id,
-                           takeover.previous.pid, takeover.previous.host, takeover.reason)
-        try:
+        def check() -> None:
             existing = store.find_run(run_id)  # read again under the lease
             assert existing is not None
             adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
@@ -317,9 +310,8 @@ class EvalRunner:
             expected = content_hash(planned.item_hashes, description)
             if existing.get("content_hash") != expected:  # the stored rows are read only to say what changed
                 check_resumable(existing, expected, description, planned, store.item_rows(run_id), where)
-        except BaseException:
-            store.release_run_lease(run_id, owner)
-            raise
+
+        claim_job(store, RUN_LEASE, name, run_id, owner, self.config.lease_timeout_seconds, check)
         return run_id
 
     def _start_run(
@@ -352,9 +344,7 @@ class EvalRunner:
         RunLockedError
             ``owner`` lost the run's lease while the judges loaded (nothing is changed).
         """
-        if not store.renew_run_lease(run_id, owner):
-            raise RunLockedError(f"run {name!r} ({run_id}): this writer (pid {owner.pid} on host {owner.host}) lost "
-                                 "the run's lease while its judges loaded; nothing was changed")
+        renew_after_load(store, RUN_LEASE, name, run_id, owner)
         store.plan_items(run_id, PlannedRows(planned))  # refreshes ground truth; keeps reports
         store.update_run(run_id, status="running", finished_utc=None, judges_json=json.dumps(self._judges(engines)),
                          dataset_json=json.dumps(_header(self.dataset)))
@@ -487,62 +477,6 @@ class EvalRunner:
                                             self.grader.cannot_assess_config)
         store.record_items(run_id, items, judgments, lease=owner, priors=contextual_prior_records(graded),
                            prompts=prompt_text_records(graded), criteria=criteria)
-
-
-class LeaseHeartbeat:
-    """Renews a run's lease every ``interval_seconds`` from a daemon thread, while in its ``with``
-    block, so a chunk that takes longer than the lease timeout does not make the run look
-    abandoned. The thread has its own connection; an in-memory database needs no heartbeat (no
-    other process can see it).
-    """
-
-    def __init__(self, path: str | Path, run_id: str, owner: LeaseOwner, interval_seconds: float) -> None:
-        self.path = path
-        self.run_id = run_id
-        self.owner = owner
-        self.interval_seconds = interval_seconds
-        self.beats = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> Self:
-        if str(self.path) != MEMORY_DB:
-            self._thread = threading.Thread(target=self._run, name=f"lease-heartbeat-{self.run_id}", daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    what = "run"
-    """What holds the lease, in log messages."""
-
-    def _renew(self, store: Store) -> bool:
-        """Renew the lease once; False when this writer no longer holds it."""
-        return store.renew_run_lease(self.run_id, self.owner)
-
-    def _run(self) -> None:
-        try:
-            store = Store.open(self.path)
-        except sqlite3.Error as exc:
-            logger.warning("%s %s: lease heartbeat could not open %s: %s", self.what, self.run_id, self.path, exc)
-            return
-        try:
-            while not self._stop.wait(self.interval_seconds):
-                try:
-                    held = self._renew(store)
-                except sqlite3.OperationalError as exc:  # locked past the busy timeout: try again next beat
-                    logger.warning("%s %s: lease heartbeat failed: %s", self.what, self.run_id, exc)
-                    continue
-                if not held:
-                    logger.warning("%s %s: this process no longer holds the %s's lease", self.what, self.run_id,
-                                   self.what)
-                    return
-                self.beats += 1
-        finally:
-            store.close()
 
 
 def _stored_as_planned(run: Mapping[str, Any], store: Store, planned: PlannedItems, dataset: RubricDataset) -> bool:

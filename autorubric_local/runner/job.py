@@ -1,0 +1,177 @@
+"""The lease life cycle that grade runs (:class:`~.runner.EvalRunner`) and position-bias sweeps
+(:func:`autorubric_local.bias.stored.run_stored_sweep`) share, written once.
+
+A resumable job has one writer at a time, the holder of its lease (:mod:`autorubric_local.store.leases`;
+runs in ``run_leases``, sweeps in ``sweep_leases``: a :class:`JobLease` says which). A stored job
+is claimed (:func:`claim_job`: lease taken, content checked) before any judge loads, so a locked
+or changed job loads nothing; :func:`leased` keeps the lease fresh with a :class:`LeaseHeartbeat`
+while the judges load and the chunks are committed, and gives it back at the end; after the
+judges loaded, :func:`renew_after_load` refuses a writer that lost the lease meanwhile, before
+it changes anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Self
+
+from autorubric_local.core.errors import RunLockedError
+from autorubric_local.runner.config import MEMORY_DB
+from autorubric_local.store import Store
+from autorubric_local.store.leases import LeaseOwner, Takeover
+
+__all__ = ["RUN_LEASE", "SWEEP_LEASE", "JobLease", "LeaseHeartbeat", "claim_job", "leased", "renew_after_load"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class JobLease:
+    """How one kind of job takes, renews and gives back its lease in a :class:`~autorubric_local.store.Store`.
+
+    Attributes
+    ----------
+    noun : str
+        What holds the lease, in messages (``"run"``, ``"sweep"``).
+    acquire : callable
+        ``(store, job_id, owner, timeout_seconds) -> Takeover | None``; raises
+        :class:`RunLockedError` while another live writer holds the lease.
+    renew, release : callable
+        ``(store, job_id, owner) -> bool``; False when ``owner`` does not hold the lease.
+    """
+
+    noun: str
+    acquire: Callable[[Store, str, LeaseOwner, float], Takeover | None]
+    renew: Callable[[Store, str, LeaseOwner], bool]
+    release: Callable[[Store, str, LeaseOwner], bool]
+
+
+RUN_LEASE = JobLease(
+    "run", lambda store, job_id, owner, timeout: store.acquire_run_lease(job_id, owner, timeout_seconds=timeout),
+    lambda store, job_id, owner: store.renew_run_lease(job_id, owner),
+    lambda store, job_id, owner: store.release_run_lease(job_id, owner),
+)
+"""A grade run's lease (``run_leases``)."""
+
+SWEEP_LEASE = JobLease(
+    "sweep", lambda store, job_id, owner, timeout: store.acquire_sweep_lease(job_id, owner, timeout_seconds=timeout),
+    lambda store, job_id, owner: store.renew_sweep_lease(job_id, owner),
+    lambda store, job_id, owner: store.release_sweep_lease(job_id, owner),
+)
+"""A position-bias sweep's lease (``sweep_leases``)."""
+
+
+def claim_job(store: Store, lease: JobLease, name: str, job_id: str, owner: LeaseOwner, timeout_seconds: float,
+              check: Callable[[], None]) -> None:
+    """Take the lease of the stored job ``job_id`` for ``owner`` (a stale one is taken over, with a
+    warning in the log) and run ``check`` under it; the lease is given back if ``check`` raises.
+
+    Raises
+    ------
+    RunLockedError
+        Another live writer holds the job's lease.
+    Exception
+        Whatever ``check`` raises (an :class:`~autorubric_local.core.errors.InputError` naming
+        what changed, for a job whose content differs).
+    """
+    takeover = lease.acquire(store, job_id, owner, timeout_seconds)
+    if takeover is not None:
+        logger.warning("%s %r (%s): taking over a stale lease from pid %d on host %s: %s", lease.noun, name, job_id,
+                       takeover.previous.pid, takeover.previous.host, takeover.reason)
+    try:
+        check()
+    except BaseException:
+        lease.release(store, job_id, owner)
+        raise
+
+
+def renew_after_load(store: Store, lease: JobLease, name: str, job_id: str, owner: LeaseOwner) -> None:
+    """Renew the claimed job's lease once its judges have loaded.
+
+    Raises
+    ------
+    RunLockedError
+        ``owner`` lost the lease while the judges loaded (the caller has changed nothing yet).
+    """
+    if not lease.renew(store, job_id, owner):
+        raise RunLockedError(f"{lease.noun} {name!r} ({job_id}): this writer (pid {owner.pid} on host {owner.host}) "
+                             f"lost the {lease.noun}'s lease while its judges loaded; nothing was changed")
+
+
+@contextmanager
+def leased(store: Store, lease: JobLease, path: str | Path, job_id: str, owner: LeaseOwner,
+           heartbeat_seconds: float) -> Iterator[None]:
+    """Hold ``owner``'s lease of ``job_id`` for the ``with`` block: a :class:`LeaseHeartbeat`
+    renews it, and it is given back at the end (a no-op when the job's last write already did)."""
+    try:
+        with LeaseHeartbeat(path, job_id, owner, heartbeat_seconds, lease):
+            yield
+    finally:
+        lease.release(store, job_id, owner)
+
+
+class LeaseHeartbeat:
+    """Renews a job's lease every ``interval_seconds`` from a daemon thread, while in its ``with``
+    block, so a chunk that takes longer than the lease timeout does not make the job look
+    abandoned. The thread has its own connection; an in-memory database needs no heartbeat (no
+    other process can see it).
+
+    Parameters
+    ----------
+    path : str or Path
+        The job's database.
+    job_id : str
+    owner : LeaseOwner
+    interval_seconds : float
+    lease : JobLease, default RUN_LEASE
+        Which kind of job (a run's lease, or :data:`SWEEP_LEASE`).
+    """
+
+    def __init__(self, path: str | Path, job_id: str, owner: LeaseOwner, interval_seconds: float,
+                 lease: JobLease = RUN_LEASE) -> None:
+        self.path = path
+        self.job_id = job_id
+        self.owner = owner
+        self.interval_seconds = interval_seconds
+        self.lease = lease
+        self.beats = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Self:
+        if str(self.path) != MEMORY_DB:
+            self._thread = threading.Thread(target=self._run, name=f"lease-heartbeat-{self.job_id}", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        what = self.lease.noun
+        try:
+            store = Store.open(self.path)
+        except sqlite3.Error as exc:
+            logger.warning("%s %s: lease heartbeat could not open %s: %s", what, self.job_id, self.path, exc)
+            return
+        try:
+            while not self._stop.wait(self.interval_seconds):
+                try:
+                    held = self.lease.renew(store, self.job_id, self.owner)
+                except sqlite3.OperationalError as exc:  # locked past the busy timeout: try again next beat
+                    logger.warning("%s %s: lease heartbeat failed: %s", what, self.job_id, exc)
+                    continue
+                if not held:
+                    logger.warning("%s %s: this process no longer holds the %s's lease", what, self.job_id, what)
+                    return
+                self.beats += 1
+        finally:
+            store.close()
