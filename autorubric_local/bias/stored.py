@@ -66,7 +66,7 @@ from autorubric_local.bias.unrelated import UnrelatedOption, sample_unrelated_op
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
-from autorubric_local.runner.job import SWEEP_LEASE, claim_job, leased, renew_after_load
+from autorubric_local.runner.job import SWEEP_LEASE, claim_job, first_handbacks, leased, renew_after_load
 from autorubric_local.store import Store
 from autorubric_local.store.jobs import SWEEPS, stored_job_id
 from autorubric_local.store.leases import LeaseOwner
@@ -252,7 +252,8 @@ def _sweep(
             completed = total - len({task.item_index for task, _ in pending})
             judge_started = time.perf_counter()
             chunks = sweep_chunks(pending, config.chunk_judgments)
-            for index, results in executor.judged_chunks(judge_index, chunks, threading.Event()):
+            for index, results in first_handbacks(executor.judged_chunks(judge_index, chunks, threading.Event()),
+                                                  f"sweep {name!r}, judge {judge_id!r}"):
                 chunk = chunks[index]
                 cells = build_cells(items, judge_id, chunk, results, unrelated, preferred)
                 store.record_sweep_chunk(sweep_id, judgment_rows(cells), score_rows(cells), lease=owner)

@@ -15,20 +15,23 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import Self, TypeVar
 
 from autorubric_local.core.errors import RunLockedError
 from autorubric_local.runner.config import MEMORY_DB
 from autorubric_local.store import Store
 from autorubric_local.store.leases import LeaseOwner, Takeover
 
-__all__ = ["RUN_LEASE", "SWEEP_LEASE", "JobLease", "LeaseHeartbeat", "claim_job", "leased", "renew_after_load"]
+__all__ = ["RUN_LEASE", "SWEEP_LEASE", "JobLease", "LeaseHeartbeat", "claim_job", "first_handbacks", "leased",
+           "renew_after_load"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,25 @@ def renew_after_load(store: Store, lease: JobLease, name: str, job_id: str, owne
     if not lease.renew(store, job_id, owner):
         raise RunLockedError(f"{lease.noun} {name!r} ({job_id}): this writer (pid {owner.pid} on host {owner.host}) "
                              f"lost the {lease.noun}'s lease while its judges loaded; nothing was changed")
+
+
+def first_handbacks(handed: Iterable[tuple[int, T]], job: str) -> Iterator[tuple[int, T]]:
+    """Each ``(chunk index, result)`` of an executor the first time its index comes. A chunk
+    handed back again (an executor's bug: committing it again would rewrite its rows and count
+    its items twice) is dropped with a warning naming ``job`` (e.g. ``"run 'x'"``). Closing this
+    iterator closes ``handed``."""
+    seen: set[int] = set()
+    try:
+        for index, result in handed:
+            if index in seen:
+                logger.warning("%s: chunk %d was handed back twice; kept the first", job, index)
+                continue
+            seen.add(index)
+            yield index, result
+    finally:
+        close = getattr(handed, "close", None)
+        if close is not None:
+            close()
 
 
 @contextmanager

@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -77,7 +76,14 @@ from autorubric_local.runner.executors import (
     failed_item,
 )
 from autorubric_local.runner.heap import release_free_heap
-from autorubric_local.runner.job import RUN_LEASE, LeaseHeartbeat, claim_job, leased, renew_after_load
+from autorubric_local.runner.job import (
+    RUN_LEASE,
+    LeaseHeartbeat,
+    claim_job,
+    first_handbacks,
+    leased,
+    renew_after_load,
+)
 from autorubric_local.runner.progress import RunProgress
 from autorubric_local.runner.results import EvalResult
 from autorubric_local.runner.stored import StoredRun
@@ -85,7 +91,6 @@ from autorubric_local.store import Store
 from autorubric_local.store.jobs import RUNS, stored_job_id
 from autorubric_local.store.leases import LeaseOwner
 
-logger = logging.getLogger(__name__)
 
 __all__ = ["RUN_TIME_ERRORS", "ChunkReport", "EvalAbortedError", "EvalInterruptedError", "EvalRunner",
            "LeaseHeartbeat", "evaluate", "failed_item", "make_chunks"]
@@ -402,23 +407,19 @@ class EvalRunner:
             total_chunks=None if isinstance(chunks, TimedChunks) else len(chunks),
         )
         completed = len(planned) - len(pending)
-        committed: set[int] = set()
         started = time.perf_counter()
         status = "failed"
         try:
             with progress, contextlib.closing(
-                executor.graded_chunks(self.grader, chunks, progress.judgments_done, self._stop)
+                first_handbacks(executor.graded_chunks(self.grader, chunks, progress.judgments_done, self._stop),
+                                f"run {name!r}")
             ) as graded_chunks:
                 for index, graded in graded_chunks:
-                    if index in committed:  # an executor's bug; committing again would rewrite the rows
-                        logger.warning("run %r: chunk %d was handed back twice; kept the first", name, index)
-                        continue
                     chunk = list(chunks[index])  # a cut-up-front chunk is lazy: its items built once here
                     self._commit(store, run_id, chunk, graded, engines, owner)
                     reported = getattr(executor, "fallbacks", None)  # an executor of ours always reports them
                     if reported is not None:
                         engines = self._record_fallbacks(store, run_id, engines, reported(self.grader))
-                    committed.add(index)
                     if isinstance(chunks, TimedChunks):
                         chunks.forget(index)  # only the chunk in flight stays in memory
                     release_free_heap()  # else fragmentation keeps what the chunk freed (.heap)
