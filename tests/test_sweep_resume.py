@@ -38,6 +38,7 @@ from autorubric_local.engine import ScoreRequest, ScriptedEngine
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.execution import JudgmentResult
 from autorubric_local.judges.config import LLMConfig
+from autorubric_local.runner import EvalInterruptedError
 from autorubric_local.runner.config import EvalConfig
 from autorubric_local.store import Store
 from autorubric_local.store.leases import LeaseOwner
@@ -326,6 +327,32 @@ def test_a_chunk_handed_back_twice_is_committed_once(tmp_path: Path, monkeypatch
     assert db.execute("select count(*) from sweep_judgments where error is not null").fetchone()[0] == 0
     memory = run_sweep(worker.ITEMS[:3], worker.judges(), worker.SETTINGS)
     assert stored.result.aggregates == memory.aggregates
+
+
+def test_a_sweep_stops_on_request_after_the_chunk_in_flight_and_resumes(tmp_path: Path) -> None:
+    """As :meth:`EvalRunner.stop` stops a run: setting ``stop`` (here from ``on_chunk``, after
+    judge 'a''s first chunk) starts no new chunk, marks the sweep interrupted and keeps what
+    was committed; running it again finishes it with the uninterrupted rows."""
+    db_path = tmp_path / "r.sqlite"
+    stop = threading.Event()
+    chunks: list[tuple[str, int]] = []
+
+    def stop_after_first(chunk: Any) -> None:
+        chunks.append((chunk.judge_id, chunk.chunk_index))
+        stop.set()
+
+    with pytest.raises(EvalInterruptedError, match=r"sweep 's' stopped after 1 of 3 items of judge 'a'; run it again"):
+        run_stored_sweep(worker.ITEMS[:3], worker.judges(), worker.SETTINGS, config(db_path), on_chunk=stop_after_first,
+                         stop=stop)
+    assert chunks == [("a", 0)]
+    db = sqlite_utils.Database(db_path)
+    (row,) = db["sweeps"].rows
+    assert row["status"] == "interrupted" and db["sweep_leases"].count == 0
+    assert db["sweep_judgments"].count == PER_ITEM
+    resumed = run_stored_sweep(worker.ITEMS[:3], worker.judges(), worker.SETTINGS, config(db_path))
+    assert resumed.resumed_rotations == PER_ITEM
+    assert next(iter(db["sweeps"].rows))["status"] == "finished"
+    assert resumed.result.aggregates == run_sweep(worker.ITEMS[:3], worker.judges(), worker.SETTINGS).aggregates
 
 
 # ------------------------------------------------------------------------------- CLI

@@ -25,7 +25,8 @@ How :func:`run_stored_sweep` goes (as :class:`~autorubric_local.runner.EvalRunne
    give the same rows.
 
 A resumed sweep judges failed rotations' items again (as a resumed run grades failed items
-again). Ctrl-C marks the sweep ``interrupted``; run it again with the same name to resume.
+again). Ctrl-C, or setting the ``stop`` event (after the chunks in flight are committed), marks
+the sweep ``interrupted``; run it again with the same name to resume.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
 from autorubric_local.runner.job import SWEEP_LEASE, claim_job, first_handbacks, leased, renew_after_load
+from autorubric_local.runner.runner import EvalInterruptedError
 from autorubric_local.store import Store
 from autorubric_local.store.jobs import SWEEPS, stored_job_id
 from autorubric_local.store.leases import LeaseOwner
@@ -116,6 +118,7 @@ def run_stored_sweep(
     rubric: Any = None,
     data_path: str | None = None,
     on_chunk: Callable[[SweepChunkReport], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> StoredSweep:
     """Sweep ``items`` as :func:`.sweep.run_sweep` does, committing each chunk to the database
     and resuming a stored sweep of the same name (module docstring).
@@ -136,6 +139,11 @@ def run_stored_sweep(
         Where the items came from (stored).
     on_chunk : callable, optional
         Called with a :class:`SweepChunkReport` after each committed chunk.
+    stop : threading.Event, optional
+        Once set (from any thread), no new chunk is started: the sweep stops after the chunks
+        in flight are committed, is marked ``interrupted`` and raises
+        :class:`~autorubric_local.runner.EvalInterruptedError`, as :meth:`EvalRunner.stop
+        <autorubric_local.runner.EvalRunner.stop>` stops a run.
 
     Returns
     -------
@@ -148,6 +156,8 @@ def run_stored_sweep(
         content differs (the message says what changed).
     RunLockedError
         Another live process is writing this sweep, or took its lease over from this one.
+    EvalInterruptedError
+        ``stop`` was set before every chunk was committed (committed chunks are kept for a resume).
     """
     settings = settings or SweepSettings()
     config = config or EvalConfig(show_progress=False)
@@ -181,7 +191,7 @@ def run_stored_sweep(
                     resumed = _reopen_sweep(store, name, sweep_id, owner,
                                             _row(settings, judges, loaded, rubric, data_path, len(items)))
                 result = _sweep(store, sweep_id, name, items, loaded, settings, config, unrelated, preferred,
-                                owner, on_chunk, executor)
+                                owner, on_chunk, executor, stop or threading.Event())
         finally:
             store.close()
         return StoredSweep(sweep_id, name, result, resumed)
@@ -237,7 +247,7 @@ def _sweep(
     store: Store, sweep_id: str, name: str, items: Sequence[GradeItem], judges: Sequence[PlannedJudge],
     settings: SweepSettings, config: EvalConfig, unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
     preferred: Sequence[int | None] | None, owner: LeaseOwner, on_chunk: Callable[[SweepChunkReport], None] | None,
-    executor: SweepExecutor,
+    executor: SweepExecutor, stop: threading.Event,
 ) -> SweepResult:
     """Judge and commit every pending chunk, then score every cell from the stored rows."""
     item_ids = [item.item_id or f"item-{i}" for i, item in enumerate(items)]
@@ -252,7 +262,7 @@ def _sweep(
             completed = total - len({task.item_index for task, _ in pending})
             judge_started = time.perf_counter()
             chunks = sweep_chunks(pending, config.chunk_judgments)
-            for index, results in first_handbacks(executor.judged_chunks(judge_index, chunks, threading.Event()),
+            for index, results in first_handbacks(executor.judged_chunks(judge_index, chunks, stop),
                                                   f"sweep {name!r}, judge {judge_id!r}"):
                 chunk = chunks[index]
                 cells = build_cells(items, judge_id, chunk, results, unrelated, preferred)
@@ -262,6 +272,10 @@ def _sweep(
                 if on_chunk is not None:
                     on_chunk(SweepChunkReport(sweep_id, name, judge_id, index, n_items, len(chunk),
                                               sum(r.error is not None for r in results), completed, total))
+            if completed < total:  # the executor stopped early: ``stop`` was set
+                status = "interrupted"
+                raise EvalInterruptedError(f"sweep {name!r} stopped after {completed} of {total} items of judge "
+                                           f"{judge_id!r}; run it again to resume")
             seconds[judge_id] = time.perf_counter() - judge_started
         cells: list[SweepCell] = []
         for judge in judges:
