@@ -3,7 +3,8 @@
 How :func:`run_stored_sweep` goes (as :class:`~autorubric_local.runner.EvalRunner` does for a run):
 
 1. The input is checked (:func:`.sweep.check_sweep_input`) and the unrelated options drawn.
-2. The sweep is opened: resumed when the database has a sweep of that name (and ``resume``),
+2. The sweep is opened as a run is (:func:`~autorubric_local.runner.job.drive_job`, the same
+   code): resumed when the database has a sweep of that name (and ``resume``),
    after checking its content hash (:func:`.checkpoint.check_sweep_resumable`: a changed
    rubric, setting, judge or item is refused with what changed); otherwise started. Opening
    takes the sweep's lease (``sweep_leases``; the rules of :mod:`autorubric_local.store.leases`):
@@ -35,7 +36,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from autorubric_local.bias.aggregate import aggregate_cells
@@ -66,11 +66,10 @@ from autorubric_local.bias.sweep import (
 from autorubric_local.bias.unrelated import UnrelatedOption, sample_unrelated_options
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
-from autorubric_local.runner.job import SWEEP_LEASE, claim_job, first_handbacks, leased, renew_after_load
+from autorubric_local.runner.config import EvalConfig, auto_name
+from autorubric_local.runner.job import SWEEP_LEASE, drive_job, first_handbacks
 from autorubric_local.runner.runner import EvalInterruptedError
 from autorubric_local.store import Store
-from autorubric_local.store.jobs import SWEEPS, stored_job_id
 from autorubric_local.store.leases import LeaseOwner
 
 __all__ = ["StoredSweep", "SweepChunkReport", "run_stored_sweep"]
@@ -167,34 +166,54 @@ def run_stored_sweep(
     path = config.database_path(name)
     plan = sweep_plan(items, judges, settings, preferred)
     with sweep_executor(config) as executor:
-        existing = stored_job_id(path, SWEEPS, name) if config.resume else None
-        loaded = executor.load(items, judges, settings, unrelated) if existing is None else None
-        if str(path) != MEMORY_DB:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        owner = LeaseOwner.for_this_process()
-        store = Store.open(path)
-        try:
-            if existing is None:  # a new sweep's row names the loaded models, so its judges load first
-                assert loaded is not None
-                sweep_id = store.start_sweep(name=name, content_hash=sweep_content_hash(plan), plan=dict(plan),
-                                             lease=owner, unique_name=config.resume,
-                                             **_row(settings, judges, loaded, rubric, data_path, len(items)))
-                resumed = 0
-            else:  # a stored sweep is claimed (lease, content) before any judge loads
-                sweep_id = existing
-                claim_job(store, SWEEP_LEASE, name, sweep_id, owner, config.lease_timeout_seconds,
-                          lambda: check_sweep_resumable(store.find_sweep(sweep_id) or {"id": sweep_id, "name": name},
-                                                        plan, str(path)))
-            with leased(store, SWEEP_LEASE, path, sweep_id, owner, config.lease_heartbeat_seconds):
-                if loaded is None:
-                    loaded = executor.load(items, judges, settings, unrelated)
-                    resumed = _reopen_sweep(store, name, sweep_id, owner,
-                                            _row(settings, judges, loaded, rubric, data_path, len(items)))
-                result = _sweep(store, sweep_id, name, items, loaded, settings, config, unrelated, preferred,
-                                owner, on_chunk, executor, stop or threading.Event())
-        finally:
-            store.close()
-        return StoredSweep(sweep_id, name, result, resumed)
+        job = _SweepJob(items, judges, settings, config, unrelated, preferred, rubric, data_path, on_chunk,
+                        stop or threading.Event(), executor, plan, name, str(path))
+        return drive_job(job, SWEEP_LEASE, name, path, config)
+
+
+@dataclass(frozen=True)
+class _SweepJob:
+    """A stored sweep as the :class:`~autorubric_local.runner.job.Job` that
+    :func:`~autorubric_local.runner.job.drive_job` drives (the arguments of :func:`run_stored_sweep`)."""
+
+    items: Sequence[GradeItem]
+    judges: Sequence[JudgeSpec]
+    settings: SweepSettings
+    config: EvalConfig
+    unrelated: Mapping[tuple[int, int], UnrelatedOption] | None
+    preferred: Sequence[int | None] | None
+    rubric: Any
+    data_path: str | None
+    on_chunk: Callable[[SweepChunkReport], None] | None
+    stop: threading.Event
+    executor: SweepExecutor
+    plan: Mapping[str, Any]
+    name: str
+    where: str
+
+    def load(self) -> list[PlannedJudge]:
+        return self.executor.load(self.items, self.judges, self.settings, self.unrelated)
+
+    def start(self, store: Store, loaded: list[PlannedJudge], owner: LeaseOwner) -> str:
+        return store.start_sweep(name=self.name, content_hash=sweep_content_hash(self.plan), plan=dict(self.plan),
+                                 lease=owner, unique_name=self.config.resume, **self._row(loaded))
+
+    def check(self, store: Store, job_id: str) -> None:
+        check_sweep_resumable(store.find_sweep(job_id) or {"id": job_id, "name": self.name}, self.plan, self.where)
+
+    def reopen(self, store: Store, job_id: str, loaded: list[PlannedJudge]) -> int:
+        """Mark the sweep running again with its judges as loaded now; the rotation rows already stored."""
+        store.reopen_sweep(job_id, self._row(loaded)["judges"])
+        return len(store.sweep_judgments(job_id))
+
+    def work(self, store: Store, job_id: str, loaded: list[PlannedJudge], owner: LeaseOwner,
+             resumed: int) -> StoredSweep:
+        result = _sweep(store, job_id, self.name, self.items, loaded, self.settings, self.config, self.unrelated,
+                        self.preferred, owner, self.on_chunk, self.executor, self.stop)
+        return StoredSweep(job_id, self.name, result, resumed)
+
+    def _row(self, loaded: Sequence[PlannedJudge]) -> dict[str, Any]:
+        return _row(self.settings, self.judges, loaded, self.rubric, self.data_path, len(self.items))
 
 
 def _row(settings: SweepSettings, judges: Sequence[JudgeSpec], loaded: Sequence[Any], rubric: Any,
@@ -214,20 +233,6 @@ def sweep_executor(config: EvalConfig) -> SweepExecutor:
     from autorubric_local.bias.distributed import RaySweepExecutor
 
     return RaySweepExecutor(config.distributed)
-
-
-def _reopen_sweep(store: Store, name: str, sweep_id: str, owner: LeaseOwner, row: Mapping[str, Any]) -> int:
-    """Mark the claimed sweep running again with its judges as loaded now; the rotation rows
-    already stored.
-
-    Raises
-    ------
-    RunLockedError
-        This writer lost the sweep's lease while its judges loaded (nothing was changed).
-    """
-    renew_after_load(store, SWEEP_LEASE, name, sweep_id, owner)
-    store.reopen_sweep(sweep_id, row["judges"])
-    return len(store.sweep_judgments(sweep_id))
 
 
 def _pending(planned: Sequence[PlannedRotation], stored: Sequence[Mapping[str, Any]],

@@ -19,19 +19,23 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self, TypeVar
+from typing import Protocol, Self, TypeVar
 
 from autorubric_local.core.errors import RunLockedError
-from autorubric_local.runner.config import MEMORY_DB
+from autorubric_local.runner.config import MEMORY_DB, EvalConfig
 from autorubric_local.store import Store
+from autorubric_local.store.jobs import RUNS, SWEEPS, JobKind, stored_job_id
 from autorubric_local.store.leases import LeaseOwner, Takeover
 
-__all__ = ["RUN_LEASE", "SWEEP_LEASE", "JobLease", "LeaseHeartbeat", "claim_job", "first_handbacks", "leased",
-           "renew_after_load"]
+__all__ = ["RUN_LEASE", "SWEEP_LEASE", "Job", "JobLease", "LeaseHeartbeat", "claim_job", "drive_job",
+           "first_handbacks", "leased", "renew_after_load"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+LoadedT = TypeVar("LoadedT")
+ResultT = TypeVar("ResultT")
+ResultT_co = TypeVar("ResultT_co", covariant=True)
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,8 @@ class JobLease:
     ----------
     noun : str
         What holds the lease, in messages (``"run"``, ``"sweep"``).
+    kind : JobKind
+        The job's table and lease table in the store.
     acquire : callable
         ``(store, job_id, owner, timeout_seconds) -> Takeover | None``; raises
         :class:`RunLockedError` while another live writer holds the lease.
@@ -50,24 +56,101 @@ class JobLease:
     """
 
     noun: str
+    kind: JobKind
     acquire: Callable[[Store, str, LeaseOwner, float], Takeover | None]
     renew: Callable[[Store, str, LeaseOwner], bool]
     release: Callable[[Store, str, LeaseOwner], bool]
 
 
 RUN_LEASE = JobLease(
-    "run", lambda store, job_id, owner, timeout: store.acquire_run_lease(job_id, owner, timeout_seconds=timeout),
+    "run", RUNS, lambda store, job_id, owner, timeout: store.acquire_run_lease(job_id, owner, timeout_seconds=timeout),
     lambda store, job_id, owner: store.renew_run_lease(job_id, owner),
     lambda store, job_id, owner: store.release_run_lease(job_id, owner),
 )
 """A grade run's lease (``run_leases``)."""
 
 SWEEP_LEASE = JobLease(
-    "sweep", lambda store, job_id, owner, timeout: store.acquire_sweep_lease(job_id, owner, timeout_seconds=timeout),
+    "sweep", SWEEPS, lambda store, job_id, owner, timeout: store.acquire_sweep_lease(job_id, owner, timeout_seconds=timeout),
     lambda store, job_id, owner: store.renew_sweep_lease(job_id, owner),
     lambda store, job_id, owner: store.release_sweep_lease(job_id, owner),
 )
 """A position-bias sweep's lease (``sweep_leases``)."""
+
+
+class Job(Protocol[LoadedT, ResultT_co]):
+    """What one resumable job (a grade run, a sweep) supplies to :func:`drive_job`: how it loads
+    its judges, starts its row, checks a stored row, reopens it, and does its work."""
+
+    def load(self) -> LoadedT:
+        """Load the judges (engines, Ray actors); called once, before a new job's row is written
+        or after a stored job was claimed."""
+        ...
+
+    def start(self, store: Store, loaded: LoadedT, owner: LeaseOwner) -> str:
+        """Write a new job's row holding ``owner``'s lease; its id."""
+        ...
+
+    def check(self, store: Store, job_id: str) -> None:
+        """Under the lease, before anything loads: raise (``InputError``, naming what changed)
+        unless the stored job can be resumed with this content."""
+        ...
+
+    def reopen(self, store: Store, job_id: str, loaded: LoadedT) -> int:
+        """Mark the claimed job running again with its judges as loaded now; how much of it is
+        already stored (items of a run, rotations of a sweep)."""
+        ...
+
+    def work(self, store: Store, job_id: str, loaded: LoadedT, owner: LeaseOwner, resumed: int) -> ResultT_co:
+        """Judge and commit what is pending (each chunk in a transaction that renews ``owner``'s
+        lease), mark the job's end, and return the caller's result."""
+        ...
+
+
+def drive_job(job: Job[LoadedT, ResultT], lease: JobLease, name: str, path: str | Path,
+              config: EvalConfig) -> ResultT:
+    """Open the job ``name`` in the database at ``path`` and run it under its lease.
+
+    With ``config.resume`` and a stored job of that name, the job is claimed (:func:`claim_job`,
+    ``job.check``) before ``job.load``, so a locked or changed job loads nothing; the lease is
+    renewed while the judges load, and :func:`renew_after_load` refuses a writer that lost it
+    meanwhile, before ``job.reopen`` changes anything. Otherwise the judges load first (a new
+    row names the loaded models; a missing model is refused before a database is created) and
+    ``job.start`` writes the row. ``job.work`` runs inside :func:`leased` (heartbeat, lease
+    given back at the end).
+
+    Returns
+    -------
+    What ``job.work`` returns.
+
+    Raises
+    ------
+    RunLockedError
+        Another live writer holds the job's lease, or took it over from this one.
+    Exception
+        Whatever ``job.check``, ``job.load`` or ``job.work`` raise.
+    """
+    existing = stored_job_id(path, lease.kind, name) if config.resume else None
+    fresh = (job.load(),) if existing is None else None
+    if str(path) != MEMORY_DB:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    owner = LeaseOwner.for_this_process()
+    store = Store.open(path)
+    try:
+        if fresh is not None:
+            (loaded,) = fresh
+            job_id = job.start(store, loaded, owner)
+            with leased(store, lease, path, job_id, owner, config.lease_heartbeat_seconds):
+                return job.work(store, job_id, loaded, owner, 0)
+        assert existing is not None
+        stored_id = existing
+        claim_job(store, lease, name, stored_id, owner, config.lease_timeout_seconds,
+                  lambda: job.check(store, stored_id))
+        with leased(store, lease, path, stored_id, owner, config.lease_heartbeat_seconds):
+            loaded = job.load()
+            renew_after_load(store, lease, name, stored_id, owner)
+            return job.work(store, stored_id, loaded, owner, job.reopen(store, stored_id, loaded))
+    finally:
+        store.close()
 
 
 def claim_job(store: Store, lease: JobLease, name: str, job_id: str, owner: LeaseOwner, timeout_seconds: float,

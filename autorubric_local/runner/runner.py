@@ -9,7 +9,8 @@ How a run goes:
    chunk, so with a ``.jsonl`` file read when used a run holds only the chunk in flight
    (the Ray executor cuts every chunk up front and holds them all). The judges' engines are loaded (a missing
    model is refused before a database is created).
-2. The run is opened: resumed when the database has a run of that name (and ``resume``), after
+2. The run is opened (:func:`~.job.drive_job`, which opens sweeps too): resumed when the
+   database has a run of that name (and ``resume``), after
    checking its content hash; otherwise started, with every planned item stored as pending.
    Opening takes the run's lease (:mod:`autorubric_local.store.leases`): one writer per run.
    While another live process holds it the run is refused with :class:`RunLockedError` before
@@ -76,19 +77,11 @@ from autorubric_local.runner.executors import (
     failed_item,
 )
 from autorubric_local.runner.heap import release_free_heap
-from autorubric_local.runner.job import (
-    RUN_LEASE,
-    LeaseHeartbeat,
-    claim_job,
-    first_handbacks,
-    leased,
-    renew_after_load,
-)
+from autorubric_local.runner.job import RUN_LEASE, LeaseHeartbeat, drive_job, first_handbacks
 from autorubric_local.runner.progress import RunProgress
 from autorubric_local.runner.results import EvalResult
 from autorubric_local.runner.stored import StoredRun
 from autorubric_local.store import Store
-from autorubric_local.store.jobs import RUNS, stored_job_id
 from autorubric_local.store.leases import LeaseOwner
 
 
@@ -210,33 +203,13 @@ class EvalRunner:
         return LocalExecutor()
 
     def _run_on(self, executor: ChunkExecutor, planned: PlannedItems) -> StoredRun:
-        """Open the run and grade what is pending. A stored run is claimed (its lease taken,
-        its content checked) before the executor loads any judge, so a locked or changed run
-        is refused without starting Ray actors or loading models; the lease is renewed while
-        they load. A new run needs the loaded engines for its row (the judges' model ids), so
-        its engines load first, before the database is created."""
+        """Open the run and grade what is pending (:func:`~.job.drive_job`: a stored run is
+        claimed, its lease taken and its content checked, before the executor loads any judge,
+        so a locked or changed run is refused without starting Ray actors or loading models; a
+        new run's engines load first, before the database is created, as its row names them)."""
         name = self.config.experiment_name or auto_name(self.dataset.name)
         path = self.config.database_path(name)
-        existing = self._stored_run_id(name, path)
-        if existing is None:
-            engines = executor.engines(self.grader)
-        if str(path) != MEMORY_DB:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        owner = LeaseOwner.for_this_process()
-        store = Store.open(path)
-        try:
-            if existing is None:
-                run_id, resumed = self._start_run(store, name, planned, engines, owner), 0
-            else:
-                run_id = self._claim_run(store, name, existing, str(path), planned, owner)
-            with leased(store, RUN_LEASE, path, run_id, owner, self.config.lease_heartbeat_seconds):
-                if existing is not None:
-                    engines = executor.engines(self.grader)
-                    resumed = self._reopen_run(store, name, run_id, planned, engines, owner)
-                self._grade_pending(store, run_id, name, planned, engines, owner, executor)
-            return StoredRun.read(store, run_id, str(path), resumed)
-        finally:
-            store.close()
+        return drive_job(_RunJob(self, executor, planned, name, str(path)), RUN_LEASE, name, path, self.config)
 
     def finished_result(self) -> EvalResult | None:
         """The stored result, read without loading a judge, when the run this runner would
@@ -288,36 +261,23 @@ class EvalRunner:
 
     # ------------------------------------------------------------------------------ run rows
 
-    def _stored_run_id(self, name: str, path: str | Path) -> str | None:
-        """The id of the stored run this runner resumes, or None (``resume`` off, no run of this
-        name, or no database yet: none is created here)."""
-        return stored_job_id(path, RUNS, name) if self.config.resume else None
-
-    def _claim_run(
-        self, store: Store, name: str, run_id: str, where: str, planned: PlannedItems, owner: LeaseOwner
-    ) -> str:
-        """Take the lease of the stored run ``run_id`` and check that it can be resumed with this
+    def _check_run(self, store: Store, run_id: str, where: str, planned: PlannedItems) -> None:
+        """Check, under the lease of the stored run ``run_id``, that it can be resumed with this
         content (:func:`~.checkpoint.check_resumable`; the grader adopts the run's stored seed
-        first); nothing is loaded. The lease is given back if the run cannot be resumed.
+        first); nothing is loaded.
 
         Raises
         ------
-        RunLockedError
-            Another live process holds the run's lease.
         InputError
             The stored run's content differs (the message says what changed).
         """
-        def check() -> None:
-            existing = store.find_run(run_id)  # read again under the lease
-            assert existing is not None
-            adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
-            description = self.grader.describe()
-            expected = content_hash(planned.item_hashes, description)
-            if existing.get("content_hash") != expected:  # the stored rows are read only to say what changed
-                check_resumable(existing, expected, description, planned, store.item_rows(run_id), where)
-
-        claim_job(store, RUN_LEASE, name, run_id, owner, self.config.lease_timeout_seconds, check)
-        return run_id
+        existing = store.find_run(run_id)  # read again under the lease
+        assert existing is not None
+        adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
+        description = self.grader.describe()
+        expected = content_hash(planned.item_hashes, description)
+        if existing.get("content_hash") != expected:  # the stored rows are read only to say what changed
+            check_resumable(existing, expected, description, planned, store.item_rows(run_id), where)
 
     def _start_run(
         self,
@@ -337,19 +297,8 @@ class EvalRunner:
             lease=owner, unique_name=self.config.resume,
         )
 
-    def _reopen_run(
-        self, store: Store, name: str, run_id: str, planned: PlannedItems, engines: dict[str, EngineRecord],
-        owner: LeaseOwner,
-    ) -> int:
-        """Reopen the run :meth:`_claim_run` checked with the loaded engines; returns how many
-        items are already done.
-
-        Raises
-        ------
-        RunLockedError
-            ``owner`` lost the run's lease while the judges loaded (nothing is changed).
-        """
-        renew_after_load(store, RUN_LEASE, name, run_id, owner)
+    def _reopen_run(self, store: Store, run_id: str, planned: PlannedItems, engines: dict[str, EngineRecord]) -> int:
+        """Reopen the claimed run with the loaded engines; returns how many items are already done."""
         store.plan_items(run_id, PlannedRows(planned))  # refreshes ground truth; keeps reports
         store.update_run(run_id, status="running", finished_utc=None, judges_json=json.dumps(self._judges(engines)),
                          dataset_json=json.dumps(_header(self.dataset)))
@@ -478,6 +427,34 @@ class EvalRunner:
                                             self.grader.cannot_assess_config)
         store.record_items(run_id, items, judgments, lease=owner, priors=contextual_prior_records(graded),
                            prompts=prompt_text_records(graded), criteria=criteria)
+
+
+@dataclass(frozen=True)
+class _RunJob:
+    """An :class:`EvalRunner`'s run as the :class:`~.job.Job` that :func:`~.job.drive_job` drives."""
+
+    runner: EvalRunner
+    executor: ChunkExecutor
+    planned: PlannedItems
+    name: str
+    where: str
+
+    def load(self) -> dict[str, EngineRecord]:
+        return self.executor.engines(self.runner.grader)
+
+    def start(self, store: Store, loaded: dict[str, EngineRecord], owner: LeaseOwner) -> str:
+        return self.runner._start_run(store, self.name, self.planned, loaded, owner)
+
+    def check(self, store: Store, job_id: str) -> None:
+        self.runner._check_run(store, job_id, self.where, self.planned)
+
+    def reopen(self, store: Store, job_id: str, loaded: dict[str, EngineRecord]) -> int:
+        return self.runner._reopen_run(store, job_id, self.planned, loaded)
+
+    def work(self, store: Store, job_id: str, loaded: dict[str, EngineRecord], owner: LeaseOwner,
+             resumed: int) -> StoredRun:
+        self.runner._grade_pending(store, job_id, self.name, self.planned, loaded, owner, self.executor)
+        return StoredRun.read(store, job_id, self.where, resumed)
 
 
 def _stored_as_planned(run: Mapping[str, Any], store: Store, planned: PlannedItems, dataset: RubricDataset) -> bool:
