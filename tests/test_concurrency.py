@@ -23,7 +23,7 @@ from autorubric_local.engine import ScriptedEngine
 from autorubric_local.graders import CriterionGrader
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.runner import EvalConfig, EvalInterruptedError, EvalRunner
-from autorubric_local.runner.runner import LeaseHeartbeat
+from autorubric_local.runner.job import SWEEP_LEASE, LeaseHeartbeat
 from autorubric_local.store import MIGRATIONS, Store
 from autorubric_local.store.leases import LeaseOwner
 from autorubric_local.store.provenance import utc_now
@@ -153,7 +153,7 @@ def test_a_run_whose_holder_was_killed_is_resumed(tmp_path: Path, caplog: pytest
     store.close()
     assert holder is not None and holder.pid == worker.pid  # the killed writer's lease is left behind
 
-    caplog.set_level(logging.WARNING, logger="autorubric_local.runner.runner")
+    caplog.set_level(logging.WARNING, logger="autorubric_local.runner.job")
     result = EvalRunner(crash_worker.build_dataset(N_ITEMS), crash_worker.build_grader(), config(db_path)).run_sync()
     assert result.resumed_items >= 3 and result.successful_items == N_ITEMS
     assert f"taking over a stale lease from pid {worker.pid}" in caplog.text
@@ -191,7 +191,7 @@ def test_a_fake_stale_lease_is_taken_over(
                                    "host": fake_host, "acquired_utc": beat, "heartbeat_utc": beat})
     store.close()
 
-    caplog.set_level(logging.WARNING, logger="autorubric_local.runner.runner")
+    caplog.set_level(logging.WARNING, logger="autorubric_local.runner.job")
     result = EvalRunner(crash_worker.build_dataset(N_ITEMS), crash_worker.build_grader(), cfg).run_sync()
     assert result.resumed_items == 3 and result.successful_items == N_ITEMS
     assert f"taking over a stale lease from pid {fake_pid} on host {fake_host}" in caplog.text
@@ -278,7 +278,7 @@ def test_heartbeat_thread_stops_when_the_lease_is_lost(tmp_path: Path, caplog: p
     store = Store.open(db_path)
     run_id = store.start_run(name="beat", judges=[], grader={}, rubric=None, data_path=None,
                              lease=LeaseOwner.for_this_process())
-    caplog.set_level(logging.WARNING, logger="autorubric_local.runner.runner")
+    caplog.set_level(logging.WARNING, logger="autorubric_local.runner.job")
     heartbeat = LeaseHeartbeat(db_path, run_id, LeaseOwner.for_this_process(), interval_seconds=0.01)
     with heartbeat:
         assert heartbeat._thread is not None
@@ -286,6 +286,24 @@ def test_heartbeat_thread_stops_when_the_lease_is_lost(tmp_path: Path, caplog: p
         assert not heartbeat._thread.is_alive()
     assert heartbeat.beats == 0
     assert "no longer holds the run's lease" in caplog.text
+    store.close()
+
+
+def test_the_same_heartbeat_renews_a_sweeps_lease(tmp_path: Path) -> None:
+    db_path = tmp_path / "results.sqlite"
+    store = Store.open(db_path)
+    owner = LeaseOwner.for_this_process()
+    sweep_id = store.start_sweep(name="beat", kind="rubric", config={}, judges=[], rubric=None, data_path=None,
+                                 lease=owner)
+    store.db.execute("update sweep_leases set heartbeat_utc = '2000-01-01T00:00:00+00:00'")
+    store.db.conn.commit()
+    deadline = time.monotonic() + SAFETY_S
+    with LeaseHeartbeat(db_path, sweep_id, owner, interval_seconds=0.01, lease=SWEEP_LEASE) as heartbeat:
+        while heartbeat.beats == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert heartbeat.beats >= 1
+    holder = store.sweep_lease_holder(sweep_id)
+    assert holder is not None and holder.heartbeat_utc > "2000" and holder.stale_reason(60.0) is None
     store.close()
 
 

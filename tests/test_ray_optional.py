@@ -158,7 +158,7 @@ def test_a_chunk_handed_back_twice_is_committed_once(
     monkeypatch.setattr(Store, "record_items", counting)
     config = EvalConfig(db_path=db_path, experiment_name="twice", chunk_judgments=9, chunk_seconds=None,
                         show_progress=False)
-    with caplog.at_level(logging.WARNING, logger="autorubric_local.runner.runner"):
+    with caplog.at_level(logging.WARNING, logger="autorubric_local.runner.job"):
         result = EvalRunner(crash_worker.build_dataset(9), crash_worker.build_grader(), config,
                             on_chunk=chunks.append, executor=ReplayingExecutor()).run_sync()
     assert [c.chunk_index for c in chunks] == [0, 1, 2]

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,9 @@ import sqlite_utils
 from click.testing import CliRunner
 
 from autorubric_local.bias import run_sweep
+from autorubric_local.bias import stored as stored_module
 from autorubric_local.bias import sweep as sweep_module
+from autorubric_local.bias.executors import LocalSweepExecutor
 from autorubric_local.bias.stored import run_stored_sweep
 from autorubric_local.bias.sweep import plan_sweep, sweep_chunks
 from autorubric_local.bias.unrelated import sample_unrelated_options
@@ -32,7 +36,9 @@ from autorubric_local.core.errors import InputError, RunLockedError
 from autorubric_local.core.types import CriterionOption
 from autorubric_local.engine import ScoreRequest, ScriptedEngine
 from autorubric_local.graders.criterion_grader import JudgeSpec
+from autorubric_local.graders.execution import JudgmentResult
 from autorubric_local.judges.config import LLMConfig
+from autorubric_local.runner import EvalInterruptedError
 from autorubric_local.runner.config import EvalConfig
 from autorubric_local.store import Store
 from autorubric_local.store.leases import LeaseOwner
@@ -246,8 +252,6 @@ def test_a_locked_or_changed_sweep_is_refused_before_any_judge_loads(tmp_path: P
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """As a run is: a stored sweep's lease and content are checked before its judges load, so a
     refusal starts no model and no Ray actor; a sweep that can resume then loads them once."""
-    from autorubric_local.bias.executors import LocalSweepExecutor
-
     db_path = tmp_path / "r.sqlite"
 
     def interrupt(chunk: Any) -> None:
@@ -290,6 +294,65 @@ def test_a_writer_that_lost_the_lease_commits_nothing_more(tmp_path: Path) -> No
     assert db["sweep_judgments"].count == PER_ITEM  # the first chunk only
     (row,) = db["sweeps"].rows
     assert row["status"] == "running" and next(iter(db["sweep_leases"].rows))["owner"] == thief.owner
+
+
+class ReplayingSweepExecutor(LocalSweepExecutor):
+    """Judges like the local executor, but hands each judge's chunk 0 back a second time, with
+    every rotation failed (as a buggy executor might)."""
+
+    def judged_chunks(self, judge_index: int, chunks: Sequence[Sequence[Any]],
+                      stop: threading.Event) -> Iterator[tuple[int, list[JudgmentResult]]]:
+        for index, results in super().judged_chunks(judge_index, chunks, stop):
+            yield index, results
+            if index == 0:
+                yield index, [dataclasses.replace(r, error="engine: replayed") for r in results]
+
+
+def test_a_chunk_handed_back_twice_is_committed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """As a run's: the repeat is dropped with a warning, so its rotations are not rewritten and
+    its items not counted twice."""
+    db_path = tmp_path / "r.sqlite"
+    monkeypatch.setattr(stored_module, "sweep_executor", lambda config: ReplayingSweepExecutor())
+    chunks: list[tuple[str, int, int, int]] = []
+    with caplog.at_level(logging.WARNING, logger="autorubric_local.runner.job"):
+        stored = run_stored_sweep(worker.ITEMS[:3], worker.judges(), worker.SETTINGS, config(db_path),
+                                  on_chunk=lambda c: chunks.append((c.judge_id, c.chunk_index, c.failed_rotations,
+                                                                    c.completed_items)))
+    assert chunks == [(j, k, 0, k + 1) for j in ("a", "b") for k in range(3)]
+    assert "sweep 's', judge 'a': chunk 0 was handed back twice; kept the first" in caplog.text
+    assert "sweep 's', judge 'b': chunk 0 was handed back twice; kept the first" in caplog.text
+    db = sqlite_utils.Database(db_path)
+    assert db["sweep_judgments"].count == 2 * 3 * PER_ITEM
+    assert db.execute("select count(*) from sweep_judgments where error is not null").fetchone()[0] == 0
+    memory = run_sweep(worker.ITEMS[:3], worker.judges(), worker.SETTINGS)
+    assert stored.result.aggregates == memory.aggregates
+
+
+def test_a_sweep_stops_on_request_after_the_chunk_in_flight_and_resumes(tmp_path: Path) -> None:
+    """As :meth:`EvalRunner.stop` stops a run: setting ``stop`` (here from ``on_chunk``, after
+    judge 'a''s first chunk) starts no new chunk, marks the sweep interrupted and keeps what
+    was committed; running it again finishes it with the uninterrupted rows."""
+    db_path = tmp_path / "r.sqlite"
+    stop = threading.Event()
+    chunks: list[tuple[str, int]] = []
+
+    def stop_after_first(chunk: Any) -> None:
+        chunks.append((chunk.judge_id, chunk.chunk_index))
+        stop.set()
+
+    with pytest.raises(EvalInterruptedError, match=r"sweep 's' stopped after 1 of 3 items of judge 'a'; run it again"):
+        run_stored_sweep(worker.ITEMS[:3], worker.judges(), worker.SETTINGS, config(db_path), on_chunk=stop_after_first,
+                         stop=stop)
+    assert chunks == [("a", 0)]
+    db = sqlite_utils.Database(db_path)
+    (row,) = db["sweeps"].rows
+    assert row["status"] == "interrupted" and db["sweep_leases"].count == 0
+    assert db["sweep_judgments"].count == PER_ITEM
+    resumed = run_stored_sweep(worker.ITEMS[:3], worker.judges(), worker.SETTINGS, config(db_path))
+    assert resumed.resumed_rotations == PER_ITEM
+    assert next(iter(db["sweeps"].rows))["status"] == "finished"
+    assert resumed.result.aggregates == run_sweep(worker.ITEMS[:3], worker.judges(), worker.SETTINGS).aggregates
 
 
 # ------------------------------------------------------------------------------- CLI

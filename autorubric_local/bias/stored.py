@@ -3,7 +3,8 @@
 How :func:`run_stored_sweep` goes (as :class:`~autorubric_local.runner.EvalRunner` does for a run):
 
 1. The input is checked (:func:`.sweep.check_sweep_input`) and the unrelated options drawn.
-2. The sweep is opened: resumed when the database has a sweep of that name (and ``resume``),
+2. The sweep is opened as a run is (:func:`~autorubric_local.runner.job.drive_job`, the same
+   code): resumed when the database has a sweep of that name (and ``resume``),
    after checking its content hash (:func:`.checkpoint.check_sweep_resumable`: a changed
    rubric, setting, judge or item is refused with what changed); otherwise started. Opening
    takes the sweep's lease (``sweep_leases``; the rules of :mod:`autorubric_local.store.leases`):
@@ -25,17 +26,16 @@ How :func:`run_stored_sweep` goes (as :class:`~autorubric_local.runner.EvalRunne
    give the same rows.
 
 A resumed sweep judges failed rotations' items again (as a resumed run grades failed items
-again). Ctrl-C marks the sweep ``interrupted``; run it again with the same name to resume.
+again). Ctrl-C, or setting the ``stop`` event (after the chunks in flight are committed), marks
+the sweep ``interrupted``; run it again with the same name to resume.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from autorubric_local.bias.aggregate import aggregate_cells
@@ -64,18 +64,16 @@ from autorubric_local.bias.sweep import (
     sweep_chunks,
 )
 from autorubric_local.bias.unrelated import UnrelatedOption, sample_unrelated_options
-from autorubric_local.core.errors import RunLockedError
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.runner.config import MEMORY_DB, EvalConfig, auto_name
-from autorubric_local.runner.runner import LeaseHeartbeat
+from autorubric_local.runner.config import EvalConfig, auto_name
+from autorubric_local.runner.job import SWEEP_LEASE, drive_job, first_handbacks
+from autorubric_local.runner.runner import EvalInterruptedError
 from autorubric_local.store import Store
-from autorubric_local.store.jobs import SWEEPS, stored_job_id
 from autorubric_local.store.leases import LeaseOwner
 
 __all__ = ["StoredSweep", "SweepChunkReport", "run_stored_sweep"]
 
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -108,16 +106,6 @@ class StoredSweep:
     resumed_rotations: int
 
 
-class SweepLeaseHeartbeat(LeaseHeartbeat):
-    """The runner's :class:`~autorubric_local.runner.runner.LeaseHeartbeat`, renewing a sweep's
-    lease (``sweep_leases``) instead of a run's."""
-
-    what = "sweep"
-
-    def _renew(self, store: Store) -> bool:
-        return store.renew_sweep_lease(self.run_id, self.owner)
-
-
 def run_stored_sweep(
     items: Sequence[GradeItem],
     judges: Sequence[JudgeSpec],
@@ -129,6 +117,7 @@ def run_stored_sweep(
     rubric: Any = None,
     data_path: str | None = None,
     on_chunk: Callable[[SweepChunkReport], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> StoredSweep:
     """Sweep ``items`` as :func:`.sweep.run_sweep` does, committing each chunk to the database
     and resuming a stored sweep of the same name (module docstring).
@@ -149,6 +138,11 @@ def run_stored_sweep(
         Where the items came from (stored).
     on_chunk : callable, optional
         Called with a :class:`SweepChunkReport` after each committed chunk.
+    stop : threading.Event, optional
+        Once set (from any thread), no new chunk is started: the sweep stops after the chunks
+        in flight are committed, is marked ``interrupted`` and raises
+        :class:`~autorubric_local.runner.EvalInterruptedError`, as :meth:`EvalRunner.stop
+        <autorubric_local.runner.EvalRunner.stop>` stops a run.
 
     Returns
     -------
@@ -161,6 +155,8 @@ def run_stored_sweep(
         content differs (the message says what changed).
     RunLockedError
         Another live process is writing this sweep, or took its lease over from this one.
+    EvalInterruptedError
+        ``stop`` was set before every chunk was committed (committed chunks are kept for a resume).
     """
     settings = settings or SweepSettings()
     config = config or EvalConfig(show_progress=False)
@@ -170,34 +166,54 @@ def run_stored_sweep(
     path = config.database_path(name)
     plan = sweep_plan(items, judges, settings, preferred)
     with sweep_executor(config) as executor:
-        existing = stored_job_id(path, SWEEPS, name) if config.resume else None
-        loaded = executor.load(items, judges, settings, unrelated) if existing is None else None
-        if str(path) != MEMORY_DB:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        owner = LeaseOwner.for_this_process()
-        store = Store.open(path)
-        try:
-            if existing is None:  # a new sweep's row names the loaded models, so its judges load first
-                assert loaded is not None
-                sweep_id = store.start_sweep(name=name, content_hash=sweep_content_hash(plan), plan=dict(plan),
-                                             lease=owner, unique_name=config.resume,
-                                             **_row(settings, judges, loaded, rubric, data_path, len(items)))
-                resumed = 0
-            else:  # a stored sweep is claimed (lease, content) before any judge loads
-                sweep_id = _claim_sweep(store, name, existing, str(path), config, plan, owner)
-            try:
-                with SweepLeaseHeartbeat(path, sweep_id, owner, config.lease_heartbeat_seconds):
-                    if loaded is None:
-                        loaded = executor.load(items, judges, settings, unrelated)
-                        resumed = _reopen_sweep(store, name, sweep_id, owner,
-                                                _row(settings, judges, loaded, rubric, data_path, len(items)))
-                    result = _sweep(store, sweep_id, name, items, loaded, settings, config, unrelated, preferred,
-                                    owner, on_chunk, executor)
-            finally:
-                store.release_sweep_lease(sweep_id, owner)  # already released when the sweep was marked
-        finally:
-            store.close()
-        return StoredSweep(sweep_id, name, result, resumed)
+        job = _SweepJob(items, judges, settings, config, unrelated, preferred, rubric, data_path, on_chunk,
+                        stop or threading.Event(), executor, plan, name, str(path))
+        return drive_job(job, SWEEP_LEASE, name, path, config)
+
+
+@dataclass(frozen=True)
+class _SweepJob:
+    """A stored sweep as the :class:`~autorubric_local.runner.job.Job` that
+    :func:`~autorubric_local.runner.job.drive_job` drives (the arguments of :func:`run_stored_sweep`)."""
+
+    items: Sequence[GradeItem]
+    judges: Sequence[JudgeSpec]
+    settings: SweepSettings
+    config: EvalConfig
+    unrelated: Mapping[tuple[int, int], UnrelatedOption] | None
+    preferred: Sequence[int | None] | None
+    rubric: Any
+    data_path: str | None
+    on_chunk: Callable[[SweepChunkReport], None] | None
+    stop: threading.Event
+    executor: SweepExecutor
+    plan: Mapping[str, Any]
+    name: str
+    where: str
+
+    def load(self) -> list[PlannedJudge]:
+        return self.executor.load(self.items, self.judges, self.settings, self.unrelated)
+
+    def start(self, store: Store, loaded: list[PlannedJudge], owner: LeaseOwner) -> str:
+        return store.start_sweep(name=self.name, content_hash=sweep_content_hash(self.plan), plan=dict(self.plan),
+                                 lease=owner, unique_name=self.config.resume, **self._row(loaded))
+
+    def check(self, store: Store, job_id: str) -> None:
+        check_sweep_resumable(store.find_sweep(job_id) or {"id": job_id, "name": self.name}, self.plan, self.where)
+
+    def reopen(self, store: Store, job_id: str, loaded: list[PlannedJudge]) -> int:
+        """Mark the sweep running again with its judges as loaded now; the rotation rows already stored."""
+        store.reopen_sweep(job_id, self._row(loaded)["judges"])
+        return len(store.sweep_judgments(job_id))
+
+    def work(self, store: Store, job_id: str, loaded: list[PlannedJudge], owner: LeaseOwner,
+             resumed: int) -> StoredSweep:
+        result = _sweep(store, job_id, self.name, self.items, loaded, self.settings, self.config, self.unrelated,
+                        self.preferred, owner, self.on_chunk, self.executor, self.stop)
+        return StoredSweep(job_id, self.name, result, resumed)
+
+    def _row(self, loaded: Sequence[PlannedJudge]) -> dict[str, Any]:
+        return _row(self.settings, self.judges, loaded, self.rubric, self.data_path, len(self.items))
 
 
 def _row(settings: SweepSettings, judges: Sequence[JudgeSpec], loaded: Sequence[Any], rubric: Any,
@@ -219,40 +235,6 @@ def sweep_executor(config: EvalConfig) -> SweepExecutor:
     return RaySweepExecutor(config.distributed)
 
 
-def _claim_sweep(
-    store: Store, name: str, sweep_id: str, where: str, config: EvalConfig, plan: Mapping[str, Any],
-    owner: LeaseOwner,
-) -> str:
-    """Take the stored sweep's lease and check its content, before any judge loads; the lease is
-    given back if the sweep cannot be resumed."""
-    takeover = store.acquire_sweep_lease(sweep_id, owner, timeout_seconds=config.lease_timeout_seconds)
-    if takeover is not None:
-        logger.warning("sweep %r (%s): taking over a stale lease from pid %d on host %s: %s", name, sweep_id,
-                       takeover.previous.pid, takeover.previous.host, takeover.reason)
-    try:
-        check_sweep_resumable(store.find_sweep(sweep_id) or {"id": sweep_id, "name": name}, plan, where)
-    except BaseException:
-        store.release_sweep_lease(sweep_id, owner)
-        raise
-    return sweep_id
-
-
-def _reopen_sweep(store: Store, name: str, sweep_id: str, owner: LeaseOwner, row: Mapping[str, Any]) -> int:
-    """Mark the claimed sweep running again with its judges as loaded now; the rotation rows
-    already stored.
-
-    Raises
-    ------
-    RunLockedError
-        This writer lost the sweep's lease while its judges loaded (nothing was changed).
-    """
-    if not store.renew_sweep_lease(sweep_id, owner):
-        raise RunLockedError(f"sweep {name!r} ({sweep_id}): this writer (pid {owner.pid} on host {owner.host}) lost "
-                             "the sweep's lease while its judges loaded; nothing was changed")
-    store.reopen_sweep(sweep_id, row["judges"])
-    return len(store.sweep_judgments(sweep_id))
-
-
 def _pending(planned: Sequence[PlannedRotation], stored: Sequence[Mapping[str, Any]],
              item_ids: Sequence[str]) -> list[PlannedRotation]:
     """The rotations of items that have a planned rotation not stored, or stored with an error."""
@@ -270,7 +252,7 @@ def _sweep(
     store: Store, sweep_id: str, name: str, items: Sequence[GradeItem], judges: Sequence[PlannedJudge],
     settings: SweepSettings, config: EvalConfig, unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
     preferred: Sequence[int | None] | None, owner: LeaseOwner, on_chunk: Callable[[SweepChunkReport], None] | None,
-    executor: SweepExecutor,
+    executor: SweepExecutor, stop: threading.Event,
 ) -> SweepResult:
     """Judge and commit every pending chunk, then score every cell from the stored rows."""
     item_ids = [item.item_id or f"item-{i}" for i, item in enumerate(items)]
@@ -285,7 +267,8 @@ def _sweep(
             completed = total - len({task.item_index for task, _ in pending})
             judge_started = time.perf_counter()
             chunks = sweep_chunks(pending, config.chunk_judgments)
-            for index, results in executor.judged_chunks(judge_index, chunks, threading.Event()):
+            for index, results in first_handbacks(executor.judged_chunks(judge_index, chunks, stop),
+                                                  f"sweep {name!r}, judge {judge_id!r}"):
                 chunk = chunks[index]
                 cells = build_cells(items, judge_id, chunk, results, unrelated, preferred)
                 store.record_sweep_chunk(sweep_id, judgment_rows(cells), score_rows(cells), lease=owner)
@@ -294,6 +277,10 @@ def _sweep(
                 if on_chunk is not None:
                     on_chunk(SweepChunkReport(sweep_id, name, judge_id, index, n_items, len(chunk),
                                               sum(r.error is not None for r in results), completed, total))
+            if completed < total:  # the executor stopped early: ``stop`` was set
+                status = "interrupted"
+                raise EvalInterruptedError(f"sweep {name!r} stopped after {completed} of {total} items of judge "
+                                           f"{judge_id!r}; run it again to resume")
             seconds[judge_id] = time.perf_counter() - judge_started
         cells: list[SweepCell] = []
         for judge in judges:

@@ -9,7 +9,8 @@ How a run goes:
    chunk, so with a ``.jsonl`` file read when used a run holds only the chunk in flight
    (the Ray executor cuts every chunk up front and holds them all). The judges' engines are loaded (a missing
    model is refused before a database is created).
-2. The run is opened: resumed when the database has a run of that name (and ``resume``), after
+2. The run is opened (:func:`~.job.drive_job`, which opens sweeps too): resumed when the
+   database has a run of that name (and ``resume``), after
    checking its content hash; otherwise started, with every planned item stored as pending.
    Opening takes the run's lease (:mod:`autorubric_local.store.leases`): one writer per run.
    While another live process holds it the run is refused with :class:`RunLockedError` before
@@ -37,17 +38,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
-from autorubric_local.core.errors import AutorubricError, RunLockedError
+from autorubric_local.core.errors import AutorubricError
 from autorubric_local.core.reports import EnsembleEvaluationReport
 from autorubric_local.data.dataset import RubricDataset, rubric_to_json
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
@@ -78,14 +77,13 @@ from autorubric_local.runner.executors import (
     failed_item,
 )
 from autorubric_local.runner.heap import release_free_heap
+from autorubric_local.runner.job import RUN_LEASE, LeaseHeartbeat, drive_job, first_handbacks
 from autorubric_local.runner.progress import RunProgress
 from autorubric_local.runner.results import EvalResult
 from autorubric_local.runner.stored import StoredRun
 from autorubric_local.store import Store
-from autorubric_local.store.jobs import RUNS, stored_job_id
 from autorubric_local.store.leases import LeaseOwner
 
-logger = logging.getLogger(__name__)
 
 __all__ = ["RUN_TIME_ERRORS", "ChunkReport", "EvalAbortedError", "EvalInterruptedError", "EvalRunner",
            "LeaseHeartbeat", "evaluate", "failed_item", "make_chunks"]
@@ -205,36 +203,13 @@ class EvalRunner:
         return LocalExecutor()
 
     def _run_on(self, executor: ChunkExecutor, planned: PlannedItems) -> StoredRun:
-        """Open the run and grade what is pending. A stored run is claimed (its lease taken,
-        its content checked) before the executor loads any judge, so a locked or changed run
-        is refused without starting Ray actors or loading models; the lease is renewed while
-        they load. A new run needs the loaded engines for its row (the judges' model ids), so
-        its engines load first, before the database is created."""
+        """Open the run and grade what is pending (:func:`~.job.drive_job`: a stored run is
+        claimed, its lease taken and its content checked, before the executor loads any judge,
+        so a locked or changed run is refused without starting Ray actors or loading models; a
+        new run's engines load first, before the database is created, as its row names them)."""
         name = self.config.experiment_name or auto_name(self.dataset.name)
         path = self.config.database_path(name)
-        existing = self._stored_run_id(name, path)
-        if existing is None:
-            engines = executor.engines(self.grader)
-        if str(path) != MEMORY_DB:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        owner = LeaseOwner.for_this_process()
-        store = Store.open(path)
-        try:
-            if existing is None:
-                run_id, resumed = self._start_run(store, name, planned, engines, owner), 0
-            else:
-                run_id = self._claim_run(store, name, existing, str(path), planned, owner)
-            try:
-                with LeaseHeartbeat(path, run_id, owner, self.config.lease_heartbeat_seconds):
-                    if existing is not None:
-                        engines = executor.engines(self.grader)
-                        resumed = self._reopen_run(store, name, run_id, planned, engines, owner)
-                    self._grade_pending(store, run_id, name, planned, engines, owner, executor)
-            finally:
-                store.release_run_lease(run_id, owner)  # already released when the run was marked
-            return StoredRun.read(store, run_id, str(path), resumed)
-        finally:
-            store.close()
+        return drive_job(_RunJob(self, executor, planned, name, str(path)), RUN_LEASE, name, path, self.config)
 
     def finished_result(self) -> EvalResult | None:
         """The stored result, read without loading a judge, when the run this runner would
@@ -286,41 +261,23 @@ class EvalRunner:
 
     # ------------------------------------------------------------------------------ run rows
 
-    def _stored_run_id(self, name: str, path: str | Path) -> str | None:
-        """The id of the stored run this runner resumes, or None (``resume`` off, no run of this
-        name, or no database yet: none is created here)."""
-        return stored_job_id(path, RUNS, name) if self.config.resume else None
-
-    def _claim_run(
-        self, store: Store, name: str, run_id: str, where: str, planned: PlannedItems, owner: LeaseOwner
-    ) -> str:
-        """Take the lease of the stored run ``run_id`` and check that it can be resumed with this
+    def _check_run(self, store: Store, run_id: str, where: str, planned: PlannedItems) -> None:
+        """Check, under the lease of the stored run ``run_id``, that it can be resumed with this
         content (:func:`~.checkpoint.check_resumable`; the grader adopts the run's stored seed
-        first); nothing is loaded. The lease is given back if the run cannot be resumed.
+        first); nothing is loaded.
 
         Raises
         ------
-        RunLockedError
-            Another live process holds the run's lease.
         InputError
             The stored run's content differs (the message says what changed).
         """
-        takeover = store.acquire_run_lease(run_id, owner, timeout_seconds=self.config.lease_timeout_seconds)
-        if takeover is not None:
-            logger.warning("run %r (%s): taking over a stale lease from pid %d on host %s: %s", name, run_id,
-                           takeover.previous.pid, takeover.previous.host, takeover.reason)
-        try:
-            existing = store.find_run(run_id)  # read again under the lease
-            assert existing is not None
-            adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
-            description = self.grader.describe()
-            expected = content_hash(planned.item_hashes, description)
-            if existing.get("content_hash") != expected:  # the stored rows are read only to say what changed
-                check_resumable(existing, expected, description, planned, store.item_rows(run_id), where)
-        except BaseException:
-            store.release_run_lease(run_id, owner)
-            raise
-        return run_id
+        existing = store.find_run(run_id)  # read again under the lease
+        assert existing is not None
+        adopt_stored_seed(self.grader, json.loads(existing.get("grader_json") or "{}"))
+        description = self.grader.describe()
+        expected = content_hash(planned.item_hashes, description)
+        if existing.get("content_hash") != expected:  # the stored rows are read only to say what changed
+            check_resumable(existing, expected, description, planned, store.item_rows(run_id), where)
 
     def _start_run(
         self,
@@ -340,21 +297,8 @@ class EvalRunner:
             lease=owner, unique_name=self.config.resume,
         )
 
-    def _reopen_run(
-        self, store: Store, name: str, run_id: str, planned: PlannedItems, engines: dict[str, EngineRecord],
-        owner: LeaseOwner,
-    ) -> int:
-        """Reopen the run :meth:`_claim_run` checked with the loaded engines; returns how many
-        items are already done.
-
-        Raises
-        ------
-        RunLockedError
-            ``owner`` lost the run's lease while the judges loaded (nothing is changed).
-        """
-        if not store.renew_run_lease(run_id, owner):
-            raise RunLockedError(f"run {name!r} ({run_id}): this writer (pid {owner.pid} on host {owner.host}) lost "
-                                 "the run's lease while its judges loaded; nothing was changed")
+    def _reopen_run(self, store: Store, run_id: str, planned: PlannedItems, engines: dict[str, EngineRecord]) -> int:
+        """Reopen the claimed run with the loaded engines; returns how many items are already done."""
         store.plan_items(run_id, PlannedRows(planned))  # refreshes ground truth; keeps reports
         store.update_run(run_id, status="running", finished_utc=None, judges_json=json.dumps(self._judges(engines)),
                          dataset_json=json.dumps(_header(self.dataset)))
@@ -412,23 +356,19 @@ class EvalRunner:
             total_chunks=None if isinstance(chunks, TimedChunks) else len(chunks),
         )
         completed = len(planned) - len(pending)
-        committed: set[int] = set()
         started = time.perf_counter()
         status = "failed"
         try:
             with progress, contextlib.closing(
-                executor.graded_chunks(self.grader, chunks, progress.judgments_done, self._stop)
+                first_handbacks(executor.graded_chunks(self.grader, chunks, progress.judgments_done, self._stop),
+                                f"run {name!r}")
             ) as graded_chunks:
                 for index, graded in graded_chunks:
-                    if index in committed:  # an executor's bug; committing again would rewrite the rows
-                        logger.warning("run %r: chunk %d was handed back twice; kept the first", name, index)
-                        continue
                     chunk = list(chunks[index])  # a cut-up-front chunk is lazy: its items built once here
                     self._commit(store, run_id, chunk, graded, engines, owner)
                     reported = getattr(executor, "fallbacks", None)  # an executor of ours always reports them
                     if reported is not None:
                         engines = self._record_fallbacks(store, run_id, engines, reported(self.grader))
-                    committed.add(index)
                     if isinstance(chunks, TimedChunks):
                         chunks.forget(index)  # only the chunk in flight stays in memory
                     release_free_heap()  # else fragmentation keeps what the chunk freed (.heap)
@@ -489,60 +429,32 @@ class EvalRunner:
                            prompts=prompt_text_records(graded), criteria=criteria)
 
 
-class LeaseHeartbeat:
-    """Renews a run's lease every ``interval_seconds`` from a daemon thread, while in its ``with``
-    block, so a chunk that takes longer than the lease timeout does not make the run look
-    abandoned. The thread has its own connection; an in-memory database needs no heartbeat (no
-    other process can see it).
-    """
+@dataclass(frozen=True)
+class _RunJob:
+    """An :class:`EvalRunner`'s run as the :class:`~.job.Job` that :func:`~.job.drive_job` drives."""
 
-    def __init__(self, path: str | Path, run_id: str, owner: LeaseOwner, interval_seconds: float) -> None:
-        self.path = path
-        self.run_id = run_id
-        self.owner = owner
-        self.interval_seconds = interval_seconds
-        self.beats = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+    runner: EvalRunner
+    executor: ChunkExecutor
+    planned: PlannedItems
+    name: str
+    where: str
 
-    def __enter__(self) -> Self:
-        if str(self.path) != MEMORY_DB:
-            self._thread = threading.Thread(target=self._run, name=f"lease-heartbeat-{self.run_id}", daemon=True)
-            self._thread.start()
-        return self
+    def load(self) -> dict[str, EngineRecord]:
+        return self.executor.engines(self.runner.grader)
 
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+    def start(self, store: Store, loaded: dict[str, EngineRecord], owner: LeaseOwner) -> str:
+        return self.runner._start_run(store, self.name, self.planned, loaded, owner)
 
-    what = "run"
-    """What holds the lease, in log messages."""
+    def check(self, store: Store, job_id: str) -> None:
+        self.runner._check_run(store, job_id, self.where, self.planned)
 
-    def _renew(self, store: Store) -> bool:
-        """Renew the lease once; False when this writer no longer holds it."""
-        return store.renew_run_lease(self.run_id, self.owner)
+    def reopen(self, store: Store, job_id: str, loaded: dict[str, EngineRecord]) -> int:
+        return self.runner._reopen_run(store, job_id, self.planned, loaded)
 
-    def _run(self) -> None:
-        try:
-            store = Store.open(self.path)
-        except sqlite3.Error as exc:
-            logger.warning("%s %s: lease heartbeat could not open %s: %s", self.what, self.run_id, self.path, exc)
-            return
-        try:
-            while not self._stop.wait(self.interval_seconds):
-                try:
-                    held = self._renew(store)
-                except sqlite3.OperationalError as exc:  # locked past the busy timeout: try again next beat
-                    logger.warning("%s %s: lease heartbeat failed: %s", self.what, self.run_id, exc)
-                    continue
-                if not held:
-                    logger.warning("%s %s: this process no longer holds the %s's lease", self.what, self.run_id,
-                                   self.what)
-                    return
-                self.beats += 1
-        finally:
-            store.close()
+    def work(self, store: Store, job_id: str, loaded: dict[str, EngineRecord], owner: LeaseOwner,
+             resumed: int) -> StoredRun:
+        self.runner._grade_pending(store, job_id, self.name, self.planned, loaded, owner, self.executor)
+        return StoredRun.read(store, job_id, self.where, resumed)
 
 
 def _stored_as_planned(run: Mapping[str, Any], store: Store, planned: PlannedItems, dataset: RubricDataset) -> bool:
