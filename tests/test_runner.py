@@ -199,6 +199,46 @@ def test_a_fallback_an_engine_takes_during_the_run_is_recorded_with_its_judge(tm
         ["batched path failed: IndexError: x; scoring one prefix group at a time"], []]
 
 
+def test_fallbacks_recorded_before_a_stop_survive_the_resume(tmp_path: Path) -> None:
+    """A resumed run loads fresh engines, which have left no path yet: the judges record keeps the
+    reasons recorded before the stop and adds those taken after it (it used to be rewritten from
+    the fresh engines, so the earlier fallback was lost)."""
+    from autorubric_local.runner import EvalInterruptedError
+
+    scripted = crash_worker.make_policy(0.0)
+    reports_fallbacks = EngineCapabilities(describes=frozenset({"fallbacks"}))
+
+    def engine(at: str, reason: str) -> ScriptedEngine:
+        built = ScriptedEngine(model_id="falls-back", capabilities=reports_fallbacks, policy=lambda request: (
+            built.fallbacks.append(reason) if at in request.prefix and reason not in built.fallbacks else None
+        ) or scripted(request))
+        built.fallbacks = []  # type: ignore[attr-defined]
+        return built
+
+    def grader_with(judge: ScriptedEngine) -> CriterionGrader:
+        return CriterionGrader(judges=[JudgeSpec(LLMConfig(model="scripted-a", engine=judge), "a")], seed=1)
+
+    first, second = "batched path failed: IndexError: x", "out of memory: batch halved to 2"
+    cfg = config(tmp_path, chunk_judgments=1)
+    runner = EvalRunner(crash_worker.build_dataset(4), grader_with(engine("Submission 1:", first)), cfg,
+                        on_chunk=lambda chunk: runner.stop() if chunk.chunk_index == 1 else None)
+    with pytest.raises(EvalInterruptedError, match="stopped after 2 of 4 items"):
+        runner.run_sync()
+    row = sqlite_utils.Database(tmp_path / "r.sqlite")["runs"].get(runner_run_id(tmp_path))
+    assert json.loads(row["judges_json"])[0]["fallbacks"] == [first]
+
+    result = run(crash_worker.build_dataset(4), grader_with(engine("Submission 3:", second)), cfg)
+    assert result.resumed_items == 2
+    row = sqlite_utils.Database(tmp_path / "r.sqlite")["runs"].get(result.run_id)
+    assert json.loads(row["judges_json"])[0]["fallbacks"] == [first, second]
+
+
+def runner_run_id(tmp_path: Path) -> str:
+    """The id of the one run in ``tmp_path``'s database."""
+    (run_id,) = [r["id"] for r in sqlite_utils.Database(tmp_path / "r.sqlite")["runs"].rows]
+    return run_id
+
+
 def test_progress_bar_runs(tmp_path: Path) -> None:
     result = run(crash_worker.build_dataset(2), grader(), config(tmp_path, show_progress=True,
                                                                  progress_style="detailed"))

@@ -298,23 +298,29 @@ class EvalRunner:
         )
 
     def _reopen_run(self, store: Store, run_id: str, planned: PlannedItems, engines: dict[str, EngineRecord]) -> int:
-        """Reopen the claimed run with the loaded engines; returns how many items are already done."""
+        """Reopen the claimed run with the loaded engines; returns how many items are already done.
+
+        ``engines`` (fresh, so with no fallbacks yet) gets each judge's fallbacks recorded before
+        the stop, so the judges record still says which paths the stored judgments took."""
         store.plan_items(run_id, PlannedRows(planned))  # refreshes ground truth; keeps reports
+        stored = json.loads((store.find_run(run_id) or {}).get("judges_json") or "[]")
+        earlier = {judge["judge_id"]: judge.get("fallbacks") or [] for judge in stored}
+        engines.update(_with_fallbacks(engines, earlier))
         store.update_run(run_id, status="running", finished_utc=None, judges_json=json.dumps(self._judges(engines)),
                          dataset_json=json.dumps(_header(self.dataset)))
         return len(store.done_item_ids(run_id))
 
     def _record_fallbacks(self, store: Store, run_id: str, engines: dict[str, EngineRecord],
                           fallbacks: Mapping[str, list[str]]) -> dict[str, EngineRecord]:
-        """``engines`` with each judge's ``fallbacks`` as the executor reports them now; when they
-        changed, the run's ``judges_json`` is rewritten, so a run that left a faster path
+        """``engines`` with each judge's ``fallbacks`` as the executor reports them now added to
+        those recorded (a resumed run keeps the reasons from before its stop); when they changed,
+        the run's ``judges_json`` is rewritten, so a run that left a faster path
         (:mod:`autorubric_local.engine.transformers.paths`) says so in its judges record."""
-        if all(engines[judge_id].get("fallbacks") == reasons for judge_id, reasons in fallbacks.items()):
+        merged = _with_fallbacks(engines, fallbacks)
+        if merged == engines:
             return engines
-        engines = {judge_id: {**record, "fallbacks": fallbacks.get(judge_id, record.get("fallbacks"))}
-                   for judge_id, record in engines.items()}
-        store.update_run(run_id, judges_json=json.dumps(self._judges(engines)))
-        return engines
+        store.update_run(run_id, judges_json=json.dumps(self._judges(merged)))
+        return merged
 
     def _judges(self, engines: dict[str, EngineRecord]) -> list[dict[str, Any]]:
         """The run's ``judges_json``: per judge its id, model, loaded model id, weight, and the rest
@@ -455,6 +461,17 @@ class _RunJob:
              resumed: int) -> StoredRun:
         self.runner._grade_pending(store, job_id, self.name, self.planned, loaded, owner, self.executor)
         return StoredRun.read(store, job_id, self.where, resumed)
+
+
+def _with_fallbacks(engines: dict[str, EngineRecord], more: Mapping[str, list[str]]) -> dict[str, EngineRecord]:
+    """``engines`` with each judge's reasons in ``more`` appended to its ``fallbacks`` (in order,
+    each reason once); judges not in ``engines`` are ignored."""
+    merged = {}
+    for judge_id, record in engines.items():
+        reasons = list(record.get("fallbacks") or [])
+        reasons += [reason for reason in dict.fromkeys(more.get(judge_id, ())) if reason not in reasons]
+        merged[judge_id] = {**record, "fallbacks": reasons}
+    return merged
 
 
 def _stored_as_planned(run: Mapping[str, Any], store: Store, planned: PlannedItems, dataset: RubricDataset) -> bool:
