@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from autorubric_local.core.types import Criterion, CriterionVerdict
+from autorubric_local.engine.requests import AnswerSpec
 from autorubric_local.engine.user_text import mark
 
 SYSTEM_PROMPT_TEMPLATE = """You are a careful, impartial grader. You judge ONE submission against ONE criterion at a time.
@@ -187,6 +188,14 @@ def labels_for(criterion: Criterion, reasoning_first: bool) -> tuple[str, ...]:
         return tuple(f'{label}"' for label in BINARY_LABELS)
     end = "}" if reasoning_first else ","
     return tuple(f"{n}{end}" for n in range(1, len(criterion.options) + 1))
+
+
+def answer_spec(criterion: Criterion) -> AnswerSpec:
+    """The verdict asked for on ``criterion`` as data: its key and the values of
+    :func:`labels_for` without their delimiters, in the order shown (the same in both modes)."""
+    if criterion.options is None:
+        return AnswerSpec("criterion_status", BINARY_LABELS)
+    return AnswerSpec("selected_option", tuple(str(n) for n in range(1, len(criterion.options) + 1)))
 
 
 EXPLANATION_OPENER = '{"explanation": "'
