@@ -31,6 +31,7 @@ from autorubric_local.data.validation import (
     json_type_name,
     read_text_file,
 )
+from autorubric_local.engine.requests import ItemPrompt, Span, split_item
 from autorubric_local.engine.user_text import mark, marker_problem
 from autorubric_local.graders.planning import (
     GradeItem,
@@ -38,7 +39,6 @@ from autorubric_local.graders.planning import (
     OptionPermutations,
     option_orders,
 )
-from autorubric_local.graders.prompts import split_at_turn_end
 
 __all__ = [
     "SELECTION_FIELDS",
@@ -47,6 +47,7 @@ __all__ = [
     "load_selection_tasks",
     "plan_selection_tasks",
     "selection_block",
+    "selection_prompt",
 ]
 
 SELECTION_FIELDS: tuple[str, ...] = ("id", "prompt", "candidates", "preferred")
@@ -177,6 +178,13 @@ def selection_block(criterion: Criterion, option_order: Sequence[int]) -> str:
     return "\n".join(lines)
 
 
+def selection_prompt(prompt: str, system_prompt: str | None = None) -> ItemPrompt:
+    """The shared part of a selection task's rotations: the system prompt and the user's
+    prompt (untrusted)."""
+    head = (Span("<prompt>\n"), Span(prompt, True), Span("\n</prompt>\n\n"))
+    return ItemPrompt(system_prompt or SELECTION_SYSTEM_PROMPT, head)
+
+
 def plan_selection_tasks(
     items: Sequence[GradeItem],
     judge_id: str,
@@ -200,9 +208,7 @@ def plan_selection_tasks(
     """
     tasks: list[JudgmentTask] = []
     for item_index, item in enumerate(items):
-        parts = split_at_turn_end(
-            format_chat, system_prompt or SELECTION_SYSTEM_PROMPT, f"<prompt>\n{mark(item.submission)}\n</prompt>\n\n"
-        )
+        parts = split_item(format_chat, selection_prompt(item.submission, system_prompt))
         prefix, turn_switch = parts.prefix, parts.turn_switch
         for criterion_index, criterion in enumerate(item.rubric):
             if criterion.options is None:

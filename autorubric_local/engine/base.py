@@ -30,6 +30,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 from autorubric_local.core.reports import TokenUsage
 from autorubric_local.engine.capabilities import EngineCapabilities
+from autorubric_local.engine.requests import AnswerSpec
 
 T = TypeVar("T")
 
@@ -47,11 +48,28 @@ class ScoreRequest:
     labels : tuple of str, length n_labels >= 2
         Allowed continuations, e.g. ``('MET"', 'UNMET"', 'CANNOT_ASSESS"')``. Including the
         closing delimiter keeps the set prefix-free, so each label is a complete answer.
+    answer : AnswerSpec or None
+        The verdict asked for, as data (key and values in label order): set by the grader, read
+        by backends that answer a whole structured turn (hosted); None for a request built
+        without it (a hosted engine then reads the key from the labels). Not compared: two
+        requests of the same text are equal with or without it.
+
+    Raises
+    ------
+    ValueError
+        If ``answer`` has another number of values than there are labels.
     """
 
     prefix: str
     suffix: str
     labels: tuple[str, ...]
+    answer: AnswerSpec | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.answer is not None and len(self.answer.values) != len(self.labels):
+            raise ValueError(
+                f"ScoreRequest.answer has {len(self.answer.values)} values for {len(self.labels)} labels"
+            )
 
 
 @dataclass(frozen=True)
@@ -76,6 +94,11 @@ class GenerateRequest:
         the regex may end, or at ``max_new_tokens`` (``truncated=True``); it is returned as
         generated (nothing unescaped, the end-of-sequence token left out). ``sentence`` is
         then ignored.
+    answer : AnswerSpec or None
+        The verdict of the judgment this explanation belongs to (:class:`ScoreRequest`): a
+        hosted engine asks with its schema, so the explanation and the verdict come from one
+        answer. None for a request built without it (a hosted engine then reads the key from
+        the prompt text). Not compared.
     """
 
     prefix: str
@@ -83,6 +106,7 @@ class GenerateRequest:
     max_new_tokens: int = 96
     sentence: bool = False
     pattern: str | None = None
+    answer: AnswerSpec | None = field(default=None, compare=False)
 
     @property
     def regex(self) -> str:

@@ -175,7 +175,7 @@ def run_tasks(
     """
     if reasoning_first:
         return _run_reasoning_first(engine, tasks, explanation_tokens, explanation_style)
-    scores = _score(engine, [ScoreRequest(t.prefix, t.suffix, t.labels()) for t in tasks])
+    scores = _score(engine, [ScoreRequest(t.prefix, t.suffix, t.labels(), answer=t.answer()) for t in tasks])
     results = [_from_scores(t, s, None, False, _spent(s)) for t, s in zip(tasks, scores, strict=True)]
     if mode is JudgeMode.SCORE:
         return results
@@ -186,6 +186,7 @@ def run_tasks(
             tasks[i].suffix + explanation_after_verdict(tasks[i].labels()[results[i].chosen or 0], explanation_style),
             explanation_tokens,
             sentence=explanation_style == "sentence",
+            answer=tasks[i].answer(),
         )
         for i in pending
     ]
@@ -217,7 +218,8 @@ def _run_reasoning_first(
     sentence = style == "sentence"
     generations = _generate(
         engine,
-        [GenerateRequest(t.prefix, t.reasoning_suffix(None, style), explanation_tokens, sentence=sentence) for t in tasks],
+        [GenerateRequest(t.prefix, t.reasoning_suffix(None, style), explanation_tokens, sentence=sentence,
+                         answer=t.answer()) for t in tasks],
     )
     start = explanation_start(style)
     results: list[JudgmentResult | None] = [None] * len(tasks)
@@ -229,7 +231,8 @@ def _run_reasoning_first(
                 prompt_suffix=tasks[i].reasoning_suffix(None, style), cost_usd=generation.cost_usd,
             )
     requests = [
-        ScoreRequest(tasks[i].prefix, tasks[i].reasoning_suffix(start + generations[i].text), tasks[i].labels(True))
+        ScoreRequest(tasks[i].prefix, tasks[i].reasoning_suffix(start + generations[i].text), tasks[i].labels(True),
+                     answer=tasks[i].answer())
         for i in ok
     ]
     scores = _score(engine, requests)

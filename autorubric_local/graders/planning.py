@@ -26,10 +26,12 @@ from enum import Enum
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.text import unicode_problem, utf8
 from autorubric_local.core.types import Criterion
+from autorubric_local.engine.requests import AnswerSpec
 from autorubric_local.engine.user_text import marker_problem
 from autorubric_local.graders.prompts import (
     EXPLANATION_OPENER,
     ExplanationStyle,
+    answer_spec,
     criterion_text,
     explanation_start,
     labels_for,
@@ -127,6 +129,10 @@ class JudgmentTask:
     def labels(self, reasoning_first: bool = False) -> tuple[str, ...]:
         """Label continuations in shown order."""
         return labels_for(self.criterion, reasoning_first)
+
+    def answer(self) -> AnswerSpec:
+        """The verdict asked for, as data (:func:`.prompts.answer_spec`): key and values in shown order."""
+        return answer_spec(self.criterion)
 
     def reasoning_suffix(self, explanation: str | None, style: ExplanationStyle = "free") -> str:
         """Suffix that opens (``None``; up to the ``style``'s start) or contains the explanation, before the verdict."""

@@ -12,28 +12,50 @@ option labels, an explanation fed back) is wrapped with
 :func:`autorubric_local.engine.user_text.mark`: engines encode it as plain text, so a
 special-token string inside it never becomes a control token.
 
-Answer openers and label continuations (the label set is prefix-free thanks to the delimiter):
-
-========================  =====================================  ==================
-mode                      assistant opener                       labels
-========================  =====================================  ==================
-binary, verdict first     ``{"criterion_status": "``             ``MET"`` ...
-binary, reasoning first   ``{"explanation": "<text>", "criterion_status": "``  ``MET"`` ...
-choice, verdict first     ``{"selected_option": ``               ``1,`` ``2,`` ...
-choice, reasoning first   ``{"explanation": "<text>", "selected_option": ``    ``1}`` ``2}`` ...
-========================  =====================================  ==================
+The item's shared part, the answer wanted and the answer openers are data and text functions of
+:mod:`autorubric_local.engine.requests` (:class:`~autorubric_local.engine.requests.ItemPrompt`,
+:class:`~autorubric_local.engine.requests.AnswerSpec`, its table of openers and labels); this
+module says what a criterion's judgment puts in them.
 """
 
 from __future__ import annotations
 
-import json
-import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from autorubric_local.core.types import Criterion, CriterionVerdict
+from autorubric_local.engine.requests import (
+    EXPLANATION_OPENER,
+    AnswerSpec,
+    ItemPrompt,
+    PromptParts,
+    Span,
+    answer_opener,
+    explanation_after_label,
+    split_at_turn_end,
+    split_item,
+)
 from autorubric_local.engine.user_text import mark
+
+__all__ = [
+    "BINARY_LABELS",
+    "DEFAULT_SYSTEM_PROMPT",
+    "EXPLANATION_OPENER",
+    "EXPLANATION_STEM",
+    "ExplanationStyle",
+    "PromptParts",
+    "SYSTEM_PROMPT_TEMPLATE",
+    "answer_spec",
+    "criterion_text",
+    "explanation_after_verdict",
+    "explanation_start",
+    "item_prompt",
+    "judge_system_prompt",
+    "labels_for",
+    "render_item",
+    "split_at_turn_end",
+    "verdict_opener",
+]
 
 SYSTEM_PROMPT_TEMPLATE = """You are a careful, impartial grader. You judge ONE submission against ONE criterion at a time.
 Decide whether what the criterion describes is present in the submission:
@@ -85,18 +107,6 @@ DEFAULT_SYSTEM_PROMPT = judge_system_prompt()
 BINARY_LABELS: tuple[str, ...] = tuple(v.value for v in CriterionVerdict)
 
 
-@dataclass(frozen=True)
-class PromptParts:
-    """The rendered prefix of one item and the chat text that closes the user turn.
-
-    ``turn_switch`` is what the chat template puts between the end of the user's message and
-    the start of the assistant's answer (end-of-turn, assistant header).
-    """
-
-    prefix: str
-    turn_switch: str
-
-
 def render_item(
     format_chat: Callable[[list[dict[str, str]]], str],
     submission: str,
@@ -116,39 +126,39 @@ def render_item(
     ValueError
         If the chat template moved or duplicated the sentinel (a template that rewrites content).
     """
-    sections: list[str] = []
+    item = item_prompt(submission, query=query, reference_submission=reference_submission,
+                       system_prompt=system_prompt, examples=examples)
+    return split_item(format_chat, item)
+
+
+def item_prompt(
+    submission: str,
+    *,
+    query: str | None,
+    reference_submission: str | None,
+    system_prompt: str | None = None,
+    examples: str | None = None,
+) -> ItemPrompt:
+    """The shared part of an item's judgments as data: the system prompt and the user turn's
+    start, ``[examples][question][reference][submission]`` (data text untrusted)."""
+    sections: list[tuple[Span, ...]] = []
     if examples:
-        sections.append(examples)
+        sections.append((Span(examples),))  # already rendered, its data marked (few_shot.render_examples)
     if query:
-        sections.append(f"<question>\n{mark(query)}\n</question>")
+        sections.append((Span("<question>\n"), Span(query, True), Span("\n</question>")))
     if reference_submission:
-        sections.append(
-            "<reference>\nA reference answer, for calibration only (grade the submission on its "
-            f"own merits):\n{mark(reference_submission)}\n</reference>"
-        )
-    sections.append(f"<submission>\n{mark(submission)}\n</submission>")
-    return split_at_turn_end(format_chat, system_prompt or DEFAULT_SYSTEM_PROMPT, "\n\n".join(sections) + "\n\n")
-
-
-def split_at_turn_end(
-    format_chat: Callable[[list[dict[str, str]]], str], system: str, user_start: str
-) -> PromptParts:
-    """Render ``[system, user_start + <suffix goes here>]`` and split it where the suffix goes.
-
-    The split point is a sentinel with a fresh random nonce, so no text in ``user_start`` can
-    collide with it.
-
-    Raises
-    ------
-    ValueError
-        If the chat template moved or duplicated the sentinel (a template that rewrites content).
-    """
-    sentinel = f"\x00split:{secrets.token_hex(16)}\x00"
-    text = format_chat([{"role": "system", "content": system}, {"role": "user", "content": user_start + sentinel}])
-    if text.count(sentinel) != 1:
-        raise ValueError("the chat template altered the prompt layout; cannot split prefix/suffix")
-    prefix, turn_switch = text.split(sentinel)
-    return PromptParts(prefix=prefix, turn_switch=turn_switch)
+        sections.append((
+            Span("<reference>\nA reference answer, for calibration only (grade the submission on its "
+                 "own merits):\n"),
+            Span(reference_submission, True),
+            Span("\n</reference>"),
+        ))
+    sections.append((Span("<submission>\n"), Span(submission, True), Span("\n</submission>")))
+    head: list[Span] = []
+    for index, section in enumerate(sections):
+        head.extend(((Span("\n\n"),) if index else ()) + section)
+    head.append(Span("\n\n"))
+    return ItemPrompt(system_prompt or DEFAULT_SYSTEM_PROMPT, tuple(head))
 
 
 def criterion_text(criterion: Criterion, option_order: Sequence[int] | None = None) -> str:
@@ -169,27 +179,28 @@ def criterion_text(criterion: Criterion, option_order: Sequence[int] | None = No
 
 
 def verdict_opener(criterion: Criterion, explanation: str | None = None) -> str:
-    """Assistant text up to the verdict label; with ``explanation``, reasoning comes first."""
-    key = "selected_option" if criterion.is_multi_choice else "criterion_status"
-    quote = "" if criterion.is_multi_choice else '"'
-    if explanation is None:
-        return f'{{"{key}": {quote}'
-    return f'{{"explanation": {mark(json.dumps(explanation))}, "{key}": {quote}'
+    """Assistant text up to the verdict label; with ``explanation``, reasoning comes first
+    (:func:`~autorubric_local.engine.requests.answer_opener` of :func:`answer_spec`)."""
+    return answer_opener(answer_spec(criterion), explanation)
 
 
 def labels_for(criterion: Criterion, reasoning_first: bool) -> tuple[str, ...]:
     """Label continuations after :func:`verdict_opener`, in the order options are shown.
 
     Binary: ``MET" UNMET" CANNOT_ASSESS"``. Multi-choice: option numbers 1..n followed by ``,``
-    (verdict first, the explanation follows) or ``}`` (reasoning first, the object ends).
+    (verdict first, the explanation follows) or ``}`` (reasoning first, the object ends)
+    (:meth:`~autorubric_local.engine.requests.AnswerSpec.labels`).
     """
+    return answer_spec(criterion).labels(reasoning_first)
+
+
+def answer_spec(criterion: Criterion) -> AnswerSpec:
+    """The verdict asked for on ``criterion`` as data: its key and the values of
+    :func:`labels_for` without their delimiters, in the order shown (the same in both modes)."""
     if criterion.options is None:
-        return tuple(f'{label}"' for label in BINARY_LABELS)
-    end = "}" if reasoning_first else ","
-    return tuple(f"{n}{end}" for n in range(1, len(criterion.options) + 1))
+        return AnswerSpec("criterion_status", BINARY_LABELS)
+    return AnswerSpec("selected_option", tuple(str(n) for n in range(1, len(criterion.options) + 1)))
 
-
-EXPLANATION_OPENER = '{"explanation": "'
 
 EXPLANATION_STEM = "The submission"
 """How a ``sentence``-style explanation starts: written into the prompt, so the judge goes on
@@ -208,6 +219,4 @@ def explanation_start(style: ExplanationStyle) -> str:
 
 def explanation_after_verdict(label: str, style: ExplanationStyle = "free") -> str:
     """Assistant text after a chosen label up to the open explanation string (and its start)."""
-    if label.endswith('"'):
-        return label + ', "explanation": "' + explanation_start(style)
-    return label + ' "explanation": "' + explanation_start(style)
+    return explanation_after_label(label, explanation_start(style))

@@ -8,7 +8,10 @@ It implements :class:`~.base.Engine` for ``LLMConfig(backend="hosted")``:
   a chat API answers a whole turn.
 - :meth:`HostedEngine.score` sends each request's messages with the judgment's JSON schema as
   ``response_format`` (``CriterionJudgment`` or ``MultiChoiceJudgment`` from
-  :mod:`autorubric_local.core.types`), all requests concurrently (bounded by
+  :mod:`autorubric_local.core.types`, as the request's ``answer`` says: the grader sets it on
+  every request, :class:`~autorubric_local.engine.requests.AnswerSpec`; a request without it
+  is read from its labels, or for an explanation from the prompt text, :func:`_answer_key`),
+  all requests concurrently (bounded by
   ``max_parallel_requests``), and reads the verdict from the validated answer; the label
   distribution comes from ``top_logprobs`` where the server returns them, else it is one-hot
   (``LabelScores.one_hot``; :mod:`~.labels`). An answer that does not validate is
@@ -39,7 +42,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from autorubric_local.core.reports import TokenUsage
-from autorubric_local.core.types import CriterionJudgment, MultiChoiceJudgment
+from autorubric_local.core.types import CriterionJudgment
 from autorubric_local.engine.base import (
     GenerateRequest,
     Generation,
@@ -55,6 +58,7 @@ from autorubric_local.engine.hosted.labels import (
     read_label_logprobs,
 )
 from autorubric_local.engine.hosted_types import GenerateResult
+from autorubric_local.engine.requests import answer_schema
 
 __all__ = ["HostedEngine", "error_category"]
 
@@ -134,7 +138,7 @@ class HostedEngine:
             kept = self._answers.get(memo)
         if kept is not None:
             return kept, True
-        schema: type[BaseModel] = CriterionJudgment if labels_key == "criterion_status" else MultiChoiceJudgment
+        schema = answer_schema(labels_key)
         result = await self.client.complete(messages, schema, top_logprobs=self.top_logprobs)
         with self._lock:
             self._answers[memo] = dataclasses.replace(result, raw_response=None)
@@ -144,7 +148,7 @@ class HostedEngine:
 
     async def _score_one(self, request: ScoreRequest) -> LabelScores:
         started = time.perf_counter()
-        key, values = label_values(request.labels)
+        key, values = _score_answer(request)
         try:
             result, kept = await self._answer(request.prefix + request.suffix, key)
         except Exception as exc:  # recorded on this judgment, by category; the batch goes on
@@ -168,7 +172,7 @@ class HostedEngine:
         started = time.perf_counter()
         prompt = request.prefix + request.suffix
         messages, opener = parse_chat(prompt)
-        key = _answer_key(messages, opener)
+        key = request.answer.key if request.answer is not None else _answer_key(messages, opener)
         try:
             result, kept = await self._answer(prompt, key)
         except Exception as exc:  # recorded on this judgment, by category
@@ -188,10 +192,19 @@ def _failed_cost(exc: BaseException) -> float | None:
     return exc.cost if isinstance(exc, ResponseParseError) else 0.0
 
 
+def _score_answer(request: ScoreRequest) -> tuple[str, tuple[str, ...]]:
+    """The verdict key and values of a score request: its ``answer``, else read from its labels."""
+    if request.answer is not None:
+        return request.answer.key, request.answer.values
+    return label_values(request.labels)
+
+
 def _answer_key(messages: list[dict[str, str]], opener: str) -> str:
-    """The verdict key of a generate request: from the opener after a verdict, else (reasoning
-    first, the opener holds no key yet) from the criterion block, which lists ``Options:`` for a
-    multi-choice criterion (``graders/prompts.criterion_text``)."""
+    """The verdict key of a generate request built without ``answer`` (a third party's; the
+    grader always sets it): from the opener after a verdict, else (reasoning first, the opener
+    holds no key yet) from the criterion block, which lists ``Options:`` for a multi-choice
+    criterion (``graders/prompts.criterion_text``). A guess from our own prompt layout: a
+    requirement holding that layout, or a selection task's block, is guessed wrong."""
     if '"selected_option"' in opener:
         return "selected_option"
     if '"criterion_status"' in opener:
