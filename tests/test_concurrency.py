@@ -269,7 +269,7 @@ def test_heartbeat_thread_renews_the_lease(tmp_path: Path) -> None:
             time.sleep(0.01)
     assert heartbeat.beats >= 1
     holder = store.lease_holder(run_id)
-    assert holder is not None and holder.heartbeat_utc > "2000" and holder.stale_reason(60.0) is None
+    assert holder is not None and holder.heartbeat_utc > "2000-01-01T00:00:00+00:00" and holder.stale_reason(60.0) is None
     store.close()
 
 
@@ -303,7 +303,7 @@ def test_the_same_heartbeat_renews_a_sweeps_lease(tmp_path: Path) -> None:
             time.sleep(0.01)
     assert heartbeat.beats >= 1
     holder = store.sweep_lease_holder(sweep_id)
-    assert holder is not None and holder.heartbeat_utc > "2000" and holder.stale_reason(60.0) is None
+    assert holder is not None and holder.heartbeat_utc > "2000-01-01T00:00:00+00:00" and holder.stale_reason(60.0) is None
     store.close()
 
 

@@ -104,8 +104,11 @@ def test_the_answer_does_not_change_request_equality() -> None:
 
 
 def test_an_answer_whose_values_do_not_match_the_labels_is_refused() -> None:
-    with pytest.raises(ValueError, match="2 values for 3 labels"):
+    with pytest.raises(ValueError, match="does not give the labels"):
         ScoreRequest("p", "s", ('MET"', 'UNMET"', 'CANNOT_ASSESS"'), answer=AnswerSpec("criterion_status", ("MET", "UNMET")))
+    with pytest.raises(ValueError, match="does not give the labels"):  # a binary answer for an options prompt
+        ScoreRequest("p", "s", ("1,", "2,"), answer=AnswerSpec("criterion_status", ("MET", "UNMET")))
+    ScoreRequest("p", "s", ("1}", "2}"), answer=AnswerSpec("selected_option", ("1", "2")))  # reasoning first
     with pytest.raises(ValueError, match="key"):
         AnswerSpec("verdict", ("MET", "UNMET"))  # type: ignore[arg-type]
 

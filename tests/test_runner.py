@@ -593,3 +593,27 @@ def test_timed_chunks_grow_at_most_eightfold_and_learn_nothing_from_empty_chunks
     assert [e.key for e in next(chunks)] == ["k1"]  # k1 (no judgment); k2's 2 would not fit
     now[0] += 5.0
     assert slow.next_budget() == 1  # k1's chunk judged nothing: the pace is still k0's
+
+
+def test_reading_a_finished_run_never_warns_that_its_lease_was_lost(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's end gives its lease back (in the transaction that marks it finished), so a beat
+    after it, or during the read of its result (a large run's, slowed here), finds no lease and
+    must not warn that it was lost: the result is read after the heartbeat stopped, and a beat
+    that finds the run no longer running says nothing."""
+    import logging
+    import time
+
+    from autorubric_local.runner.stored import StoredRun
+
+    real_read = StoredRun.read.__func__  # type: ignore[attr-defined]
+
+    def slow_read(cls: type[StoredRun], *args: Any) -> StoredRun:
+        time.sleep(0.2)  # 40 heartbeat intervals
+        return real_read(cls, *args)
+
+    monkeypatch.setattr(StoredRun, "read", classmethod(slow_read))
+    caplog.set_level(logging.WARNING, logger="autorubric_local.runner.job")
+    result = run(crash_worker.build_dataset(2), grader(), config(tmp_path, lease_heartbeat_seconds=0.005))
+    assert result.successful_items == 2
+    assert "no longer holds" not in caplog.text

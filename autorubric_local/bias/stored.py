@@ -212,6 +212,9 @@ class _SweepJob:
                         self.preferred, owner, self.on_chunk, self.executor, self.stop)
         return StoredSweep(job_id, self.name, result, resumed)
 
+    def result(self, store: Store, job_id: str, done: StoredSweep, resumed: int) -> StoredSweep:
+        return done
+
     def _row(self, loaded: Sequence[PlannedJudge]) -> dict[str, Any]:
         return _row(self.settings, self.judges, loaded, self.rubric, self.data_path, len(self.items))
 

@@ -57,7 +57,8 @@ class ScoreRequest:
     Raises
     ------
     ValueError
-        If ``answer`` has another number of values than there are labels.
+        If ``answer`` does not give exactly ``labels`` (:meth:`AnswerSpec.labels`, verdict or
+        reasoning first): the verdict a hosted judge is asked for would not be the one scored.
     """
 
     prefix: str
@@ -66,10 +67,9 @@ class ScoreRequest:
     answer: AnswerSpec | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if self.answer is not None and len(self.answer.values) != len(self.labels):
-            raise ValueError(
-                f"ScoreRequest.answer has {len(self.answer.values)} values for {len(self.labels)} labels"
-            )
+        if self.answer is not None and self.labels not in (self.answer.labels(False), self.answer.labels(True)):
+            raise ValueError(f"ScoreRequest.answer {self.answer.key} {self.answer.values} does not give "
+                             f"the labels {self.labels}")
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Protocol, Self, TypeVar
 from autorubric_local.core.errors import RunLockedError
 from autorubric_local.runner.config import MEMORY_DB, EvalConfig
 from autorubric_local.store import Store
-from autorubric_local.store.jobs import RUNS, SWEEPS, JobKind, stored_job_id
+from autorubric_local.store.jobs import RUNS, SWEEPS, JobKind, find_job, stored_job_id
 from autorubric_local.store.leases import LeaseOwner, Takeover
 
 __all__ = ["RUN_LEASE", "SWEEP_LEASE", "Job", "JobLease", "LeaseHeartbeat", "claim_job", "drive_job",
@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 LoadedT = TypeVar("LoadedT")
 ResultT = TypeVar("ResultT")
+DoneT = TypeVar("DoneT")
 ResultT_co = TypeVar("ResultT_co", covariant=True)
 
 
@@ -77,9 +78,10 @@ SWEEP_LEASE = JobLease(
 """A position-bias sweep's lease (``sweep_leases``)."""
 
 
-class Job(Protocol[LoadedT, ResultT_co]):
+class Job(Protocol[LoadedT, DoneT, ResultT_co]):
     """What one resumable job (a grade run, a sweep) supplies to :func:`drive_job`: how it loads
-    its judges, starts its row, checks a stored row, reopens it, and does its work."""
+    its judges, starts its row, checks a stored row, reopens it, does its work, and reads its
+    result once its lease is given back."""
 
     def load(self) -> LoadedT:
         """Load the judges (engines, Ray actors); called once, before a new job's row is written
@@ -100,13 +102,18 @@ class Job(Protocol[LoadedT, ResultT_co]):
         already stored (items of a run, rotations of a sweep)."""
         ...
 
-    def work(self, store: Store, job_id: str, loaded: LoadedT, owner: LeaseOwner, resumed: int) -> ResultT_co:
+    def work(self, store: Store, job_id: str, loaded: LoadedT, owner: LeaseOwner, resumed: int) -> DoneT:
         """Judge and commit what is pending (each chunk in a transaction that renews ``owner``'s
-        lease), mark the job's end, and return the caller's result."""
+        lease) and mark the job's end; what it returns goes to :meth:`result`."""
+        ...
+
+    def result(self, store: Store, job_id: str, done: DoneT, resumed: int) -> ResultT_co:
+        """The caller's result, read after the lease heartbeat has stopped (so no beat can find
+        the lease the job's end gave back and warn that it was lost)."""
         ...
 
 
-def drive_job(job: Job[LoadedT, ResultT], lease: JobLease, name: str, path: str | Path,
+def drive_job(job: Job[LoadedT, DoneT, ResultT], lease: JobLease, name: str, path: str | Path,
               config: EvalConfig) -> ResultT:
     """Open the job ``name`` in the database at ``path`` and run it under its lease.
 
@@ -116,11 +123,11 @@ def drive_job(job: Job[LoadedT, ResultT], lease: JobLease, name: str, path: str 
     meanwhile, before ``job.reopen`` changes anything. Otherwise the judges load first (a new
     row names the loaded models; a missing model is refused before a database is created) and
     ``job.start`` writes the row. ``job.work`` runs inside :func:`leased` (heartbeat, lease
-    given back at the end).
+    given back at the end); ``job.result`` after it.
 
     Returns
     -------
-    What ``job.work`` returns.
+    What ``job.result`` returns.
 
     Raises
     ------
@@ -140,7 +147,8 @@ def drive_job(job: Job[LoadedT, ResultT], lease: JobLease, name: str, path: str 
             (loaded,) = fresh
             job_id = job.start(store, loaded, owner)
             with leased(store, lease, path, job_id, owner, config.lease_heartbeat_seconds):
-                return job.work(store, job_id, loaded, owner, 0)
+                done = job.work(store, job_id, loaded, owner, 0)
+            return job.result(store, job_id, done, 0)
         assert existing is not None
         stored_id = existing
         claim_job(store, lease, name, stored_id, owner, config.lease_timeout_seconds,
@@ -148,7 +156,9 @@ def drive_job(job: Job[LoadedT, ResultT], lease: JobLease, name: str, path: str 
         with leased(store, lease, path, stored_id, owner, config.lease_heartbeat_seconds):
             loaded = job.load()
             renew_after_load(store, lease, name, stored_id, owner)
-            return job.work(store, stored_id, loaded, owner, job.reopen(store, stored_id, loaded))
+            resumed = job.reopen(store, stored_id, loaded)
+            done = job.work(store, stored_id, loaded, owner, resumed)
+        return job.result(store, stored_id, done, resumed)
     finally:
         store.close()
 
@@ -275,8 +285,17 @@ class LeaseHeartbeat:
                     logger.warning("%s %s: lease heartbeat failed: %s", what, self.job_id, exc)
                     continue
                 if not held:
-                    logger.warning("%s %s: this process no longer holds the %s's lease", what, self.job_id, what)
+                    if _still_running(store, self.lease.kind, self.job_id):  # else its own end gave it back
+                        logger.warning("%s %s: this process no longer holds the %s's lease", what, self.job_id, what)
                     return
                 self.beats += 1
         finally:
             store.close()
+
+
+def _still_running(store: Store, kind: JobKind, job_id: str) -> bool:
+    """Whether the job ``job_id`` is still marked running: a lease that cannot be renewed then was
+    taken by another writer; otherwise the job's end (which gives its lease back in the same
+    transaction) came first and nothing was lost."""
+    row = find_job(store.db, kind, job_id)
+    return row is not None and row.get("status") == "running"

@@ -300,8 +300,9 @@ class EvalRunner:
     def _reopen_run(self, store: Store, run_id: str, planned: PlannedItems, engines: dict[str, EngineRecord]) -> int:
         """Reopen the claimed run with the loaded engines; returns how many items are already done.
 
-        ``engines`` (fresh, so with no fallbacks yet) gets each judge's fallbacks recorded before
-        the stop, so the judges record still says which paths the stored judgments took."""
+        ``engines`` gets each judge's fallbacks recorded before the stop added to its own (a
+        freshly loaded engine has none), so the judges record still says which paths the stored
+        judgments took."""
         store.plan_items(run_id, PlannedRows(planned))  # refreshes ground truth; keeps reports
         stored = json.loads((store.find_run(run_id) or {}).get("judges_json") or "[]")
         earlier = {judge["judge_id"]: judge.get("fallbacks") or [] for judge in stored}
@@ -458,8 +459,10 @@ class _RunJob:
         return self.runner._reopen_run(store, job_id, self.planned, loaded)
 
     def work(self, store: Store, job_id: str, loaded: dict[str, EngineRecord], owner: LeaseOwner,
-             resumed: int) -> StoredRun:
+             resumed: int) -> None:
         self.runner._grade_pending(store, job_id, self.name, self.planned, loaded, owner, self.executor)
+
+    def result(self, store: Store, job_id: str, done: None, resumed: int) -> StoredRun:
         return StoredRun.read(store, job_id, self.where, resumed)
 
 
