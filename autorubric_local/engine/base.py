@@ -67,8 +67,9 @@ class ScoreRequest:
     answer: AnswerSpec | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if self.answer is not None and self.labels not in (self.answer.labels(False), self.answer.labels(True)):
-            raise ValueError(f"ScoreRequest.answer {self.answer.key} {self.answer.values} does not give "
+        answer = self.answer
+        if answer is not None and self.labels != answer.labels(False) and self.labels != answer.labels(True):
+            raise ValueError(f"ScoreRequest.answer {answer.key} {answer.values} does not give "
                              f"the labels {self.labels}")
 
 

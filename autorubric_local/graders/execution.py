@@ -175,7 +175,9 @@ def run_tasks(
     """
     if reasoning_first:
         return _run_reasoning_first(engine, tasks, explanation_tokens, explanation_style)
-    scores = _score(engine, [ScoreRequest(t.prefix, t.suffix, t.labels(), answer=t.answer()) for t in tasks])
+    answers = [t.answer() for t in tasks]  # one spec per task: its labels and what a hosted judge is asked
+    scores = _score(engine, [ScoreRequest(t.prefix, t.suffix, a.labels(), answer=a)
+                             for t, a in zip(tasks, answers, strict=True)])
     results = [_from_scores(t, s, None, False, _spent(s)) for t, s in zip(tasks, scores, strict=True)]
     if mode is JudgeMode.SCORE:
         return results
@@ -183,10 +185,10 @@ def run_tasks(
     requests = [
         GenerateRequest(
             tasks[i].prefix,
-            tasks[i].suffix + explanation_after_verdict(tasks[i].labels()[results[i].chosen or 0], explanation_style),
+            tasks[i].suffix + explanation_after_verdict(answers[i].labels()[results[i].chosen or 0], explanation_style),
             explanation_tokens,
             sentence=explanation_style == "sentence",
-            answer=tasks[i].answer(),
+            answer=answers[i],
         )
         for i in pending
     ]
@@ -216,10 +218,11 @@ def _run_reasoning_first(
     engine: Engine, tasks: Sequence[JudgmentTask], explanation_tokens: int, style: ExplanationStyle
 ) -> list[JudgmentResult]:
     sentence = style == "sentence"
+    answers = [t.answer() for t in tasks]
     generations = _generate(
         engine,
         [GenerateRequest(t.prefix, t.reasoning_suffix(None, style), explanation_tokens, sentence=sentence,
-                         answer=t.answer()) for t in tasks],
+                         answer=a) for t, a in zip(tasks, answers, strict=True)],
     )
     start = explanation_start(style)
     results: list[JudgmentResult | None] = [None] * len(tasks)
@@ -231,8 +234,8 @@ def _run_reasoning_first(
                 prompt_suffix=tasks[i].reasoning_suffix(None, style), cost_usd=generation.cost_usd,
             )
     requests = [
-        ScoreRequest(tasks[i].prefix, tasks[i].reasoning_suffix(start + generations[i].text), tasks[i].labels(True),
-                     answer=tasks[i].answer())
+        ScoreRequest(tasks[i].prefix, tasks[i].reasoning_suffix(start + generations[i].text), answers[i].labels(True),
+                     answer=answers[i])
         for i in ok
     ]
     scores = _score(engine, requests)
