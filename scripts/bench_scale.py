@@ -15,8 +15,14 @@ process:
   and peak RSS each; the report's size in bytes.
 
 Judges: ``tiny`` (the test suite's 2-layer random Llama with its byte-level BPE tokenizer, saved as
-a model folder: the engine costs almost nothing, so the figures are our own work) and
-``embedded`` (the default judge, SmolLM2-135M-Instruct from the bundled GGUF, on this CPU).
+a model folder: the engine costs almost nothing, so the figures are our own work),
+``embedded`` (the default judge, SmolLM2-135M-Instruct from the bundled GGUF, on this CPU) and
+``random`` (a real judge's shape, ``--model-config``, e.g. Qwen2.5-7B-Instruct from
+``models/configs/``, built with random bf16 weights on the GPU as ``bench_gpu.py`` builds it and
+saved as a model folder with the bundled judge's tokenizer: the GPU host/engine split, nothing
+downloaded; ``--random-tiny`` shrinks the shape as ``bench_gpu.py --tiny`` does, a CPU smoke test).
+On CUDA the forward-pass timer synchronizes the device before and after each pass, so
+``engine_s`` holds the GPU's work and not just the kernel launches.
 
 Run: ``python scripts/bench_scale.py --judge tiny --items 1000 10000``; one JSON line per
 (judge, N), then a table. Nothing here is a test: figures depend on the machine.
@@ -51,13 +57,19 @@ WORDS = ("NMC LFP cathode energy density Wh/kg cycle life thermal runaway cost c
 
 
 def tokens_per_word(model: str) -> float:
-    """How many tokens the judge's tokenizer spends on a word of :data:`WORDS` text, measured."""
-    from autorubric_local.judges.config import LLMConfig
-    from autorubric_local.judges.engines import load_engine
+    """How many tokens the judge's tokenizer spends on a word of :data:`WORDS` text, measured (a
+    model folder's tokenizer alone is loaded, not its weights)."""
+    if Path(model).is_dir():
+        from transformers import AutoTokenizer
 
-    engine = load_engine(LLMConfig(model=model))
+        tokenizer = AutoTokenizer.from_pretrained(model)
+    else:
+        from autorubric_local.judges.config import LLMConfig
+        from autorubric_local.judges.engines import load_engine
+
+        tokenizer = load_engine(LLMConfig(model=model)).tokenizer
     sample = " ".join(random.Random(1).choice(WORDS) for _ in range(2000))
-    return len(engine.tokenizer.encode(sample, add_special_tokens=False)) / 2000
+    return len(tokenizer.encode(sample, add_special_tokens=False)) / 2000
 
 
 def write_dataset(path: Path, n_items: int, words: int, seed: int = 0) -> None:
@@ -83,6 +95,25 @@ def build_tiny_judge(folder: Path) -> Path:
     return build_judge(folder, positions=8192)
 
 
+def build_random_judge(folder: Path, config_name: str, tokenizer_folder: Path | None, tiny: bool) -> Path:
+    """``config_name``'s shape (``models/configs/``) with random weights, built on CUDA when torch
+    sees a GPU (bf16; float32 on CPU), saved to ``folder`` with the bundled judge's tokenizer
+    (``bench_gpu.judge_tokenizer``: read from its GGUF, or the folder ``tokenizer_folder``)."""
+    import torch
+
+    from bench_gpu import build_model, judge_tokenizer, load_config
+
+    on_gpu = torch.cuda.is_available()
+    model = build_model(load_config(config_name, tiny), "cuda" if on_gpu else "cpu",
+                        torch.bfloat16 if on_gpu else torch.float32)
+    model.save_pretrained(folder)
+    judge_tokenizer(tokenizer_folder).save_pretrained(folder)
+    del model
+    if on_gpu:
+        torch.cuda.empty_cache()
+    return folder
+
+
 def child_grade(model: str, data: str, db: str) -> None:
     """In a child process: ``grade`` in-process with the judge's forward passes and loading timed."""
     import transformers
@@ -93,12 +124,20 @@ def child_grade(model: str, data: str, db: str) -> None:
 
     timers = {"engine_s": 0.0, "load_s": 0.0, "forward_calls": 0}
 
+    import torch
+
+    cuda = torch.cuda.is_available()
+
     def timed(function: Any, key: str) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if cuda and key == "engine_s":
+                torch.cuda.synchronize()  # earlier queued work is not this pass's
             started = time.perf_counter()
             try:
                 return function(*args, **kwargs)
             finally:
+                if cuda and key == "engine_s":
+                    torch.cuda.synchronize()  # the pass's kernels, not only their launches
                 timers[key] += time.perf_counter() - started
                 if key == "engine_s":
                     timers["forward_calls"] += 1
@@ -125,8 +164,7 @@ def child_grade(model: str, data: str, db: str) -> None:
         finally:
             sys.stdout = stdout
     timers["wall_s"] = time.perf_counter() - started
-    import torch
-
+    timers["device"] = torch.cuda.get_device_name() if cuda else "cpu"
     timers["torch_threads"] = torch.get_num_threads()
     print(json.dumps(timers))
 
@@ -157,7 +195,8 @@ def run_child(command: list[str]) -> tuple[float, float, str]:
     return wall, peak_kib / 1024, out
 
 
-def bench(judge: str, model: str, n_items: int, submission_tokens: int, work: Path) -> dict[str, Any]:
+def bench(judge: str, model: str, n_items: int, submission_tokens: int, work: Path,
+          grade_only: bool = False) -> dict[str, Any]:
     data, db = work / f"{judge}-{n_items}.jsonl", work / f"{judge}-{n_items}.sqlite"
     ratio = tokens_per_word(model)
     write_dataset(data, n_items, round(submission_tokens / ratio))
@@ -181,13 +220,17 @@ def bench(judge: str, model: str, n_items: int, submission_tokens: int, work: Pa
         "grade_wall_s": round(timers["wall_s"], 1), "load_s": round(timers["load_s"], 1),
         "judgments_per_s": round(judgments / grade_s, 1),
         "engine_s": round(timers["engine_s"], 1), "forward_calls": timers["forward_calls"],
-        "torch_threads": timers["torch_threads"],
+        "torch_threads": timers["torch_threads"], "device": timers["device"],
         "host_s": round(grade_s - timers["engine_s"], 1),
         "host_ms_per_judgment": round(1000 * (grade_s - timers["engine_s"]) / judgments, 3),
         "engine_ms_per_judgment": round(1000 * timers["engine_s"] / judgments, 3),
         "grade_peak_rss_mib": round(rss),
         "db_mib": round(db.stat().st_size / 2**20, 1),
     }
+    if grade_only:
+        for leftover in (data, db):
+            leftover.unlink(missing_ok=True)
+        return row
     report = work / f"{judge}-{n_items}-report"  # a folder: the page and its files
     commands = {
         "runs": [*cli, "runs", "--db", str(db)],
@@ -238,7 +281,14 @@ def big_file(model: str, work: Path, n_items: int, limit: int | None) -> dict[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--judge", choices=["tiny", "embedded"], action="append")
+    parser.add_argument("--judge", choices=["tiny", "embedded", "random"], action="append")
+    parser.add_argument("--model-config", default="qwen2.5-7b-instruct",
+                        help="--judge random: a models/configs name or config.json path")
+    parser.add_argument("--random-tiny", action="store_true", help="--judge random: shrink the shape (CPU smoke test)")
+    parser.add_argument("--tokenizer", type=Path, default=None,
+                        help="--judge random: a saved tokenizer folder instead of the bundled GGUF's")
+    parser.add_argument("--grade-only", action="store_true",
+                        help="time grade only, not runs/show/export/report/metrics")
     parser.add_argument("--items", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--submission-tokens", type=int, default=1000)
     parser.add_argument("--big-file", type=int, metavar="ROWS", help="grade a submissions file of ROWS ~2 KB rows "
@@ -259,14 +309,23 @@ def main() -> None:
             return
         rows = []
         for judge in args.judge or ["tiny"]:
-            model = str(build_tiny_judge(work / "tiny-judge")) if judge == "tiny" else "smollm2-135m-instruct"
+            if judge == "tiny":
+                model = str(build_tiny_judge(work / "tiny-judge"))
+            elif judge == "random":
+                model = str(build_random_judge(work / "random-judge", args.model_config, args.tokenizer,
+                                               args.random_tiny))
+            else:
+                model = "smollm2-135m-instruct"
             for n_items in args.items:
-                row = bench(judge, model, n_items, args.submission_tokens, work)
+                row = bench(judge, model, n_items, args.submission_tokens, work, args.grade_only)
+                if judge == "random":
+                    shape = Path(args.model_config).stem if args.model_config.endswith(".json") else args.model_config
+                    row["judge"] = f"random {shape}{' (tiny)' if args.random_tiny else ''}"
                 row["load_average_1m_after"] = round(os.getloadavg()[0], 2)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-        keys = ["judge", "items", "judgments", "judgments_per_s", "host_ms_per_judgment", "engine_ms_per_judgment",
-                "grade_peak_rss_mib", "db_mib", "runs_s", "show_s", "export_s", "report_s", "metrics_s"]
+        keys = ["judge", "device", "items", "judgments", "judgments_per_s", "host_ms_per_judgment",
+                "engine_ms_per_judgment", "grade_peak_rss_mib", "db_mib", "runs_s", "show_s", "export_s", "report_s", "metrics_s"]
         print("\n| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
         for row in rows:
             print("| " + " | ".join(str(row.get(k)) for k in keys) + " |")

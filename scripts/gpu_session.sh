@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One GPU session's measurements, in one call of the device machine (issue 33: "where a GPU
+# machine is at hand, scripts/bench_gpu.py and the host/engine split of bench_scale run on it").
+#
+# Usage, on a CUDA box from the repository root: bash scripts/gpu_session.sh OUT_DIR [ITEMS]
+#   1. bench_gpu.py on each committed shape (Qwen2.5-7B-Instruct, Llama-3.1-8B-Instruct; random
+#      bf16 weights, transformers rows; vLLM rows where vLLM is installed), one process each;
+#   2. bench_scale.py --judge random: `grade` on ITEMS (default 1000) items x 6 criteria with
+#      1,000-token submissions, the Qwen2.5-7B shape with random weights, grade only; host vs
+#      engine seconds per judgment.
+# Each step has its own time limit (timeout), so a slow step cannot take the others' results.
+#
+# Where the box lacks this package's dependencies (the lent device machine has torch and
+# transformers but an older transformers and no pydantic), wheels in .whl/ are installed first
+# (--target /tmp/site), and a tokenizer folder in .gputok/ (the bundled SmolLM2 judge's
+# tokenizer, saved with save_pretrained: the GGUF does not travel) replaces reading the GGUF.
+set -u
+out=${1:?usage: gpu_session.sh OUT_DIR [ITEMS]}
+items=${2:-1000}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+py=${PYTHON:-python3}
+if [ -d .whl ]; then
+    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        || exit 1
+    export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
+else
+    export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+fi
+tokenizer=()
+[ -d .gputok ] && tokenizer=(--tokenizer .gputok)
+log=$out/gpu_session_log.txt
+day=$(date -u +%F)
+{
+    echo "# scripts/gpu_session.sh, $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+    "$py" -c "import sys, torch, transformers; print('python', sys.version.split()[0], '| torch', torch.__version__,
+'| transformers', transformers.__version__, '| cuda', torch.version.cuda)"
+    nproc; free -g | head -2
+} >"$log" 2>&1
+gpu=$("$py" -c "import torch; n = torch.cuda.get_device_name().lower(); print('h200' if 'h200' in n else 'h100' if 'h100' in n else 'gpu')")
+for shape in qwen2.5-7b-instruct llama-3.1-8b-instruct; do
+    echo "## bench_gpu $shape" >>"$log"
+    timeout -k 10 "${BENCH_GPU_LIMIT:-170}" "$py" scripts/bench_gpu.py --config "$shape" "${tokenizer[@]}" \
+        --out "$out/bench_gpu_${gpu}_${shape}_$day.txt" >>"$log" 2>&1
+    echo "exit $? at $(date -u +%T)" >>"$log"
+done
+echo "## bench_scale --judge random ($items items)" >>"$log"
+# The random judge's 15 GB folder is written to and read from memory, not the disk.
+TMPDIR=$( [ -d /dev/shm ] && echo /dev/shm || echo /tmp ) timeout -k 10 "${BENCH_SCALE_LIMIT:-220}" \
+    "$py" scripts/bench_scale.py --judge random --model-config qwen2.5-7b-instruct "${tokenizer[@]}" \
+    --items "$items" --grade-only >"$out/bench_scale_${gpu}_random-qwen7b_$day.txt" 2>>"$log"
+echo "exit $? at $(date -u +%T)" >>"$log"
