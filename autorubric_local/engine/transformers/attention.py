@@ -133,7 +133,8 @@ def additive_masks(
     import torch
 
     def additive(rule: torch.Tensor) -> torch.Tensor:
-        mask = torch.zeros(rule.shape, dtype=dtype)
+        # built where the rule is (on the accelerator when the caller built it there), then moved
+        mask = torch.zeros(rule.shape, dtype=dtype, device=rule.device)
         mask.masked_fill_(~rule, torch.finfo(dtype).min)
         return mask[None, None].to(device)
 

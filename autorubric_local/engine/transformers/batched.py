@@ -150,26 +150,28 @@ def row_mask(plan: AttentionPlan, row: PackedRow, dtype: Any, device: Any) -> to
     return additive_masks(plan, full, positions, keys, dtype, device)
 
 
-def unit_allowed(unit: Unit, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+def unit_allowed(unit: Unit, width: int, device: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention rule and position ids of one unit right-padded to ``width`` tokens.
 
-    Returns ``(allowed, positions)``: bool (width, width), True where query may see key (prefix
-    causal, trie nodes see the whole prefix and their ancestors, padding sees only itself), and
-    long (width,) position ids (0 for padding).
+    Returns ``(allowed, positions)`` on ``device`` (default CPU): bool (width, width), True where
+    query may see key (prefix causal, trie nodes see the whole prefix and their ancestors,
+    padding sees only itself), and long (width,) position ids (0 for padding). The (width,
+    width) rule is built by broadcast comparisons on ``device``; only the trie's own (n, n)
+    block comes from the host, so an accelerator does the O(width^2) work, not the CPU.
     """
     import torch
 
     p, n = len(unit.prefix_ids), len(unit.row.token_ids)
-    allowed = torch.zeros(width, width, dtype=torch.bool)
-    allowed[:p, :p] = torch.ones(p, p, dtype=torch.bool).tril()
-    allowed[p : p + n, :p] = True
-    allowed[p : p + n, p : p + n] = trie_allowed(unit.row)
-    pad = torch.arange(p + n, width)
-    allowed[pad, pad] = True
+    index = torch.arange(width, device=device)
+    query, key = index[:, None], index[None, :]
+    allowed = (key <= query) & (query < p)  # the prefix: causal
+    allowed |= (query >= p) & (query < p + n) & (key < p)  # trie nodes see the whole prefix
+    allowed |= (query == key) & (query >= p + n)  # padding sees only itself
+    allowed[p : p + n, p : p + n] = trie_allowed(unit.row).to(device)
     positions = torch.zeros(width, dtype=torch.long)
     positions[:p] = torch.arange(p)
     positions[p : p + n] = torch.tensor(unit.row.positions, dtype=torch.long)
-    return allowed, positions
+    return allowed, positions.to(device)
 
 
 def batch_masks(
@@ -185,10 +187,10 @@ def batch_masks(
     masks: list[Any] = []
     positions: list[torch.Tensor] = []
     for unit in units:
-        allowed, pos = unit_allowed(unit, width)
+        allowed, pos = unit_allowed(unit, width, device)
         masks.append(additive_masks(plan, allowed, pos, pos, dtype, device))
         positions.append(pos)
-    stacked_positions = torch.stack(positions).to(device)
+    stacked_positions = torch.stack(positions)
     if isinstance(masks[0], dict):
         return {kind: torch.cat([m[kind] for m in masks]) for kind in masks[0]}, stacked_positions
     return torch.cat(masks), stacked_positions
