@@ -16,6 +16,9 @@ is installed, with ``load_format="dummy"`` random weights):
   explanation tokens / seconds of the explain run's generation call (timed around the engine's
   ``generate``), i.e. the generation pass with its own prompt prefill, so a lower bound on pure
   decode speed.
+- ``--sdpa KERNEL`` (repeatable) adds score and explain rows with attention restricted to one of
+  torch's kernels (``transformers sdpa=efficient``...), on the same model, to find which one the
+  packed decode steps should use.
 - ``prefill bound tok/s``: the best of 3 timed plain forward passes of one large batch of
   random ids (``--bound-shape``, default 4x4096 on CUDA; last-position logits only), measured
   in the same run on the same model (``bench_engine.prefill_throughput``).
@@ -174,13 +177,36 @@ def bench_shape(name: str, tokenizer: Any, args: argparse.Namespace) -> list[Row
     del model
     batch, length = args.bound_shape
     bound = max(prefill_throughput(engine, shapes=[(batch, length)]).values())
-    rows = measure(engine, label, "transformers", args, bound)
+    rows = []
+    for kernel in args.sdpa:
+        with sdpa_kernels(kernel):
+            name = "transformers" if kernel == "default" else f"transformers sdpa={kernel}"
+            rows += measure(engine, label, name, args, bound)
     computed = computed_tokens(engine, plan(engine, args.items, args.seed))
     del engine
     free_memory()
     if args.vllm and args.device.startswith("cuda"):
         rows += bench_vllm(name, label, config, tokenizer, args, bound, computed)
     return rows
+
+
+SDPA_KERNELS = ("default", "efficient", "math", "cudnn", "flash")
+"""``--sdpa`` choices: torch's own choice, or one of ``torch.nn.attention.SDPBackend``'s kernels
+(``efficient``: memory-efficient attention; ``flash`` takes no attention mask, so the engine's
+packed passes fail under it)."""
+
+
+def sdpa_kernels(kernel: str) -> Any:
+    """A context manager that restricts scaled-dot-product attention to ``kernel`` (a no-op for
+    ``default``)."""
+    import contextlib
+
+    if kernel == "default":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel({"efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH,
+                        "cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[kernel])
 
 
 def bench_vllm(name: str, label: str, config: Any, tokenizer: Any, args: argparse.Namespace, bound: float,
@@ -242,6 +268,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--explanation-tokens", type=int, default=None, help="explanation budget (48; 8 with --tiny)")
     parser.add_argument("--bound-shape", type=_shape, default=None,
                         help="BATCHxLENGTH of the prefill-bound pass (default 4x4096; 1x512 with --tiny)")
+    parser.add_argument("--sdpa", action="append", choices=SDPA_KERNELS, default=None,
+                        help="attention kernel(s) for the transformers rows, each its own pair of rows on the same "
+                             "model (repeatable; default: torch's own choice)")
     parser.add_argument("--no-vllm", dest="vllm", action="store_false", help="skip vLLM even where installed")
     parser.add_argument("--vllm-memory", type=float, default=0.85, help="vLLM gpu_memory_utilization")
     parser.add_argument("--seed", type=int, default=0)
@@ -255,6 +284,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.explanation_tokens = args.explanation_tokens or (8 if args.tiny else 48)
     args.bound_shape = args.bound_shape or ((1, 512) if args.tiny else (4, 4096))
     args.config = args.config or list(DEFAULT_CONFIGS)
+    args.sdpa = args.sdpa or ["default"]
     import torch
 
     on_gpu = args.device.startswith("cuda")
