@@ -116,10 +116,15 @@ def test_the_shipped_grader_has_the_settings_and_no_engines(tiny_model_dir: Path
 
     grader = CriterionGrader(LLMConfig(model=str(tiny_model_dir), backend="transformers"), seed=5,
                              permutations="cyclic")
-    grader.engine_for(grader.judges[0])
-    shipped = shippable_grader(grader)
-    assert shipped.describe() == grader.describe()
-    assert shipped._engines == {} and grader._engines  # the caller's grader keeps its engine
+    grader.engine_for(grader.judges[0])  # loads into load_engine's process-wide cache
+    try:
+        shipped = shippable_grader(grader)
+        assert shipped.describe() == grader.describe()
+        assert shipped._engines == {} and grader._engines  # the caller's grader keeps its engine
+    finally:
+        # A cached engine outlives this test: a later run of the same judge in this process would
+        # find it loaded and keep it (tests/test_bench_ray.py asserts a run releases what it loaded).
+        grader.release_engines()
 
 
 class ReplayingExecutor(LocalExecutor):
