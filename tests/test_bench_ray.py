@@ -21,6 +21,9 @@ def test_a_captured_run_releases_the_engines_it_loaded(tmp_path: Path, tiny_mode
     from autorubric_local.data.dataset import RubricDataset
     from autorubric_local.runner import EvalConfig, EvalRunner
 
+    # A run keeps an engine that was cached before it started, so this needs none cached: a test that
+    # loads one through load_engine must release it (as tests/test_ray_optional.py's shipped-grader test does).
+    assert engines.loaded_engines() == [], "an earlier test left an engine in load_engine's cache"
     dataset = RubricDataset(prompt="Which cathode?", rubric=Rubric([Criterion(requirement="Names the cathode")]))
     dataset.add_item("The cathode is NMC.")
     grader = CriterionGrader(LLMConfig(model=str(tiny_model_dir), device="cpu"), seed=1)
