@@ -2,21 +2,28 @@
 # One GPU session's measurements, in one call of the device machine (issue 33: "where a GPU
 # machine is at hand, scripts/bench_gpu.py and the host/engine split of bench_scale run on it").
 #
-# Usage, on a CUDA box from the repository root: bash scripts/gpu_session.sh OUT_DIR [ITEMS]
-#   1. bench_gpu.py on each committed shape (Qwen2.5-7B-Instruct, Llama-3.1-8B-Instruct; random
-#      bf16 weights, transformers rows; vLLM rows where vLLM is installed), one process each;
-#   2. bench_scale.py --judge random: `grade` on ITEMS (default 1000) items x 6 criteria with
+# Usage, on a CUDA box from the repository root: bash scripts/gpu_session.sh OUT_DIR [STEP...]
+# Steps (default: qwen llama scale; one device call holds at most 10 minutes, so split them):
+#   qwen, llama: bench_gpu.py on that committed shape (Qwen2.5-7B-Instruct, Llama-3.1-8B-Instruct;
+#      random bf16 weights, transformers rows; vLLM rows where vLLM is installed), one process each;
+#   sdpa: bench_gpu.py on the Llama shape, 8 items, rows per attention kernel (default, efficient,
+#      math): which kernel the packed decode steps should use;
+#   scale: bench_scale.py --judge random: `grade` on $ITEMS (default 1000) items x 6 criteria with
 #      1,000-token submissions, the Qwen2.5-7B shape with random weights, grade only; host vs
 #      engine seconds per judgment.
 # Each step has its own time limit (timeout), so a slow step cannot take the others' results.
+# 2026-11-28 on one H200: llama 141 s, qwen over 170 s, scale ~220 s (its 15 GB folder included).
 #
 # Where the box lacks this package's dependencies (the lent device machine has torch and
 # transformers but an older transformers and no pydantic), wheels in .whl/ are installed first
 # (--target /tmp/site), and a tokenizer folder in .gputok/ (the bundled SmolLM2 judge's
 # tokenizer, saved with save_pretrained: the GGUF does not travel) replaces reading the GGUF.
 set -u
-out=${1:?usage: gpu_session.sh OUT_DIR [ITEMS]}
-items=${2:-1000}
+out=${1:?usage: gpu_session.sh OUT_DIR [STEP...]}
+shift
+steps=("${@:-qwen llama scale}")
+steps=(${steps[*]})
+items=${ITEMS:-1000}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 py=${PYTHON:-python3}
@@ -32,22 +39,34 @@ tokenizer=()
 log=$out/gpu_session_log.txt
 day=$(date -u +%F)
 {
-    echo "# scripts/gpu_session.sh, $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+    echo "# scripts/gpu_session.sh, $(date -u +%FT%TZ), HEAD $(git rev-parse --short HEAD 2>/dev/null || echo "?") (a device copy's HEAD can lag the tree sent)"
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
     "$py" -c "import sys, torch, transformers; print('python', sys.version.split()[0], '| torch', torch.__version__,
 '| transformers', transformers.__version__, '| cuda', torch.version.cuda)"
     nproc; free -g | head -2
 } >"$log" 2>&1
 gpu=$("$py" -c "import torch; n = torch.cuda.get_device_name().lower(); print('h200' if 'h200' in n else 'h100' if 'h100' in n else 'gpu')")
-for shape in qwen2.5-7b-instruct llama-3.1-8b-instruct; do
-    echo "## bench_gpu $shape" >>"$log"
-    timeout -k 10 "${BENCH_GPU_LIMIT:-170}" "$py" scripts/bench_gpu.py --config "$shape" "${tokenizer[@]}" \
-        --out "$out/bench_gpu_${gpu}_${shape}_$day.txt" >>"$log" 2>&1
+bench_gpu() {  # NAME LIMIT ARGS...
+    local name=$1 limit=$2
+    shift 2
+    echo "## bench_gpu $name: $*" >>"$log"
+    timeout -k 10 "$limit" "$py" scripts/bench_gpu.py "${tokenizer[@]}" "$@" \
+        --out "$out/bench_gpu_${gpu}_${name}_$day.txt" >>"$log" 2>&1
     echo "exit $? at $(date -u +%T)" >>"$log"
+}
+for step in "${steps[@]}"; do
+    case $step in
+    qwen) bench_gpu qwen2.5-7b-instruct "${BENCH_GPU_LIMIT:-240}" --config qwen2.5-7b-instruct ;;
+    llama) bench_gpu llama-3.1-8b-instruct "${BENCH_GPU_LIMIT:-200}" --config llama-3.1-8b-instruct ;;
+    sdpa) bench_gpu llama-3.1-8b-instruct-sdpa "${BENCH_GPU_LIMIT:-240}" --config llama-3.1-8b-instruct --items 8 \
+        --sdpa default --sdpa efficient --sdpa math ;;
+    scale)
+        echo "## bench_scale --judge random ($items items)" >>"$log"
+        # The random judge's 15 GB folder is written to and read from memory, not the disk.
+        TMPDIR=$( [ -d /dev/shm ] && echo /dev/shm || echo /tmp ) timeout -k 10 "${BENCH_SCALE_LIMIT:-260}" \
+            "$py" scripts/bench_scale.py --judge random --model-config qwen2.5-7b-instruct "${tokenizer[@]}" \
+            --items "$items" --grade-only >"$out/bench_scale_${gpu}_random-qwen7b_$day.txt" 2>>"$log"
+        echo "exit $? at $(date -u +%T)" >>"$log" ;;
+    *) echo "unknown step $step (qwen, llama, sdpa, scale)" >&2; exit 2 ;;
+    esac
 done
-echo "## bench_scale --judge random ($items items)" >>"$log"
-# The random judge's 15 GB folder is written to and read from memory, not the disk.
-TMPDIR=$( [ -d /dev/shm ] && echo /dev/shm || echo /tmp ) timeout -k 10 "${BENCH_SCALE_LIMIT:-220}" \
-    "$py" scripts/bench_scale.py --judge random --model-config qwen2.5-7b-instruct "${tokenizer[@]}" \
-    --items "$items" --grade-only >"$out/bench_scale_${gpu}_random-qwen7b_$day.txt" 2>>"$log"
-echo "exit $? at $(date -u +%T)" >>"$log"
