@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# A/B of our host work at 1,000-token submissions (issue 33), interleaved A B B A on one machine:
-#   A = BASE (a tree holding the old autorubric_local, e.g. `git archive d548342 autorubric_local`),
-#   B = this checkout.
-# Each step: scripts/bench_scale.py --judge tiny --items N --submission-tokens 1000 (CLI grade in a
-# child process; host = wall - judge load - the model's forward passes), its JSON line kept.
-# Usage: scripts/ab_scale.sh BASE PYTHON [N] > scripts/results/ab_scale_<cpus>_<date>.txt
+# A/B of bench_scale's host/engine split, interleaved A B B A on one machine:
+#   A = BASE (a tree holding the old autorubric_local, e.g. `git archive COMMIT autorubric_local`),
+#   B = this checkout. The benchmark script is this checkout's in both.
+# Usage: scripts/ab_scale.sh BASE PYTHON [BENCH_SCALE_ARGS...] > scripts/results/ab_scale_<what>_<cpus>_<date>.txt
+# e.g. `... --judge tiny --items 100 --grade-only --max-batch-tokens 16384`.
 set -euo pipefail
-BASE=$1; PY=$2; N=${3:-1000}
+BASE=$1; PY=$2; shift 2
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+echo "# scripts/ab_scale.sh $BASE $PY $*; B = $(git -C "$HERE" rev-parse --short HEAD); $(nproc) CPUs; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 for step in A B B A; do
   if [ "$step" = A ]; then tree=$BASE; else tree=$HERE; fi
   echo "=== $step ($tree) $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg)"
-  PYTHONPATH=$tree "$PY" "$HERE/scripts/bench_scale.py" --judge tiny --items "$N" --submission-tokens 1000 2>/dev/null \
-    | grep '^{' | "$PY" -c 'import json,sys; r=json.loads(sys.stdin.read()); print(json.dumps({k: r[k] for k in ("items","judgments","grade_wall_s","judgments_per_s","host_ms_per_judgment","engine_ms_per_judgment","grade_peak_rss_mib")}))'
+  PYTHONPATH=$tree "$PY" "$HERE/scripts/bench_scale.py" "$@" 2>/dev/null | grep '^{'
 done

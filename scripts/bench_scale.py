@@ -156,7 +156,14 @@ def child_grade(model: str, data: str, db: str) -> None:
     with open(os.devnull, "w") as sink:
         stdout, sys.stdout = sys.stdout, sink
         try:
-            main(["grade", data, "--model", model, "--db", db, "--run", "scale", "--no-progress", "--jsonl"],
+            judge = ["--model", model]
+            if os.environ.get("BENCH_SCALE_MAX_BATCH_TOKENS"):  # --max-batch-tokens: a one-judge panel file
+                panel = Path(db).with_suffix(".judges.yaml")
+                panel.write_text(f"judges:\n  - judge_id: judge\n    model: {json.dumps(model)}\n"
+                                 f"    max_batch_tokens: {int(os.environ['BENCH_SCALE_MAX_BATCH_TOKENS'])}\n",
+                                 encoding="utf-8")
+                judge = ["--judges", str(panel)]
+            main(["grade", data, *judge, "--db", db, "--run", "scale", "--no-progress", "--jsonl"],
                  standalone_mode=False)
         except SystemExit as exc:
             if exc.code not in (0, None, 3):
@@ -287,6 +294,9 @@ def main() -> None:
     parser.add_argument("--random-tiny", action="store_true", help="--judge random: shrink the shape (CPU smoke test)")
     parser.add_argument("--tokenizer", type=Path, default=None,
                         help="--judge random: a saved tokenizer folder instead of the bundled GGUF's")
+    parser.add_argument("--max-batch-tokens", type=int, default=None,
+                        help="the judge's max_batch_tokens (16384: the batched scoring path accelerators take by "
+                             "default, here on any device; 0: one prefix group per pass)")
     parser.add_argument("--grade-only", action="store_true",
                         help="time grade only, not runs/show/export/report/metrics")
     parser.add_argument("--items", type=int, nargs="+", default=[1000, 10000])
@@ -296,6 +306,8 @@ def main() -> None:
     parser.add_argument("--big-limit", type=int, default=5, help="--limit for --big-file; 0: the whole file")
     parser.add_argument("--child", nargs=3, metavar=("MODEL", "DATA", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.max_batch_tokens is not None:
+        os.environ["BENCH_SCALE_MAX_BATCH_TOKENS"] = str(args.max_batch_tokens)  # read by the grade child
     if args.child:
         if os.environ.get("BENCH_SCALE_PROFILE"):  # a cProfile of the grade child, written to that path
             import cProfile
