@@ -156,18 +156,20 @@ def unit_allowed(unit: Unit, width: int, device: Any = None) -> tuple[torch.Tens
     Returns ``(allowed, positions)`` on ``device`` (default CPU): bool (width, width), True where
     query may see key (prefix causal, trie nodes see the whole prefix and their ancestors,
     padding sees only itself), and long (width,) position ids (0 for padding). The (width,
-    width) rule is built by broadcast comparisons on ``device``; only the trie's own (n, n)
-    block comes from the host, so an accelerator does the O(width^2) work, not the CPU.
+    width) rule is allocated and filled on ``device``; only the trie's own (n, n) block comes
+    from the host, so an accelerator does the O(width^2) work, not the CPU. (Building it by
+    broadcast comparisons instead cost 7 ms more a judgment on CPU:
+    ``scripts/results/ab_scale_masks_broadcast_2cpu_2026-11-28.txt``.)
     """
     import torch
 
     p, n = len(unit.prefix_ids), len(unit.row.token_ids)
-    index = torch.arange(width, device=device)
-    query, key = index[:, None], index[None, :]
-    allowed = (key <= query) & (query < p)  # the prefix: causal
-    allowed |= (query >= p) & (query < p + n) & (key < p)  # trie nodes see the whole prefix
-    allowed |= (query == key) & (query >= p + n)  # padding sees only itself
+    allowed = torch.zeros(width, width, dtype=torch.bool, device=device)
+    allowed[:p, :p] = torch.ones(p, p, dtype=torch.bool, device=device).tril()
+    allowed[p : p + n, :p] = True
     allowed[p : p + n, p : p + n] = trie_allowed(unit.row).to(device)
+    pad = torch.arange(p + n, width, device=device)
+    allowed[pad, pad] = True
     positions = torch.zeros(width, dtype=torch.long)
     positions[:p] = torch.arange(p)
     positions[p : p + n] = torch.tensor(unit.row.positions, dtype=torch.long)
