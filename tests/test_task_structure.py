@@ -1,12 +1,14 @@
-"""Planned tasks carry their structure (issue 32, step S2): a task holds its item's
-:class:`~autorubric_local.engine.requests.PromptParts` (text and the
-:class:`~autorubric_local.engine.requests.ItemPrompt` it renders) and its criterion block as
-spans, and reads its prefix, turn switch and criterion block from them. Pure; no model. That
-the text itself did not move is ``tests/test_request_golden.py``'s job."""
+"""Planned tasks and the requests run from them carry their structure (issue 32, steps S2 and
+S3): a task holds its item's :class:`~autorubric_local.engine.requests.PromptParts` (text and
+the :class:`~autorubric_local.engine.requests.ItemPrompt` it renders) and its criterion block as
+spans; every request ``run_tasks`` sends holds the same structure as a
+:class:`~autorubric_local.engine.requests.JudgeRequest` that renders to its text. Pure; scripted
+engines only. That the text itself did not move is ``tests/test_request_golden.py``'s job."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import pytest
 
@@ -19,21 +21,29 @@ from autorubric_local.bias.selection import (
 )
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.types import Criterion, CriterionOption
+from autorubric_local.engine.base import GenerateRequest, LabelScores, ScoreRequest
+from autorubric_local.engine.cached import CachedEngine
 from autorubric_local.engine.requests import (
+    AnswerSpec,
     ItemPrompt,
+    JudgeRequest,
     OptionList,
     PromptParts,
     Span,
+    Step,
     render_spans,
     split_at_turn_end,
     split_item,
 )
+from autorubric_local.engine.response_cache import ResponseCache
 from autorubric_local.engine.scripted import ScriptedEngine
 from autorubric_local.engine.user_text import mark
 from autorubric_local.graders.content_free import CONTENT_FREE_ITEM, plan_content_free
 from autorubric_local.graders.contextual import CONTENT_FREE_INPUTS
+from autorubric_local.graders.execution import JudgeMode, run_tasks
 from autorubric_local.graders.planning import GradeItem, JudgmentTask, OptionPermutations, plan_tasks
 from autorubric_local.graders.prompts import (
+    EXPLANATION_STEM,
     OPTION_NUMBERS,
     criterion_spans,
     criterion_text,
@@ -54,6 +64,23 @@ ITEMS = [
     GradeItem("The battery holds 4000 mAh.", RUBRIC, query="What is the capacity?", item_id="a"),
     GradeItem("It lasts a day.", RUBRIC, query="What is the capacity?", reference_submission="4000 mAh", item_id="b"),
 ]
+
+
+class RawRecorder(ScriptedEngine):
+    """A scripted engine that also keeps the requests as sent (``history`` holds them as read,
+    markers removed); every label gets the same score, so the first label is chosen."""
+
+    def __init__(self) -> None:
+        super().__init__(policy=lambda request: [-1.0] * len(request.labels), explanation="it does.")
+        self.sent: list[ScoreRequest | GenerateRequest] = []
+
+    def score(self, requests: Sequence[ScoreRequest]) -> list[LabelScores]:
+        self.sent.extend(requests)
+        return super().score(requests)
+
+    def generate(self, requests: Sequence[GenerateRequest]) -> list:  # type: ignore[override]
+        self.sent.extend(requests)
+        return super().generate(requests)
 
 
 def item_spans(item: ItemPrompt, *, untrusted: bool) -> list[str]:
@@ -181,3 +208,95 @@ def test_tasks_are_still_pure_values() -> None:
     [t.criterion_block for t in one]
     assert one == two
     assert all(isinstance(t, JudgmentTask) and isinstance(t.parts, PromptParts) for t in one)
+
+
+# --- S3: the structure on the requests -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("mode", "reasoning_first"), [(JudgeMode.SCORE, False), (JudgeMode.EXPLAIN, False),
+                                                        (JudgeMode.EXPLAIN, True)])
+@pytest.mark.parametrize("style", ["free", "sentence"])
+def test_every_request_carries_a_judgment_that_renders_to_its_text(mode: JudgeMode, reasoning_first: bool,
+                                                                   style: str) -> None:
+    tasks = plan_tasks(ITEMS, [("judge", FORMAT)], seed=1)
+    engine = RawRecorder()
+    run_tasks(engine, tasks, mode=mode, reasoning_first=reasoning_first, explanation_tokens=8,
+              explanation_style=style)  # type: ignore[arg-type]
+    start = EXPLANATION_STEM if style == "sentence" else ""
+    kinds = []
+    for request in engine.sent:
+        judgment = request.judgment
+        assert judgment is not None and judgment.answer == request.answer
+        kinds.append(judgment.step.kind)
+        assert split_item(FORMAT, judgment.item).prefix == request.prefix
+        assert request.suffix.startswith(render_spans(judgment.block))
+        step = judgment.step
+        if step.kind == "explain":
+            assert step.start == start and request.suffix.endswith('"explanation": "' + start)
+            assert step.chosen == judgment.answer.values[0]  # equal scores: the first shown value
+        if step.kind == "reason":
+            assert step.start == start and request.suffix.endswith('{"explanation": "' + start)
+        if step.kind == "verdict_after_reason":
+            assert step.explanation == start + "it does."
+    expected = {(JudgeMode.SCORE, False): {"verdict"}, (JudgeMode.EXPLAIN, False): {"verdict", "explain"},
+                (JudgeMode.EXPLAIN, True): {"reason", "verdict_after_reason"}}[(mode, reasoning_first)]
+    assert set(kinds) == expected and len(kinds) == len(tasks) * len(expected)
+
+
+@pytest.mark.parametrize("reasoning_first", [False, True])
+def test_content_free_requests_never_carry_the_real_submission(reasoning_first: bool) -> None:
+    """Run the content-free tasks as the grader does: each request's judgment holds a
+    content-free input where the submission goes, and no span holds a real submission."""
+    tasks = plan_tasks(ITEMS, [("judge", FORMAT)])
+    plan = plan_content_free(tasks, ITEMS, ["judge"],
+                             lambda j, text, query, reference: render_item(FORMAT, text, query=query,
+                                                                          reference_submission=reference),
+                             CONTENT_FREE_INPUTS)
+    engine = RawRecorder()
+    run_tasks(engine, plan.all_tasks(), mode=JudgeMode.EXPLAIN, reasoning_first=reasoning_first, explanation_tokens=8)
+    assert engine.sent
+    real = {item.submission for item in ITEMS}
+    for request in engine.sent:
+        assert request.judgment is not None
+        head = request.judgment.item.user_head
+        texts = [span.text for span in head]
+        assert not any(submission in text for submission in real for text in texts)
+        assert item_spans(request.judgment.item, untrusted=True)[-1] in CONTENT_FREE_INPUTS
+        assert split_item(FORMAT, request.judgment.item).prefix == request.prefix
+
+
+def test_a_request_s_judgment_must_ask_for_its_answer_and_fit_its_kind() -> None:
+    item = ItemPrompt("S", (Span("x", True),))
+    status = AnswerSpec("criterion_status", ("MET", "UNMET", "CANNOT_ASSESS"))
+    option = AnswerSpec("selected_option", ("1", "2"))
+    verdict = JudgeRequest(item, (), status, Step("verdict"))
+    ScoreRequest("p", "s", status.labels(), answer=status, judgment=verdict)
+    with pytest.raises(ValueError, match="judgment asks for"):
+        ScoreRequest("p", "s", option.labels(), answer=option, judgment=verdict)
+    with pytest.raises(ValueError, match="judgment asks for"):
+        ScoreRequest("p", "s", status.labels(), judgment=verdict)  # no answer
+    with pytest.raises(ValueError, match="generates"):
+        ScoreRequest("p", "s", status.labels(), answer=status,
+                     judgment=JudgeRequest(item, (), status, Step("reason")))
+    explain = JudgeRequest(item, (), status, Step("explain", chosen="MET", start="The submission"))
+    GenerateRequest("p", "s", answer=status, judgment=explain)
+    with pytest.raises(ValueError, match="is scored"):
+        GenerateRequest("p", "s", answer=status, judgment=verdict)
+    with pytest.raises(ValueError, match="judgment asks for"):
+        GenerateRequest("p", "s", answer=option, judgment=explain)
+    with pytest.raises(ValueError, match="start"):
+        Step("verdict", start="The submission")
+    assert ScoreRequest("p", "s", status.labels(), answer=status, judgment=verdict) == ScoreRequest("p", "s", status.labels())
+
+
+def test_the_cache_key_ignores_the_judgment(tmp_path: object) -> None:
+    """Two requests of the same text share one cache entry, whatever structure they carry."""
+    status = AnswerSpec("criterion_status", ("MET", "UNMET", "CANNOT_ASSESS"))
+    engine = RawRecorder()
+    cached = CachedEngine(engine, cache=ResponseCache(tmp_path, 3600))  # type: ignore[arg-type]
+    item = ItemPrompt("S", (Span("x", True),))
+    first = ScoreRequest("p", "s", status.labels(), answer=status,
+                         judgment=JudgeRequest(item, (Span("a"),), status, Step("verdict")))
+    second = dataclasses.replace(first, judgment=JudgeRequest(item, (Span("b"),), status, Step("verdict")))
+    assert cached.score([first]) == cached.score([second])
+    assert len(engine.sent) == 1  # the second was read from the cache

@@ -56,6 +56,7 @@ from autorubric_local.engine.user_text import mark, marker_problem
 __all__ = [
     "ANSWER_KEYS",
     "EXPLANATION_OPENER",
+    "GENERATE_STEPS",
     "STEP_KINDS",
     "AnswerKey",
     "AnswerSpec",
@@ -317,6 +318,8 @@ def split_item(format_chat: FormatChat, item: ItemPrompt) -> PromptParts:
 
 StepKind = Literal["verdict", "explain", "reason", "verdict_after_reason"]
 STEP_KINDS: tuple[str, ...] = ("verdict", "explain", "reason", "verdict_after_reason")
+GENERATE_STEPS: tuple[str, ...] = ("explain", "reason")
+"""The steps answered by generating text (:class:`~.base.GenerateRequest`); the others are scored."""
 
 
 @dataclass(frozen=True)
@@ -332,17 +335,23 @@ class Step:
     chosen : str or None
         ``explain`` only: the verdict value explained (one of the answer's values).
     explanation : str or None
-        ``verdict_after_reason`` only: the reasoning the judge wrote (untrusted).
+        ``verdict_after_reason`` only: the reasoning the judge wrote (untrusted), its ``start``
+        included.
+    start : str
+        ``explain`` and ``reason`` only: the text the explanation is made to start with, part
+        of the prompt (``graders.prompts.EXPLANATION_STEM`` for one-sentence explanations);
+        empty for none.
 
     Raises
     ------
     ValueError
-        On another kind, or ``chosen``/``explanation`` set on a step that has none.
+        On another kind, or ``chosen``/``explanation``/``start`` set on a step that has none.
     """
 
     kind: StepKind
     chosen: str | None = None
     explanation: str | None = None
+    start: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in STEP_KINDS:
@@ -351,6 +360,9 @@ class Step:
             raise ValueError(f"Step.chosen is set for an 'explain' step only, got kind {self.kind!r}, chosen {self.chosen!r}")
         if (self.explanation is not None) != (self.kind == "verdict_after_reason"):
             raise ValueError(f"Step.explanation is set for a 'verdict_after_reason' step only, got kind {self.kind!r}")
+        if self.start and self.kind not in GENERATE_STEPS:
+            raise ValueError(f"Step.start is set for an 'explain' or 'reason' step only, got kind {self.kind!r}, "
+                             f"start {self.start!r}")
 
 
 @dataclass(frozen=True)
