@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.graders.planning import GradeItem, JudgmentTask
-from autorubric_local.graders.prompts import criterion_text
+from autorubric_local.graders.prompts import criterion_spans
 
 QUERY = "Explain how a lithium-ion battery stores energy and what limits its useful life."
 
@@ -124,7 +124,7 @@ def with_cyclic_orders(tasks: Sequence[JudgmentTask]) -> list[JudgmentTask]:
             rotation = tuple((k + r) % n for k in range(n))
             expanded.append(
                 dataclasses.replace(
-                    task, option_order=rotation, criterion_block=criterion_text(task.criterion, rotation)
+                    task, option_order=rotation, block=criterion_spans(task.criterion, rotation)
                 )
             )
     return expanded

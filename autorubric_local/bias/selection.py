@@ -31,8 +31,8 @@ from autorubric_local.data.validation import (
     json_type_name,
     read_text_file,
 )
-from autorubric_local.engine.requests import ItemPrompt, Span, split_item
-from autorubric_local.engine.user_text import mark, marker_problem
+from autorubric_local.engine.requests import ItemPrompt, OptionList, Span, numbered, render_spans, split_item
+from autorubric_local.engine.user_text import marker_problem
 from autorubric_local.graders.planning import (
     GradeItem,
     JudgmentTask,
@@ -47,7 +47,9 @@ __all__ = [
     "load_selection_tasks",
     "plan_selection_tasks",
     "selection_block",
+    "selection_options",
     "selection_prompt",
+    "selection_spans",
 ]
 
 SELECTION_FIELDS: tuple[str, ...] = ("id", "prompt", "candidates", "preferred")
@@ -167,15 +169,57 @@ def load_selection_tasks(path: str | Path) -> list[SelectionTask]:
     return tasks
 
 
+_RESPONSE_TABLE_SIZE = 16
+
+
+def _response_opener(position: int) -> Span:
+    return Span(f"\n<response {position}>\n")
+
+
+def _response_closer(position: int) -> Span:
+    return Span(f"\n</response {position}>")
+
+
+RESPONSE_OPENERS: tuple[Span, ...] = tuple(_response_opener(p) for p in range(1, _RESPONSE_TABLE_SIZE + 1))
+RESPONSE_CLOSERS: tuple[Span, ...] = tuple(_response_closer(p) for p in range(1, _RESPONSE_TABLE_SIZE + 1))
+_SELECTION_HEAD = (Span("<responses>"),)
+_SELECTION_TAIL = (Span("\n</responses>\n" + SELECTION_QUESTION),)
+
+
+def selection_options(criterion: Criterion) -> OptionList:
+    """The suffix of a selection item as spans, built once: its candidates (the criterion's
+    option labels, untrusted) and the question; lay out a rotation with
+    :meth:`~autorubric_local.engine.requests.OptionList.spans` (:func:`selection_spans`).
+
+    Raises
+    ------
+    InputError
+        If a candidate holds a reserved marker character.
+    """
+    labels = tuple(Span(option.label, True) for option in criterion.options or [])
+    n = len(labels)
+    return OptionList(_SELECTION_HEAD, labels, _SELECTION_TAIL,
+                      numbered(RESPONSE_OPENERS, _response_opener, n), numbered(RESPONSE_CLOSERS, _response_closer, n))
+
+
+def selection_spans(criterion: Criterion, option_order: Sequence[int]) -> tuple[Span, ...]:
+    """The suffix as spans: candidates numbered 1..N in ``option_order``, then the question
+    (the source of :func:`selection_block`).
+
+    Raises
+    ------
+    InputError
+        If a candidate holds a reserved marker character.
+    ValueError
+        If ``option_order`` does not list one index per candidate.
+    """
+    return selection_options(criterion).spans(option_order)
+
+
 def selection_block(criterion: Criterion, option_order: Sequence[int]) -> str:
-    """The suffix text: candidates numbered 1..N in ``option_order``, then the question."""
-    lines = ["<responses>"]
-    for position, original in enumerate(option_order, start=1):
-        label = (criterion.options or [])[original].label
-        lines.append(f"<response {position}>\n{mark(label)}\n</response {position}>")
-    lines.append("</responses>")
-    lines.append(SELECTION_QUESTION)
-    return "\n".join(lines)
+    """The suffix text: candidates numbered 1..N in ``option_order``, then the question (the
+    rendered :func:`selection_spans`)."""
+    return render_spans(selection_spans(criterion, option_order))
 
 
 def selection_prompt(prompt: str, system_prompt: str | None = None) -> ItemPrompt:
@@ -209,10 +253,10 @@ def plan_selection_tasks(
     tasks: list[JudgmentTask] = []
     for item_index, item in enumerate(items):
         parts = split_item(format_chat, selection_prompt(item.submission, system_prompt))
-        prefix, turn_switch = parts.prefix, parts.turn_switch
         for criterion_index, criterion in enumerate(item.rubric):
             if criterion.options is None:
                 continue
+            listed = selection_options(criterion)
             orders = option_orders(
                 criterion,
                 seed=seed,
@@ -230,9 +274,8 @@ def plan_selection_tasks(
                         judge_index=judge_index,
                         criterion=criterion,
                         option_order=order,
-                        prefix=prefix,
-                        criterion_block=selection_block(criterion, order),
-                        turn_switch=turn_switch,
+                        parts=parts,
+                        block=listed.spans(order),
                         permutation_index=rotation,
                     )
                 )

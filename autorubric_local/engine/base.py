@@ -30,7 +30,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 from autorubric_local.core.reports import TokenUsage
 from autorubric_local.engine.capabilities import EngineCapabilities
-from autorubric_local.engine.requests import AnswerSpec
+from autorubric_local.engine.requests import GENERATE_STEPS, AnswerSpec, JudgeRequest
 
 T = TypeVar("T")
 
@@ -53,24 +53,41 @@ class ScoreRequest:
         by backends that answer a whole structured turn (hosted); None for a request built
         without it (a hosted engine then reads the key from the labels). Not compared: two
         requests of the same text are equal with or without it.
+    judgment : JudgeRequest or None
+        The request as data (:class:`~.requests.JudgeRequest`: item, criterion block, answer,
+        a ``verdict`` or ``verdict_after_reason`` step), set by the grader; None for a request
+        built without it. Not compared, and not part of any cache key: the text is the request.
 
     Raises
     ------
     ValueError
         If ``answer`` does not give exactly ``labels`` (:meth:`AnswerSpec.labels`, verdict or
         reasoning first): the verdict a hosted judge is asked for would not be the one scored.
+        If ``judgment`` is set with another answer than ``answer``, or a step that generates.
     """
 
     prefix: str
     suffix: str
     labels: tuple[str, ...]
     answer: AnswerSpec | None = field(default=None, compare=False)
+    judgment: JudgeRequest | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         answer = self.answer
         if answer is not None and self.labels != answer.labels(False) and self.labels != answer.labels(True):
             raise ValueError(f"ScoreRequest.answer {answer.key} {answer.values} does not give "
                              f"the labels {self.labels}")
+        if self.judgment is not None:
+            _check_judgment("ScoreRequest", self.judgment, answer, generates=False)
+
+
+def _check_judgment(where: str, judgment: JudgeRequest, answer: AnswerSpec | None, *, generates: bool) -> None:
+    """Refuse a request whose structure disagrees with its answer or its kind (ValueError)."""
+    if judgment.answer is not answer and judgment.answer != answer:
+        raise ValueError(f"{where}.judgment asks for {judgment.answer}, but the request's answer is {answer}")
+    if (judgment.step.kind in GENERATE_STEPS) != generates:
+        raise ValueError(f"{where}.judgment has a {judgment.step.kind!r} step, which "
+                         f"{'is scored' if generates else 'generates'}")
 
 
 @dataclass(frozen=True)
@@ -100,6 +117,15 @@ class GenerateRequest:
         hosted engine asks with its schema, so the explanation and the verdict come from one
         answer. None for a request built without it (a hosted engine then reads the key from
         the prompt text). Not compared.
+    judgment : JudgeRequest or None
+        The request as data (:class:`~.requests.JudgeRequest`, an ``explain`` or ``reason``
+        step, its ``start`` the explanation's stem), set by the grader; None for a request
+        built without it. Not compared, and not part of any cache key.
+
+    Raises
+    ------
+    ValueError
+        If ``judgment`` is set with another answer than ``answer``, or a step that is scored.
     """
 
     prefix: str
@@ -108,6 +134,11 @@ class GenerateRequest:
     sentence: bool = False
     pattern: str | None = None
     answer: AnswerSpec | None = field(default=None, compare=False)
+    judgment: JudgeRequest | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.judgment is not None:
+            _check_judgment("GenerateRequest", self.judgment, self.answer, generates=True)
 
     @property
     def regex(self) -> str:

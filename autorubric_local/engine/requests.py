@@ -43,28 +43,33 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import chain
 from typing import Literal
 
 from pydantic import BaseModel
 
+from autorubric_local.core.errors import InputError
 from autorubric_local.core.types import CriterionJudgment, MultiChoiceJudgment
-from autorubric_local.engine.user_text import mark
+from autorubric_local.engine.user_text import mark, marker_problem
 
 __all__ = [
     "ANSWER_KEYS",
     "EXPLANATION_OPENER",
+    "GENERATE_STEPS",
     "STEP_KINDS",
     "AnswerKey",
     "AnswerSpec",
     "ItemPrompt",
     "JudgeRequest",
+    "OptionList",
     "PromptParts",
     "Span",
     "Step",
     "answer_opener",
     "answer_schema",
     "explanation_after_label",
+    "numbered",
     "render_spans",
     "split_at_turn_end",
     "split_item",
@@ -161,10 +166,23 @@ def explanation_after_label(label: str, start: str = "") -> str:
 @dataclass(frozen=True)
 class Span:
     """A piece of prompt text; ``untrusted`` text comes from the data (submission, query,
-    criterion, options, examples) and is rendered marked (:func:`~.user_text.mark`)."""
+    criterion, options, examples) and is rendered marked (:func:`~.user_text.mark`).
+
+    Raises
+    ------
+    InputError
+        If ``untrusted`` text holds a reserved marker character (it could not be rendered):
+        refused when the span is built, not when it is first rendered.
+    """
 
     text: str
     untrusted: bool = False
+
+    def __post_init__(self) -> None:
+        if self.untrusted:
+            problem = marker_problem(self.text)
+            if problem is not None:
+                raise InputError(problem)
 
     def rendered(self) -> str:
         """The text as it goes into a prompt string: marked when untrusted."""
@@ -174,6 +192,70 @@ class Span:
 def render_spans(spans: Sequence[Span]) -> str:
     """The spans joined, untrusted ones marked."""
     return "".join(span.rendered() for span in spans)
+
+
+@dataclass(frozen=True)
+class OptionList:
+    """A block that lists options in a chosen order, its spans built once per criterion.
+
+    An option order is laid out by :meth:`spans` as ``head``, then for each shown position
+    ``k`` (0-based) ``openers[k]``, the label of the option shown there and ``closers[k]`` (when
+    there are closers), then ``tail``: one tuple per order, no span built.
+
+    Attributes
+    ----------
+    head, tail : tuple of Span
+    labels : tuple of Span, shape (n_options,)
+        The options' labels (untrusted) in their original order.
+    openers : tuple of Span, shape (n_options,)
+        What goes before the label shown at each position (its number).
+    closers : tuple of Span, shape (n_options,) or ()
+        What goes after the label shown at each position; () for nothing.
+
+    Raises
+    ------
+    ValueError
+        If ``openers`` (and ``closers``, when given) do not hold one span per label.
+    """
+
+    head: tuple[Span, ...]
+    labels: tuple[Span, ...]
+    tail: tuple[Span, ...]
+    openers: tuple[Span, ...] = ()
+    closers: tuple[Span, ...] = ()
+
+    def __post_init__(self) -> None:
+        n = len(self.labels)
+        if len(self.openers) != n or (self.closers and len(self.closers) != n):
+            raise ValueError(f"OptionList needs one opener (and closer, if any) per label: {n} labels, "
+                             f"{len(self.openers)} openers, {len(self.closers)} closers")
+
+    def spans(self, order: Sequence[int] | None = None) -> tuple[Span, ...]:
+        """The block with the option ``order[k]`` (original index) shown at position ``k``;
+        None shows them in their own order.
+
+        Raises
+        ------
+        ValueError
+            If ``order`` does not hold ``n_options`` indices.
+        IndexError
+            If an index is not below ``n_options``.
+        """
+        labels = self.labels
+        shown = labels if order is None else [labels[original] for original in order]
+        if self.closers:
+            listed = zip(self.openers, shown, self.closers, strict=True)
+        else:
+            listed = zip(self.openers, shown, strict=True)
+        return (*self.head, *chain.from_iterable(listed), *self.tail)
+
+
+def numbered(table: tuple[Span, ...], make: Callable[[int], Span], n: int) -> tuple[Span, ...]:
+    """The first ``n`` spans of a module's ``table`` (``table[k] == make(k + 1)``), made past
+    its end."""
+    if n <= len(table):
+        return table[:n]
+    return table + tuple(make(position) for position in range(len(table) + 1, n + 1))
 
 
 @dataclass(frozen=True)
@@ -187,42 +269,57 @@ class ItemPrompt:
 
 @dataclass(frozen=True)
 class PromptParts:
-    """The rendered prefix of one item and the chat text that closes the user turn.
+    """The rendered prefix of one item, the chat text that closes the user turn, and the item
+    they were rendered from.
 
     ``turn_switch`` is what the chat template puts between the end of the user's message and
-    the start of the assistant's answer (end-of-turn, assistant header).
+    the start of the assistant's answer (end-of-turn, assistant header). ``item`` is the
+    structure ``prefix`` renders (not compared: two parts of the same text are equal), so a
+    task that swaps its parts swaps its text and its structure together.
     """
 
     prefix: str
     turn_switch: str
+    item: ItemPrompt = field(compare=False)
 
 
 def split_at_turn_end(format_chat: FormatChat, system: str, user_start: str) -> PromptParts:
     """Render ``[system, user_start + <suffix goes here>]`` and split it where the suffix goes.
 
     The split point is a sentinel with a fresh random nonce, so no text in ``user_start`` can
-    collide with it.
+    collide with it. ``user_start`` is taken as rendered: the parts' ``item`` holds it as one
+    trusted span.
 
     Raises
     ------
     ValueError
         If the chat template moved or duplicated the sentinel (a template that rewrites content).
     """
-    sentinel = f"\x00split:{secrets.token_hex(16)}\x00"
-    text = format_chat([{"role": "system", "content": system}, {"role": "user", "content": user_start + sentinel}])
-    if text.count(sentinel) != 1:
-        raise ValueError("the chat template altered the prompt layout; cannot split prefix/suffix")
-    prefix, turn_switch = text.split(sentinel)
-    return PromptParts(prefix=prefix, turn_switch=turn_switch)
+    return split_item(format_chat, ItemPrompt(system, (Span(user_start),)))
 
 
 def split_item(format_chat: FormatChat, item: ItemPrompt) -> PromptParts:
-    """The shared prefix of ``item`` rendered with ``format_chat``, and its turn switch."""
-    return split_at_turn_end(format_chat, item.system, render_spans(item.user_head))
+    """The shared prefix of ``item`` rendered with ``format_chat``, its turn switch, and ``item``
+    (:func:`split_at_turn_end`'s split).
+
+    Raises
+    ------
+    ValueError
+        If the chat template moved or duplicated the split point.
+    """
+    sentinel = f"\x00split:{secrets.token_hex(16)}\x00"
+    user = render_spans(item.user_head) + sentinel
+    text = format_chat([{"role": "system", "content": item.system}, {"role": "user", "content": user}])
+    if text.count(sentinel) != 1:
+        raise ValueError("the chat template altered the prompt layout; cannot split prefix/suffix")
+    prefix, turn_switch = text.split(sentinel)
+    return PromptParts(prefix=prefix, turn_switch=turn_switch, item=item)
 
 
 StepKind = Literal["verdict", "explain", "reason", "verdict_after_reason"]
 STEP_KINDS: tuple[str, ...] = ("verdict", "explain", "reason", "verdict_after_reason")
+GENERATE_STEPS: tuple[str, ...] = ("explain", "reason")
+"""The steps answered by generating text (:class:`~.base.GenerateRequest`); the others are scored."""
 
 
 @dataclass(frozen=True)
@@ -238,17 +335,23 @@ class Step:
     chosen : str or None
         ``explain`` only: the verdict value explained (one of the answer's values).
     explanation : str or None
-        ``verdict_after_reason`` only: the reasoning the judge wrote (untrusted).
+        ``verdict_after_reason`` only: the reasoning the judge wrote (untrusted), its ``start``
+        included.
+    start : str
+        ``explain`` and ``reason`` only: the text the explanation is made to start with, part
+        of the prompt (``graders.prompts.EXPLANATION_STEM`` for one-sentence explanations);
+        empty for none.
 
     Raises
     ------
     ValueError
-        On another kind, or ``chosen``/``explanation`` set on a step that has none.
+        On another kind, or ``chosen``/``explanation``/``start`` set on a step that has none.
     """
 
     kind: StepKind
     chosen: str | None = None
     explanation: str | None = None
+    start: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in STEP_KINDS:
@@ -257,6 +360,9 @@ class Step:
             raise ValueError(f"Step.chosen is set for an 'explain' step only, got kind {self.kind!r}, chosen {self.chosen!r}")
         if (self.explanation is not None) != (self.kind == "verdict_after_reason"):
             raise ValueError(f"Step.explanation is set for a 'verdict_after_reason' step only, got kind {self.kind!r}")
+        if self.start and self.kind not in GENERATE_STEPS:
+            raise ValueError(f"Step.start is set for an 'explain' or 'reason' step only, got kind {self.kind!r}, "
+                             f"start {self.start!r}")
 
 
 @dataclass(frozen=True)

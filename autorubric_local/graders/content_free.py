@@ -54,7 +54,8 @@ CONTENT_FREE_ITEM = -1
 """``item_index`` of content-free tasks (they belong to no item)."""
 
 RenderPrefix = Callable[[int, str, str | None, str | None], PromptParts]
-"""``render(judge_index, submission, query, reference_submission)``: that judge's item prefix."""
+"""``render(judge_index, submission, query, reference_submission)``: that judge's item prefix,
+with the item it renders (a content-free task's ``parts``: its text and its structure)."""
 
 
 @dataclass(frozen=True)
@@ -208,8 +209,7 @@ def plan_content_free(
                 if key not in rendered:
                     rendered[key] = render(*key)
                 parts = rendered[key]
-                planned.append(replace(task, item_index=CONTENT_FREE_ITEM, prefix=parts.prefix,
-                                       turn_switch=parts.turn_switch))
+                planned.append(replace(task, item_index=CONTENT_FREE_ITEM, parts=parts))
             prior_id = _prior_id(judge_ids[task.judge_index], planned)
             by_context[context] = prior_id
             if prior_id not in known:

@@ -33,6 +33,7 @@ from autorubric_local.engine.base import (
     checked_count,
     filled,
 )
+from autorubric_local.engine.requests import Step
 from autorubric_local.graders.planning import JudgmentTask
 from autorubric_local.graders.prompts import (
     ExplanationStyle,
@@ -158,6 +159,10 @@ def _generate(engine: Engine, requests: list[GenerateRequest]) -> list[Generatio
         return [Generation("", error=error) for _ in requests]
 
 
+VERDICT = Step("verdict")
+"""The step of every verdict-first score request (one object for all)."""
+
+
 def run_tasks(
     engine: Engine,
     tasks: Sequence[JudgmentTask],
@@ -172,28 +177,33 @@ def run_tasks(
     Explanations follow ``explanation_style`` (:data:`.prompts.ExplanationStyle`): ``sentence``
     generates one sentence after :data:`.prompts.EXPLANATION_STEM` and the explanation kept is
     the stem plus what the judge wrote.
+
+    Every request carries its structure (``ScoreRequest.judgment``, ``GenerateRequest.judgment``:
+    the task's item and block, its answer, and the step: ``verdict``, ``explain`` of the chosen
+    value, ``reason`` or ``verdict_after_reason``, the stem as the step's ``start``).
     """
     if reasoning_first:
         return _run_reasoning_first(engine, tasks, explanation_tokens, explanation_style)
     answers = [t.answer() for t in tasks]  # one spec per task: its labels and what a hosted judge is asked
-    scores = _score(engine, [ScoreRequest(t.prefix, t.suffix, a.labels(), answer=a)
+    scores = _score(engine, [ScoreRequest(t.prefix, t.suffix, a.labels(), answer=a, judgment=t.request(a, VERDICT))
                              for t, a in zip(tasks, answers, strict=True)])
     results = [_from_scores(t, s, None, False, _spent(s)) for t, s in zip(tasks, scores, strict=True)]
     if mode is JudgeMode.SCORE:
         return results
     pending = [i for i, r in enumerate(results) if r.error is None]
-    requests = [
-        GenerateRequest(
+    start = explanation_start(explanation_style)
+    requests = []
+    for i in pending:
+        chosen = results[i].chosen or 0
+        requests.append(GenerateRequest(
             tasks[i].prefix,
-            tasks[i].suffix + explanation_after_verdict(answers[i].labels()[results[i].chosen or 0], explanation_style),
+            tasks[i].suffix + explanation_after_verdict(answers[i].labels()[chosen], explanation_style),
             explanation_tokens,
             sentence=explanation_style == "sentence",
             answer=answers[i],
-        )
-        for i in pending
-    ]
+            judgment=tasks[i].request(answers[i], Step("explain", chosen=answers[i].values[chosen], start=start)),
+        ))
     generations = _generate(engine, requests)
-    start = explanation_start(explanation_style)
     for i, generation in zip(pending, generations, strict=True):
         base = results[i]
         results[i] = JudgmentResult(
@@ -219,12 +229,13 @@ def _run_reasoning_first(
 ) -> list[JudgmentResult]:
     sentence = style == "sentence"
     answers = [t.answer() for t in tasks]
+    start = explanation_start(style)
+    reason = Step("reason", start=start)
     generations = _generate(
         engine,
         [GenerateRequest(t.prefix, t.reasoning_suffix(None, style), explanation_tokens, sentence=sentence,
-                         answer=a) for t, a in zip(tasks, answers, strict=True)],
+                         answer=a, judgment=t.request(a, reason)) for t, a in zip(tasks, answers, strict=True)],
     )
-    start = explanation_start(style)
     results: list[JudgmentResult | None] = [None] * len(tasks)
     ok = [i for i, g in enumerate(generations) if g.error is None]
     for i, generation in enumerate(generations):
@@ -233,11 +244,13 @@ def _run_reasoning_first(
                 tasks[i], (), None, None, False, generation.usage, generation.seconds, generation.error,
                 prompt_suffix=tasks[i].reasoning_suffix(None, style), cost_usd=generation.cost_usd,
             )
-    requests = [
-        ScoreRequest(tasks[i].prefix, tasks[i].reasoning_suffix(start + generations[i].text), answers[i].labels(True),
-                     answer=answers[i])
-        for i in ok
-    ]
+    requests = []
+    for i in ok:
+        explanation = start + generations[i].text
+        requests.append(ScoreRequest(
+            tasks[i].prefix, tasks[i].reasoning_suffix(explanation), answers[i].labels(True), answer=answers[i],
+            judgment=tasks[i].request(answers[i], Step("verdict_after_reason", explanation=explanation)),
+        ))
     scores = _score(engine, requests)
     for i, request, score in zip(ok, requests, scores, strict=True):
         g = generations[i]

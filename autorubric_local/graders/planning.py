@@ -22,17 +22,18 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.text import unicode_problem, utf8
 from autorubric_local.core.types import Criterion
-from autorubric_local.engine.requests import AnswerSpec
+from autorubric_local.engine.requests import AnswerSpec, JudgeRequest, OptionList, PromptParts, Span, Step, render_spans
 from autorubric_local.engine.user_text import marker_problem
 from autorubric_local.graders.prompts import (
     EXPLANATION_OPENER,
     ExplanationStyle,
     answer_spec,
-    criterion_text,
+    criterion_options,
     explanation_start,
     labels_for,
     render_item,
@@ -98,10 +99,19 @@ class JudgmentTask:
         The criterion as judged (with the NA option appended when the grader adds one).
     option_order : tuple of int or None
         Shown position -> original option index; None for binary criteria.
-    prefix, suffix : str
-        Prompt split; the suffix ends where the verdict label begins (verdict-first layout).
-    labels : tuple of str
-        Label continuations in *shown* order (option numbers for multi-choice).
+    parts : PromptParts
+        The item's shared prefix, the chat template's turn switch and the item they render
+        (:class:`~autorubric_local.engine.requests.ItemPrompt`).
+    block : tuple of Span
+        The per-criterion block (few-shot examples, then the criterion and its options in
+        ``option_order``; a selection task's candidates), as spans.
+    prefix, turn_switch : str
+        ``parts.prefix``, ``parts.turn_switch`` (read-only views).
+    criterion_block : str
+        ``block`` rendered (computed once per task).
+    suffix : str
+        The criterion block, the turn switch and the assistant opener: the suffix ends where
+        the verdict label begins (verdict-first layout).
     permutation_index : int
         Which option order of the criterion this is (0 unless permutations are cyclic).
     shuffled : bool
@@ -115,16 +125,40 @@ class JudgmentTask:
     judge_index: int
     criterion: Criterion
     option_order: tuple[int, ...] | None
-    prefix: str
-    criterion_block: str
-    turn_switch: str
+    parts: PromptParts
+    block: tuple[Span, ...]
     permutation_index: int = 0
     shuffled: bool = False
+
+    @property
+    def prefix(self) -> str:
+        """The item's shared prefix (``parts.prefix``)."""
+        return self.parts.prefix
+
+    @property
+    def turn_switch(self) -> str:
+        """The chat text between the user's message and the answer (``parts.turn_switch``)."""
+        return self.parts.turn_switch
+
+    @cached_property
+    def criterion_block(self) -> str:
+        """``block`` rendered, untrusted spans marked."""
+        return render_spans(self.block)
 
     @property
     def suffix(self) -> str:
         """Suffix for verdict-first scoring."""
         return self.criterion_block + self.turn_switch + verdict_opener(self.criterion)
+
+    def request(self, answer: AnswerSpec, step: Step) -> JudgeRequest:
+        """This task's request for ``step`` as data (item, block, ``answer``, ``step``).
+
+        Raises
+        ------
+        ValueError
+            If an ``explain`` step's ``chosen`` is not one of ``answer``'s values.
+        """
+        return JudgeRequest(self.parts.item, self.block, answer, step)
 
     def labels(self, reasoning_first: bool = False) -> tuple[str, ...]:
         """Label continuations in shown order."""
@@ -139,6 +173,11 @@ class JudgmentTask:
         if explanation is None:
             return self.criterion_block + self.turn_switch + EXPLANATION_OPENER + explanation_start(style)
         return self.criterion_block + self.turn_switch + verdict_opener(self.criterion, explanation)
+
+
+def _with_examples(examples: str, block: tuple[Span, ...]) -> tuple[Span, ...]:
+    """``block`` after the few-shot ``examples`` (already rendered, their data marked), if any."""
+    return (Span(examples), *block) if examples else block
 
 
 def shuffle_order(seed: int, submission: str, criterion_index: int, judge_id: str, n_options: int) -> tuple[int, ...]:
@@ -225,6 +264,7 @@ def plan_tasks(
         criterion in the suffix.
     """
     tasks: list[JudgmentTask] = []
+    blocks: dict[int, tuple[Criterion, OptionList]] = {}  # by id of the rubric's criterion, kept alive
     for item_index, item in enumerate(items):
         for judge_index, judge in enumerate(judges):
             judge_id, format_chat = judge[0], judge[1]
@@ -240,6 +280,10 @@ def plan_tasks(
                 criterion = original
                 if auto_na_option and criterion.options is not None:
                     criterion = criterion.with_guaranteed_na_option()
+                built = blocks.get(id(original))
+                if built is None:
+                    built = blocks[id(original)] = (original, criterion_options(criterion))
+                listed = built[1]
                 orders = option_orders(
                     criterion,
                     seed=seed,
@@ -257,9 +301,8 @@ def plan_tasks(
                             judge_index=judge_index,
                             criterion=criterion,
                             option_order=order,
-                            prefix=parts.prefix,
-                            criterion_block=(examples(original) if examples else "") + criterion_text(criterion, order),
-                            turn_switch=parts.turn_switch,
+                            parts=parts,
+                            block=_with_examples(examples(original) if examples else "", listed.spans(order)),
                             permutation_index=permutation_index,
                             shuffled=shuffle_options and order is not None,
                         )

@@ -28,14 +28,16 @@ from autorubric_local.engine.requests import (
     EXPLANATION_OPENER,
     AnswerSpec,
     ItemPrompt,
+    OptionList,
     PromptParts,
     Span,
     answer_opener,
     explanation_after_label,
+    numbered,
+    render_spans,
     split_at_turn_end,
     split_item,
 )
-from autorubric_local.engine.user_text import mark
 
 __all__ = [
     "BINARY_LABELS",
@@ -43,9 +45,12 @@ __all__ = [
     "EXPLANATION_OPENER",
     "EXPLANATION_STEM",
     "ExplanationStyle",
+    "OPTION_NUMBERS",
     "PromptParts",
     "SYSTEM_PROMPT_TEMPLATE",
     "answer_spec",
+    "criterion_options",
+    "criterion_spans",
     "criterion_text",
     "explanation_after_verdict",
     "explanation_start",
@@ -161,21 +166,59 @@ def item_prompt(
     return ItemPrompt(system_prompt or DEFAULT_SYSTEM_PROMPT, tuple(head))
 
 
+_OPTION_NUMBER_TABLE_SIZE = 32
+
+
+def _option_number(position: int) -> Span:
+    return Span(f"\n{position}. ")
+
+
+OPTION_NUMBERS: tuple[Span, ...] = tuple(_option_number(p) for p in range(1, _OPTION_NUMBER_TABLE_SIZE + 1))
+"""The spans that number the options of a criterion block (``"\\n1. "``, ...), built once."""
+
+
+def criterion_options(criterion: Criterion) -> OptionList:
+    """The criterion block of ``criterion`` as spans, built once: lay out an option order with
+    :meth:`~autorubric_local.engine.requests.OptionList.spans` (:func:`criterion_spans`).
+
+    Raises
+    ------
+    InputError
+        If the requirement or an option label holds a reserved marker character.
+    """
+    kind = "negative criterion (describes a mistake)" if criterion.weight < 0 else "criterion"
+    head: tuple[Span, ...] = (Span(f"<criterion>\nThis is a {kind}: "), Span(criterion.requirement, True))
+    if criterion.options is None:
+        return OptionList(head, (), (Span("\n</criterion>"),))
+    labels = tuple(Span(option.label, True) for option in criterion.options)
+    return OptionList(head + (Span("\nOptions:"),), labels, (Span("\n</criterion>"),),
+                      numbered(OPTION_NUMBERS, _option_number, len(labels)))
+
+
+def criterion_spans(criterion: Criterion, option_order: Sequence[int] | None = None) -> tuple[Span, ...]:
+    """The criterion block of the suffix as spans, options numbered 1..n in ``option_order``
+    (the source of :func:`criterion_text`).
+
+    ``option_order[k]`` is the original index of the option shown at position ``k`` (None:
+    their own order).
+
+    Raises
+    ------
+    InputError
+        If the requirement or an option label holds a reserved marker character.
+    ValueError
+        If ``option_order`` does not list one index per option.
+    """
+    return criterion_options(criterion).spans(option_order)
+
+
 def criterion_text(criterion: Criterion, option_order: Sequence[int] | None = None) -> str:
-    """The criterion block of the suffix, options listed 1..n in ``option_order``.
+    """The criterion block of the suffix, options listed 1..n in ``option_order``: the rendered
+    :func:`criterion_spans`.
 
     ``option_order[k]`` is the original index of the option shown at position ``k``.
     """
-    lines: list[str] = []
-    kind = "negative criterion (describes a mistake)" if criterion.weight < 0 else "criterion"
-    lines.append(f"<criterion>\nThis is a {kind}: {mark(criterion.requirement)}")
-    if criterion.options is not None:
-        order = list(option_order) if option_order is not None else list(range(len(criterion.options)))
-        lines.append("Options:")
-        for position, original in enumerate(order, start=1):
-            lines.append(f"{position}. {mark(criterion.options[original].label)}")
-    lines.append("</criterion>")
-    return "\n".join(lines)
+    return render_spans(criterion_spans(criterion, option_order))
 
 
 def verdict_opener(criterion: Criterion, explanation: str | None = None) -> str:
