@@ -18,6 +18,15 @@
 # transformers but an older transformers and no pydantic), wheels in .whl/ are installed first
 # (--target /tmp/site), and a tokenizer folder in .gputok/ (the bundled SmolLM2 judge's
 # tokenizer, saved with save_pretrained: the GGUF does not travel) replaces reading the GGUF.
+# Both are ignored paths (.git/info/exclude), made here and named in the device call's carry:
+#   python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
+#     transformers==5.24.0 tokenizers==0.23.3 pydantic==2.14.4 pydantic_core==2.50.5 annotated-types==0.8.0 \
+#     typing-inspection==0.4.5 typing_extensions==4.16.0 outlines==1.3.3 outlines_core==0.2.14 genson==1.4.0 \
+#     jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1 \
+#     diskcache==5.6.3 sqlite-utils==4.2.1 sqlite-fts4==1.0.3 click-default-group==1.2.4 regex==2026.11.19
+#   python -c "import sys; sys.path.insert(0, 'scripts'); import bench_gpu; bench_gpu.judge_tokenizer().save_pretrained('.gputok')"
+# (23 MB of wheels: what the package imports that the 2026-11 device image lacks or has too old.)
 set -u
 out=${1:?usage: gpu_session.sh OUT_DIR [STEP...]}
 shift
