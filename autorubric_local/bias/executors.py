@@ -28,11 +28,8 @@ from autorubric_local.bias.unrelated import UnrelatedOption
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.execution import JudgmentResult
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.judges.engines import (
-    cached_engine_ids,
-    loaded_after,
-    release_held,
-)
+from autorubric_local.judges.engines import release_held
+from autorubric_local.runner.in_process import JobEngines, chunks_in_order
 
 
 @dataclass(frozen=True)
@@ -81,16 +78,16 @@ class LocalSweepExecutor:
     """Loads the judges in this process and judges chunks in order, one at a time.
 
     vLLM judges split the device memory (:func:`~.sweep.load_configs`). The engines it loads are
-    released when the sweep ends (``__exit__``, also when loading a later judge failed), as
-    :class:`~autorubric_local.runner.executors.LocalExecutor` releases a run's: engines already
-    in :func:`~autorubric_local.judges.engines.load_engine`'s cache when the sweep started (another
-    holder's) are kept, and a failed release is logged, never raised
-    (:func:`~autorubric_local.judges.engines.release_held`).
+    released when the sweep ends (``__exit__``, also when loading a later judge failed), by the
+    rule :class:`~autorubric_local.runner.executors.LocalExecutor` releases a run's with
+    (:class:`~autorubric_local.runner.in_process.JobEngines`): engines already in
+    :func:`~autorubric_local.judges.engines.load_engine`'s cache when the sweep started (another
+    holder's) are kept, and a failed release is logged, never raised.
     """
 
     def __init__(self) -> None:
         self._loaded: list[LoadedJudge] = []
-        self._cached: frozenset[int] | None = None
+        self._engines = JobEngines()
 
     def load(
         self,
@@ -100,7 +97,7 @@ class LocalSweepExecutor:
         unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
     ) -> list[PlannedJudge]:
         """:func:`~.sweep.load_judge` for every judge, with its :func:`~.sweep.load_configs` config."""
-        self._cached = cached_engine_ids()
+        self._engines.start()
         self._loaded = []
         configs = load_configs(judges)
         for judge in judges:  # one at a time: judges loaded before a failing one are released too
@@ -110,12 +107,11 @@ class LocalSweepExecutor:
     def judged_chunks(
         self, judge_index: int, chunks: Sequence[Sequence[PlannedRotation]], stop: threading.Event
     ) -> Iterator[tuple[int, list[JudgmentResult]]]:
-        """:func:`~.sweep.judge_chunk` on each chunk, in order."""
+        """:func:`~.sweep.judge_chunk` on each chunk, in order
+        (:func:`~autorubric_local.runner.in_process.chunks_in_order`)."""
         loaded = self._loaded[judge_index]
-        for index, chunk in enumerate(chunks):
-            if stop.is_set():
-                return
-            yield index, judge_chunk(loaded.engine, chunk, loaded.spec.llm_config.thinking_budget)
+        budget = loaded.spec.llm_config.thinking_budget
+        return chunks_in_order(chunks, stop, lambda chunk: judge_chunk(loaded.engine, chunk, budget))
 
     def __enter__(self) -> Self:
         return self
@@ -123,8 +119,7 @@ class LocalSweepExecutor:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        cached, self._cached = self._cached, None
         held = {loaded.spec.judge_id: loaded.engine for loaded in self._loaded}
         self._loaded = []  # the executor's references go before release_held frees memory
-        release_held(held, [] if cached is None else loaded_after(held, cached))
+        self._engines.release(held, lambda names: release_held(held, names))
 

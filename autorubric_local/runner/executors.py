@@ -19,8 +19,8 @@ from autorubric_local.core.reports import EnsembleEvaluationReport
 from autorubric_local.data.item import UnreadableItem
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.judges.engines import cached_engine_ids, loaded_after
 from autorubric_local.runner.checkpoint import PlannedItem
+from autorubric_local.runner.in_process import JobEngines, chunks_in_order
 
 RUN_TIME_ERRORS: tuple[type[BaseException], ...] = (AutorubricError, RuntimeError)
 """Exceptions that fail one item (recorded as its error) rather than the run."""
@@ -147,14 +147,17 @@ class LocalExecutor:
     started are kept: those the grader held (the caller's) and those it got from
     :func:`~autorubric_local.judges.engines.load_engine`'s shared cache (another grader's, or
     another judge's with the same config), since releasing an engine releases it for every holder.
+    The chunk loop and the release rule are :mod:`~.in_process`'s, shared with sweeps.
     """
 
     def __init__(self) -> None:
-        self._before: tuple[CriterionGrader, frozenset[str], frozenset[int]] | None = None
+        self._held: tuple[CriterionGrader, frozenset[str], JobEngines] | None = None
 
     def engines(self, grader: CriterionGrader) -> dict[str, EngineRecord]:
         """:func:`engine_records` (loads the judges in this process)."""
-        self._before = (grader, grader.loaded_judges(), cached_engine_ids())
+        loaded = JobEngines()
+        loaded.start()
+        self._held = (grader, grader.loaded_judges(), loaded)
         return engine_records(grader)
 
     def fallbacks(self, grader: CriterionGrader) -> dict[str, list[str]]:
@@ -168,16 +171,9 @@ class LocalExecutor:
         progress: Callable[[int], None],
         stop: threading.Event,
     ) -> Iterator[tuple[int, list[GradedItem]]]:
-        """Each chunk through :func:`grade_chunk`, in order, until ``stop`` is set (checked
-        before the next chunk is asked for, so none is cut in vain)."""
-        chunk_iterator = iter(chunks)
-        index = 0
-        while not stop.is_set():
-            chunk = next(chunk_iterator, None)
-            if chunk is None:
-                return
-            yield index, grade_chunk(grader, chunk, progress)
-            index += 1
+        """Each chunk through :func:`grade_chunk`, in order, until ``stop`` is set
+        (:func:`~.in_process.chunks_in_order`)."""
+        return chunks_in_order(chunks, stop, lambda chunk: grade_chunk(grader, chunk, progress))
 
     def __enter__(self) -> Self:
         return self
@@ -185,9 +181,9 @@ class LocalExecutor:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        before, self._before = self._before, None
-        if before is not None:
-            grader, held, cached = before
-            loaded = grader.loaded_judges() - held  # engine_for below only returns what is loaded
+        held, self._held = self._held, None
+        if held is not None:
+            grader, before, job_engines = held
+            loaded = grader.loaded_judges() - before  # engine_for below only returns what is loaded
             engines = {judge.judge_id: grader.engine_for(judge) for judge in grader.judges if judge.judge_id in loaded}
-            grader.release_engines(loaded_after(engines, cached))
+            job_engines.release(engines, grader.release_engines)
