@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.graders.planning import GradeItem, JudgmentTask
-from autorubric_local.graders.prompts import criterion_spans
+from autorubric_local.graders import prompts
 
 QUERY = "Explain how a lithium-ion battery stores energy and what limits its useful life."
 
@@ -122,11 +122,11 @@ def with_cyclic_orders(tasks: Sequence[JudgmentTask]) -> list[JudgmentTask]:
         n = len(task.criterion.options)
         for r in range(n):
             rotation = tuple((k + r) % n for k in range(n))
-            expanded.append(
-                dataclasses.replace(
-                    task, option_order=rotation, block=criterion_spans(task.criterion, rotation)
-                )
-            )
+            if hasattr(prompts, "criterion_spans"):  # tasks hold their block as spans (issue 32, S2)
+                block = {"block": prompts.criterion_spans(task.criterion, rotation)}
+            else:  # an older package, for before/after A/Bs (scripts/ab_engine.sh): the block as text
+                block = {"criterion_block": prompts.criterion_text(task.criterion, rotation)}
+            expanded.append(dataclasses.replace(task, option_order=rotation, **block))
     return expanded
 
 
