@@ -33,7 +33,7 @@ from autorubric_local.engine.base import (
     checked_count,
     filled,
 )
-from autorubric_local.engine.requests import Step
+from autorubric_local.engine.requests import AnswerSpec, Step
 from autorubric_local.graders.planning import JudgmentTask
 from autorubric_local.graders.prompts import (
     ExplanationStyle,
@@ -163,6 +163,13 @@ VERDICT = Step("verdict")
 """The step of every verdict-first score request (one object for all)."""
 
 
+def verdict_request(task: JudgmentTask, answer: AnswerSpec | None = None) -> ScoreRequest:
+    """The verdict-first score request of ``task``, with its structure (``answer``: the
+    task's own, :meth:`JudgmentTask.answer`, when not given)."""
+    answer = task.answer() if answer is None else answer
+    return ScoreRequest(task.prefix, task.suffix, answer.labels(), answer=answer, judgment=task.request(answer, VERDICT))
+
+
 def run_tasks(
     engine: Engine,
     tasks: Sequence[JudgmentTask],
@@ -185,8 +192,7 @@ def run_tasks(
     if reasoning_first:
         return _run_reasoning_first(engine, tasks, explanation_tokens, explanation_style)
     answers = [t.answer() for t in tasks]  # one spec per task: its labels and what a hosted judge is asked
-    scores = _score(engine, [ScoreRequest(t.prefix, t.suffix, a.labels(), answer=a, judgment=t.request(a, VERDICT))
-                             for t, a in zip(tasks, answers, strict=True)])
+    scores = _score(engine, [verdict_request(t, a) for t, a in zip(tasks, answers, strict=True)])
     results = [_from_scores(t, s, None, False, _spent(s)) for t, s in zip(tasks, scores, strict=True)]
     if mode is JudgeMode.SCORE:
         return results

@@ -44,21 +44,18 @@ from pydantic import BaseModel
 from autorubric_local.core.reports import TokenUsage
 from autorubric_local.core.types import CriterionJudgment
 from autorubric_local.engine.base import (
+    EngineContractError,
     GenerateRequest,
     Generation,
     LabelScores,
     ScoreRequest,
 )
 from autorubric_local.engine.capabilities import EngineCapabilities
-from autorubric_local.engine.hosted.chat import format_chat, parse_chat
+from autorubric_local.engine.hosted.chat import format_chat, judgment_messages
 from autorubric_local.engine.hosted.client import HostedClient, ResponseParseError
-from autorubric_local.engine.hosted.labels import (
-    label_values,
-    one_hot,
-    read_label_logprobs,
-)
+from autorubric_local.engine.hosted.labels import one_hot, read_label_logprobs
 from autorubric_local.engine.hosted_types import GenerateResult
-from autorubric_local.engine.requests import answer_schema
+from autorubric_local.engine.requests import JudgeRequest
 
 __all__ = ["HostedEngine", "error_category"]
 
@@ -115,12 +112,26 @@ class HostedEngine:
         Every answer is kept for the call that follows (explain mode asks for the explanations
         of a chunk's judgments right after scoring them; reasoning first, the verdicts right
         after the reasoning): the memo holds at least as many answers as the largest call, so
-        no judgment costs a second call, whatever the chunk size (:meth:`_reserve`)."""
+        no judgment costs a second call, whatever the chunk size (:meth:`_reserve`).
+
+        Raises
+        ------
+        EngineContractError
+            A request has no ``judgment`` (:func:`structured`).
+        """
+        structured(requests, "HostedEngine.score")
         self._reserve(len(requests))
         return _run_all([lambda r=r: self._score_one(r) for r in requests])
 
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
-        """The explanation of each request's answer (from the kept answer, else a new call)."""
+        """The explanation of each request's answer (from the kept answer, else a new call).
+
+        Raises
+        ------
+        EngineContractError
+            A request has no ``judgment`` (:func:`structured`).
+        """
+        structured(requests, "HostedEngine.generate")
         self._reserve(len(requests))
         return _run_all([lambda r=r: self._generate_one(r) for r in requests])
 
@@ -130,16 +141,16 @@ class HostedEngine:
         with self._lock:
             self._capacity = max(self._capacity, n)
 
-    async def _answer(self, prompt: str, labels_key: str) -> tuple[GenerateResult, bool]:
-        """The answer to ``prompt``'s messages and whether it was kept from an earlier call."""
-        messages, _opener = parse_chat(prompt)
-        memo = json.dumps([labels_key, messages], ensure_ascii=False)
+    async def _answer(self, judgment: JudgeRequest) -> tuple[GenerateResult, bool]:
+        """The answer to ``judgment``'s messages and whether it was kept from an earlier call."""
+        messages = judgment_messages(judgment)
+        key = judgment.answer.key
+        memo = json.dumps([key, messages], ensure_ascii=False)
         with self._lock:
             kept = self._answers.get(memo)
         if kept is not None:
             return kept, True
-        schema = answer_schema(labels_key)
-        result = await self.client.complete(messages, schema, top_logprobs=self.top_logprobs)
+        result = await self.client.complete(messages, judgment.answer.schema, top_logprobs=self.top_logprobs)
         with self._lock:
             self._answers[memo] = dataclasses.replace(result, raw_response=None)
             while len(self._answers) > self._capacity:
@@ -148,9 +159,11 @@ class HostedEngine:
 
     async def _score_one(self, request: ScoreRequest) -> LabelScores:
         started = time.perf_counter()
-        key, values = _score_answer(request)
+        judgment = request.judgment
+        assert judgment is not None  # structured() checked every request
+        key, values = judgment.answer.key, judgment.answer.values
         try:
-            result, kept = await self._answer(request.prefix + request.suffix, key)
+            result, kept = await self._answer(judgment)
         except Exception as exc:  # recorded on this judgment, by category; the batch goes on
             return LabelScores((), seconds=time.perf_counter() - started, cost_usd=_failed_cost(exc),
                                error=f"{error_category(exc)}: {type(exc).__name__}: {exc}")
@@ -170,19 +183,35 @@ class HostedEngine:
 
     async def _generate_one(self, request: GenerateRequest) -> Generation:
         started = time.perf_counter()
-        prompt = request.prefix + request.suffix
-        messages, opener = parse_chat(prompt)
-        key = request.answer.key if request.answer is not None else _answer_key(messages, opener)
+        judgment = request.judgment
+        assert judgment is not None  # structured() checked every request
         try:
-            result, kept = await self._answer(prompt, key)
+            result, kept = await self._answer(judgment)
         except Exception as exc:  # recorded on this judgment, by category
             return Generation("", seconds=time.perf_counter() - started, cost_usd=_failed_cost(exc),
                               error=f"{error_category(exc)}: {type(exc).__name__}: {exc}")
         explanation = result.parsed.explanation
-        stem = opener.rsplit('"explanation": "', 1)[1] if '"explanation": "' in opener else ""
+        stem = judgment.step.start
         text = explanation[len(stem):] if explanation.startswith(stem) else (": " + explanation if stem else explanation)
         return Generation(text, usage=TokenUsage() if kept else (result.usage or TokenUsage()),
                           seconds=time.perf_counter() - started, cost_usd=0.0 if kept else result.cost)
+
+
+def structured(requests: Sequence[ScoreRequest | GenerateRequest], where: str) -> None:
+    """Check that every request carries its structure (``judgment``), which the hosted engine
+    renders into its messages and response format.
+
+    Raises
+    ------
+    EngineContractError
+        Naming the first request without ``judgment`` and what it needs.
+    """
+    for index, request in enumerate(requests):
+        if request.judgment is None:
+            raise EngineContractError(
+                f"{where}: {type(request).__name__} {index} has no judgment: a hosted judge is sent messages and a "
+                "response format rendered from the request's structure (a JudgeRequest: item, block, answer, step), "
+                "never parsed from its text; build requests with judgment= (graders.execution.run_tasks does)")
 
 
 def _failed_cost(exc: BaseException) -> float | None:
@@ -190,13 +219,6 @@ def _failed_cost(exc: BaseException) -> float | None:
     (:attr:`ResponseParseError.cost`); 0.0 when no response came back (LiteLLM prices
     responses; a request that failed gets no price)."""
     return exc.cost if isinstance(exc, ResponseParseError) else 0.0
-
-
-def _score_answer(request: ScoreRequest) -> tuple[str, tuple[str, ...]]:
-    """The verdict key and values of a score request: its ``answer``, else read from its labels."""
-    if request.answer is not None:
-        return request.answer.key, request.answer.values
-    return label_values(request.labels)
 
 
 def _answer_key(messages: list[dict[str, str]], opener: str) -> str:

@@ -21,9 +21,10 @@ Example
 
 from __future__ import annotations
 
+from autorubric_local.engine.requests import JudgeRequest, render_spans
 from autorubric_local.engine.user_text import plain, split_marked
 
-__all__ = ["ROLE_CLOSE", "ROLE_OPEN", "format_chat", "parse_chat"]
+__all__ = ["ROLE_CLOSE", "ROLE_OPEN", "format_chat", "judgment_messages", "parse_chat"]
 
 ROLE_OPEN = "\ufdd2"
 ROLE_CLOSE = "\ufdd3"
@@ -89,3 +90,16 @@ def parse_chat(text: str) -> tuple[list[dict[str, str]], str]:
         raise ValueError("hosted chat text has no opened assistant turn")
     messages = [{"role": role, "content": plain("".join(parts))} for role, parts in turns[:-1]]
     return messages, plain("".join(turns[-1][1]))
+
+
+def judgment_messages(judgment: JudgeRequest) -> list[dict[str, str]]:
+    """The chat messages a hosted judge is sent for ``judgment``, rendered from its structure.
+
+    A system message (the item's system prompt) and one user message (the item's user-turn
+    head, then the per-criterion block), span markers removed (:func:`~.user_text.plain`). The
+    assistant opener is not a message: a chat API answers a whole turn, its schema taken from
+    ``judgment.answer``. These are exactly the messages the grader's prompt text serialises
+    (``format_chat`` of the item, the block inside the user turn).
+    """
+    user = render_spans(judgment.item.user_head) + render_spans(judgment.block)
+    return [{"role": "system", "content": plain(judgment.item.system)}, {"role": "user", "content": plain(user)}]
