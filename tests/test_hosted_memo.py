@@ -72,9 +72,14 @@ SETTINGS = [
 
 
 @pytest.mark.parametrize("settings", SETTINGS)
-def test_one_call_per_judgment_beyond_the_old_memo_size(settings: dict[str, Any]) -> None:
+def test_one_call_per_judgment_beyond_the_old_memo_size(settings: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """5,000 judgments in one chunk (more than the 4,096 answers the engine once kept): 5,000
-    calls, each judgment's usage and price counted once, its explanation that of the answer."""
+    calls, each judgment's usage and price counted once, its explanation that of the answer,
+    and no generate call (the explanation comes with the verdict: ``whole_judgment``)."""
+    def no_generate(*_: Any) -> Any:
+        raise AssertionError("a whole-judgment engine is never asked to generate")
+
+    monkeypatch.setattr(HostedEngine, "generate", no_generate)
     client = CountingClient()
     tasks = tasks_of(5000)
     results = run_tasks(HostedEngine(client, top_logprobs=0), tasks, explanation_tokens=40,  # type: ignore[arg-type]
@@ -112,3 +117,24 @@ def test_score_mode_asks_for_no_explanation_and_one_call() -> None:
     results = run_tasks(HostedEngine(client, top_logprobs=0), tasks_of(3), mode=JudgeMode.SCORE,  # type: ignore[arg-type]
                         reasoning_first=False, explanation_tokens=40)
     assert client.calls == 3 and [r.explanation for r in results] == [None] * 3
+
+
+def test_the_hosted_engine_answers_whole_judgments() -> None:
+    assert HostedEngine.capabilities.whole_judgment and HostedEngine.capabilities.hosted
+
+
+def test_a_whole_judgment_engine_without_an_explanation_breaks_its_contract() -> None:
+    """An engine that declares ``whole_judgment`` must give the explanation with each verdict;
+    a verdict without one is an engine bug, never stored as a judgment without explanation."""
+    from autorubric_local.engine.base import EngineContractError
+    from autorubric_local.engine.capabilities import EngineCapabilities
+    from autorubric_local.engine.scripted import ScriptedEngine
+
+    engine = ScriptedEngine(policy=lambda request: [0.0] + [-5.0] * (len(request.labels) - 1),
+                            capabilities=EngineCapabilities(whole_judgment=True))
+    tasks = plan_tasks([GradeItem("x", (Criterion(requirement="R", weight=1.0),))], [("judge", engine.format_chat)])
+    assert run_tasks(engine, tasks, mode=JudgeMode.SCORE, reasoning_first=False, explanation_tokens=8)[0].chosen == 0
+    with pytest.raises(EngineContractError, match="whole_judgment"):
+        run_tasks(engine, tasks, mode=JudgeMode.EXPLAIN, reasoning_first=False, explanation_tokens=8)
+    with pytest.raises(EngineContractError, match="whole_judgment"):
+        run_tasks(engine, tasks, mode=JudgeMode.SCORE, reasoning_first=True, explanation_tokens=8)

@@ -192,6 +192,12 @@ class LabelScores:
         ``seconds`` of device time) and for an answer served from a cache; a hosted call's
         price from LiteLLM; None when a call was made whose price is unknown (LiteLLM has no
         price for the model, as for a self-hosted server).
+    explanation : str or None
+        An engine that declares ``whole_judgment`` (:class:`~.capabilities.EngineCapabilities`):
+        the explanation the judge wrote with its verdict, whole (any start the grader asks an
+        explanation to take is not stripped); set too on a ``parse:`` error when the answer
+        held an explanation but no allowed verdict. None from every other engine, and when no
+        answer came back.
     """
 
     logprobs: tuple[float, ...]
@@ -201,6 +207,7 @@ class LabelScores:
     off_label_mass: float | None = None
     one_hot: bool = False
     cost_usd: float | None = 0.0
+    explanation: str | None = None
 
     @property
     def probabilities(self) -> tuple[float, ...]:

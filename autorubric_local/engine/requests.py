@@ -68,6 +68,7 @@ __all__ = [
     "Step",
     "answer_opener",
     "answer_schema",
+    "continued_explanation",
     "explanation_after_label",
     "numbered",
     "render_spans",
@@ -161,6 +162,22 @@ def explanation_after_label(label: str, start: str = "") -> str:
     if label.endswith('"'):
         return label + ', "explanation": "' + start
     return label + ' "explanation": "' + start
+
+
+def continued_explanation(start: str, written: str) -> str:
+    """What follows ``start`` in an explanation a judge ``written`` whole instead of going on
+    from ``start`` (a hosted judge answers a whole turn): the text after ``start`` when it
+    begins with it, else ``": "`` and all of it (all of it when there is no start). The
+    explanation kept is ``start`` plus this.
+
+    >>> continued_explanation("The submission", "The submission names it.")
+    ' names it.'
+    >>> continued_explanation("The submission", "It names it.")
+    ': It names it.'
+    """
+    if written.startswith(start):
+        return written[len(start):]
+    return ": " + written if start else written
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from autorubric_local.engine.hosted.chat import format_chat, judgment_messages
 from autorubric_local.engine.hosted.client import HostedClient, ResponseParseError
 from autorubric_local.engine.hosted.labels import one_hot, read_label_logprobs
 from autorubric_local.engine.hosted_types import GenerateResult
-from autorubric_local.engine.requests import JudgeRequest
+from autorubric_local.engine.requests import JudgeRequest, continued_explanation
 
 __all__ = ["HostedEngine", "error_category"]
 
@@ -91,7 +91,7 @@ class HostedEngine:
         providers that refuse ``logprobs``.
     """
 
-    capabilities = EngineCapabilities("hosted", describes=frozenset({"prompt_format"}))
+    capabilities = EngineCapabilities("hosted", describes=frozenset({"prompt_format"}), whole_judgment=True)
     prompt_format = "chat"
 
     def __init__(self, client: HostedClient, model_id: str | None = None, top_logprobs: int = TOP_LOGPROBS) -> None:
@@ -171,15 +171,16 @@ class HostedEngine:
         cost = 0.0 if kept else result.cost
         seconds = time.perf_counter() - started
         verdict = _verdict_value(result.parsed)
+        explanation = result.parsed.explanation
         if verdict not in values:
-            return LabelScores((), usage=usage, seconds=seconds, cost_usd=cost,
+            return LabelScores((), usage=usage, seconds=seconds, cost_usd=cost, explanation=explanation,
                                error=f"parse: the answer {verdict!r} is not one of the allowed labels {list(values)}")
         chosen = values.index(verdict)
         logprobs = read_label_logprobs(result.content, key, values, chosen, result.logprobs)
         if logprobs is None:
             return LabelScores(one_hot(len(values), chosen), usage=usage, seconds=seconds, one_hot=True,
-                               cost_usd=cost)
-        return LabelScores(logprobs, usage=usage, seconds=seconds, cost_usd=cost)
+                               cost_usd=cost, explanation=explanation)
+        return LabelScores(logprobs, usage=usage, seconds=seconds, cost_usd=cost, explanation=explanation)
 
     async def _generate_one(self, request: GenerateRequest) -> Generation:
         started = time.perf_counter()
@@ -190,9 +191,7 @@ class HostedEngine:
         except Exception as exc:  # recorded on this judgment, by category
             return Generation("", seconds=time.perf_counter() - started, cost_usd=_failed_cost(exc),
                               error=f"{error_category(exc)}: {type(exc).__name__}: {exc}")
-        explanation = result.parsed.explanation
-        stem = judgment.step.start
-        text = explanation[len(stem):] if explanation.startswith(stem) else (": " + explanation if stem else explanation)
+        text = continued_explanation(judgment.step.start, result.parsed.explanation)
         return Generation(text, usage=TokenUsage() if kept else (result.usage or TokenUsage()),
                           seconds=time.perf_counter() - started, cost_usd=0.0 if kept else result.cost)
 
