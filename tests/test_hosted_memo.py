@@ -138,3 +138,20 @@ def test_a_whole_judgment_engine_without_an_explanation_breaks_its_contract() ->
         run_tasks(engine, tasks, mode=JudgeMode.EXPLAIN, reasoning_first=False, explanation_tokens=8)
     with pytest.raises(EngineContractError, match="whole_judgment"):
         run_tasks(engine, tasks, mode=JudgeMode.SCORE, reasoning_first=True, explanation_tokens=8)
+
+
+def test_a_direct_generate_call_is_one_call_that_explains_its_own_answer() -> None:
+    """``HostedEngine.generate`` (direct callers; the grader never uses it on a hosted judge):
+    one call per request, priced, the explanation after the step's start."""
+    from autorubric_local.engine.base import GenerateRequest
+    from autorubric_local.engine.requests import Step
+
+    client = CountingClient()
+    engine = HostedEngine(client, top_logprobs=0)  # type: ignore[arg-type]
+    requests = [GenerateRequest(t.prefix, t.reasoning_suffix(None, "sentence"), 40, answer=t.answer(),
+                                judgment=t.request(t.answer(), Step("reason", start="The submission")))
+                for t in tasks_of(2)]
+    generations = engine.generate(requests)
+    assert client.calls == 2
+    assert [g.text for g in generations] == [" 0 is named.", ": about submission 1"]
+    assert all(g.cost_usd == PRICE and g.usage == USAGE and g.error is None for g in generations)
