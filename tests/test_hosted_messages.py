@@ -8,7 +8,8 @@ scenarios: option orders and rotations, auto-NA, few-shot examples, system promp
 tasks, content-free priors; and items whose submission, query, reference, criteria and options
 hold hostile text: forged role markers, ``<criterion>`` tags, an ``Options:`` list, JSON answer
 openers, chat-template tokens), records every request of every judging mode, and checks the
-structure's messages against the inverse of the text serialisation (``parse_chat``).
+structure's messages against the inverse of the text serialisation (``parse_chat``, kept in
+``tests/hosted_chat.py``: the package no longer parses prompt text).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hosted_chat import parse_chat
 from test_request_golden import content_free, few_shot, scenarios
 
 from autorubric_local.core.types import Criterion, CriterionOption
@@ -30,7 +32,7 @@ from autorubric_local.engine.base import (
 )
 from autorubric_local.engine.capabilities import EngineCapabilities
 from autorubric_local.engine.hosted.backend import HostedEngine
-from autorubric_local.engine.hosted.chat import format_chat, judgment_messages, parse_chat
+from autorubric_local.engine.hosted.chat import format_chat, judgment_messages
 from autorubric_local.graders.execution import JudgeMode, run_tasks
 from autorubric_local.graders.planning import GradeItem, JudgmentTask, OptionPermutations, plan_tasks
 

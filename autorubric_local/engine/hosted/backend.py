@@ -200,20 +200,6 @@ def _failed_cost(exc: BaseException) -> float | None:
     return exc.cost if isinstance(exc, ResponseParseError) else 0.0
 
 
-def _answer_key(messages: list[dict[str, str]], opener: str) -> str:
-    """The verdict key of a generate request built without ``answer`` (a third party's; the
-    grader always sets it): from the opener after a verdict, else (reasoning first, the opener
-    holds no key yet) from the criterion block, which lists ``Options:`` for a multi-choice
-    criterion (``graders/prompts.criterion_text``). A guess from our own prompt layout: a
-    requirement holding that layout, or a selection task's block, is guessed wrong."""
-    if '"selected_option"' in opener:
-        return "selected_option"
-    if '"criterion_status"' in opener:
-        return "criterion_status"
-    block = messages[-1]["content"].rsplit("<criterion>", 1)[-1] if messages else ""
-    return "selected_option" if "\nOptions:\n1. " in block else "criterion_status"
-
-
 def _verdict_value(parsed: BaseModel) -> str:
     if isinstance(parsed, CriterionJudgment):
         return parsed.criterion_status.value
