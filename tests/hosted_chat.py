@@ -16,7 +16,8 @@ __all__ = ["parse_chat"]
 
 
 def parse_chat(text: str) -> tuple[list[dict[str, str]], str]:
-    """Invert :func:`~autorubric_local.engine.hosted.chat.format_chat`: the messages (plain text) and the opened assistant turn's text.
+    """Invert :func:`~autorubric_local.engine.hosted.chat.format_chat`: the messages (plain text)
+    and the opened assistant turn's text.
 
     Returns
     -------
