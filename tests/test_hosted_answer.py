@@ -113,10 +113,19 @@ def test_an_answer_whose_values_do_not_match_the_labels_is_refused() -> None:
         AnswerSpec("verdict", ("MET", "UNMET"))  # type: ignore[arg-type]
 
 
-def test_a_request_without_an_answer_still_finds_its_schema_from_the_prompt() -> None:
-    """Third-party callers that build requests without ``answer`` keep today's behaviour."""
-    prefix = format_chat([{"role": "user", "content": "<criterion>\nTone\nOptions:\n1. calm\n2. rude\n</criterion>"}])
+def test_a_reasoning_request_is_asked_with_the_schema_its_structure_names() -> None:
+    """Reasoning first, the prompt holds no verdict key yet: the schema comes from the request's
+    ``judgment.answer`` (a multi-choice criterion: ``MultiChoiceJudgment``), never from the
+    prompt's layout; a request without ``judgment`` is refused (tests/test_hosted_messages.py)."""
+    from autorubric_local.engine.requests import Step
+
+    choice = Criterion(requirement="Tone", weight=1.0,
+                       options=[CriterionOption(label="calm", value=1.0), CriterionOption(label="rude", value=0.0)])
+    [task] = plan_tasks([GradeItem("Calmly.", (choice,))], [("judge", format_chat)])
+    answer = task.answer()
+    request = GenerateRequest(task.prefix, task.reasoning_suffix(None), 40, answer=answer,
+                              judgment=task.request(answer, Step("reason")))
     client = RecordingClient()
     engine = HostedEngine(client, top_logprobs=0)  # type: ignore[arg-type]
-    [generation] = engine.generate([GenerateRequest(prefix, '{"explanation": "', 40)])
+    [generation] = engine.generate([request])
     assert client.schemas == ["MultiChoiceJudgment"] and generation.text == CHOICE_REASON

@@ -28,10 +28,10 @@ from hosted_server import CountingProxy, start_llama_server
 
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import CriterionJudgment, CriterionVerdict
-from autorubric_local.engine.base import ScoreRequest
 from autorubric_local.engine.hosted.backend import HostedEngine
 from autorubric_local.client.api import LLMClient, ResponseParseError
 from autorubric_local.graders import CriterionGrader, JudgeSpec
+from autorubric_local.graders.execution import verdict_request
 from autorubric_local.graders.planning import plan_tasks
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.judges.engines import load_engine
@@ -98,7 +98,7 @@ def test_structured_verdicts_and_label_probabilities_from_the_server(fresh: Coun
     engine = load_engine(hosted(fresh))
     assert isinstance(engine, HostedEngine)
     tasks = plan_tasks(example_items()[:2], [("hosted", engine.format_chat)], seed=0)[:6]
-    scores = engine.score([ScoreRequest(t.prefix, t.suffix, t.labels()) for t in tasks])
+    scores = engine.score([verdict_request(t) for t in tasks])
     assert fresh.requests == fresh.forwarded == 6
     for score in scores:
         assert score.error is None
@@ -197,7 +197,7 @@ def test_parallel_requests_are_bounded_per_provider(fresh: CountingProxy) -> Non
     fresh.reset(delay=0.3)
     engine = load_engine(hosted(fresh, max_parallel_requests=2))
     tasks = plan_tasks(example_items()[:2], [("hosted", engine.format_chat)], seed=0)[:6]
-    scores = engine.score([ScoreRequest(t.prefix, t.suffix, t.labels()) for t in tasks])
+    scores = engine.score([verdict_request(t) for t in tasks])
     assert [s.error for s in scores] == [None] * 6
     assert fresh.requests == 6 and fresh.peak_in_flight == 2
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from hosted_chat import parse_chat
 
 from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.engine.hosted.chat import format_chat as hosted_format_chat
-from autorubric_local.engine.hosted.chat import parse_chat
+from autorubric_local.engine.hosted.chat import judgment_messages
 from autorubric_local.engine.requests import (
     AnswerSpec,
     ItemPrompt,
@@ -87,6 +88,8 @@ def test_an_untrusted_span_cannot_forge_a_message() -> None:
     assert messages == [{"role": "system", "content": "Judge."},
                         {"role": "user", "content": f"<submission>\n{forged}\n</submission>\n\n<criterion>c</criterion>"}]
     assert opener == '{"criterion_status": "'
+    judgment = JudgeRequest(item, (Span("<criterion>c</criterion>"),), STATUS, Step("verdict"))
+    assert judgment_messages(judgment) == messages  # what the hosted engine sends, from the structure
     with pytest.raises(ValueError, match="role marker"):
         split_item(hosted_format_chat, ItemPrompt("Judge.", (Span(forged),)))
 

@@ -49,14 +49,15 @@ class ScoreRequest:
         Allowed continuations, e.g. ``('MET"', 'UNMET"', 'CANNOT_ASSESS"')``. Including the
         closing delimiter keeps the set prefix-free, so each label is a complete answer.
     answer : AnswerSpec or None
-        The verdict asked for, as data (key and values in label order): set by the grader, read
-        by backends that answer a whole structured turn (hosted); None for a request built
-        without it (a hosted engine then reads the key from the labels). Not compared: two
-        requests of the same text are equal with or without it.
+        The verdict asked for, as data (key and values in label order), set by the grader; None
+        for a request built without it. Not compared: two requests of the same text are equal
+        with or without it.
     judgment : JudgeRequest or None
         The request as data (:class:`~.requests.JudgeRequest`: item, criterion block, answer,
-        a ``verdict`` or ``verdict_after_reason`` step), set by the grader; None for a request
-        built without it. Not compared, and not part of any cache key: the text is the request.
+        a ``verdict`` or ``verdict_after_reason`` step), set by the grader. Local engines read
+        the text; a hosted engine renders its messages and response format from this alone and
+        refuses a request without it (:class:`EngineContractError`). Not compared, and not
+        part of any cache key: the text is the request.
 
     Raises
     ------
@@ -113,14 +114,13 @@ class GenerateRequest:
         generated (nothing unescaped, the end-of-sequence token left out). ``sentence`` is
         then ignored.
     answer : AnswerSpec or None
-        The verdict of the judgment this explanation belongs to (:class:`ScoreRequest`): a
-        hosted engine asks with its schema, so the explanation and the verdict come from one
-        answer. None for a request built without it (a hosted engine then reads the key from
-        the prompt text). Not compared.
+        The verdict of the judgment this explanation belongs to (:class:`ScoreRequest`), set by
+        the grader; None for a request built without it. Not compared.
     judgment : JudgeRequest or None
         The request as data (:class:`~.requests.JudgeRequest`, an ``explain`` or ``reason``
-        step, its ``start`` the explanation's stem), set by the grader; None for a request
-        built without it. Not compared, and not part of any cache key.
+        step, its ``start`` the explanation's stem), set by the grader; a hosted engine
+        refuses a request without it, as for :class:`ScoreRequest`. Not compared, and not part
+        of any cache key.
 
     Raises
     ------
@@ -192,6 +192,12 @@ class LabelScores:
         ``seconds`` of device time) and for an answer served from a cache; a hosted call's
         price from LiteLLM; None when a call was made whose price is unknown (LiteLLM has no
         price for the model, as for a self-hosted server).
+    explanation : str or None
+        An engine that declares ``whole_judgment`` (:class:`~.capabilities.EngineCapabilities`):
+        the explanation the judge wrote with its verdict, whole (any start the grader asks an
+        explanation to take is not stripped); set too on a ``parse:`` error when the answer
+        held an explanation but no allowed verdict. None from every other engine, and when no
+        answer came back.
     """
 
     logprobs: tuple[float, ...]
@@ -201,6 +207,7 @@ class LabelScores:
     off_label_mass: float | None = None
     one_hot: bool = False
     cost_usd: float | None = 0.0
+    explanation: str | None = None
 
     @property
     def probabilities(self) -> tuple[float, ...]:

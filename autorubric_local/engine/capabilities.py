@@ -49,6 +49,12 @@ class EngineCapabilities:
         Has ``close() -> None``, which frees what the engine holds outside Python's reach (vLLM:
         shuts its engine-core process down); releasing the engine calls it. An engine that
         does not declare it is only dropped, whatever methods it has.
+    whole_judgment : bool
+        Answers a judgment's verdict and its explanation in one call: ``score`` fills
+        :attr:`~.base.LabelScores.explanation` with the explanation the judge wrote with its
+        verdict (a hosted judge answers a whole structured turn). ``run_tasks`` then makes one
+        ``score`` call per judgment in explain mode and reasoning first, and no ``generate``
+        call; the explanation is not conditioned on a verdict chosen from label probabilities.
     """
 
     backend: str | None = None
@@ -56,6 +62,7 @@ class EngineCapabilities:
     whole_prompt_tokens: bool = False
     describes: frozenset[str] = frozenset()
     releases: bool = False
+    whole_judgment: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.describes) - set(DESCRIPTIONS)

@@ -1,11 +1,15 @@
 """A judge request's parts as data (issue 32, "Structured requests").
 
 Requests stay text (:class:`~.base.ScoreRequest`, :class:`~.base.GenerateRequest`: a shared
-prefix and a per-criterion suffix), and the grader also says, on each request, which answer it
-wants: :class:`AnswerSpec`, the JSON key of the verdict and its values in the order shown. A
-backend that answers a whole structured turn (the hosted engine) reads the schema to ask for
-from it instead of from the prompt text; local backends ignore it (the label continuations and
-the suffix already say everything they need).
+prefix and a per-criterion suffix), and the grader also sends, on each request, its structure:
+a :class:`JudgeRequest` (``request.judgment``), with the answer it wants (:class:`AnswerSpec`,
+the JSON key of the verdict and its values in the order shown). Local backends read the text
+(the label continuations and the suffix say everything they need). The hosted engine reads
+only the structure: it renders its chat messages from the item and the block
+(:func:`~.hosted.chat.judgment_messages`) and its response format from the answer, and parses
+none of our prompt text; one structured answer is a whole judgment, verdict and explanation
+(``EngineCapabilities.whole_judgment``), the explanation continued after the step's start by
+:func:`continued_explanation`.
 
 The rest of a request's structure is here too, with the text functions that render it, so the
 text the engines see is derived from the structure in one place:
@@ -68,6 +72,7 @@ __all__ = [
     "Step",
     "answer_opener",
     "answer_schema",
+    "continued_explanation",
     "explanation_after_label",
     "numbered",
     "render_spans",
@@ -161,6 +166,22 @@ def explanation_after_label(label: str, start: str = "") -> str:
     if label.endswith('"'):
         return label + ', "explanation": "' + start
     return label + ' "explanation": "' + start
+
+
+def continued_explanation(start: str, written: str) -> str:
+    """What follows ``start`` in an explanation a judge ``written`` whole instead of going on
+    from ``start`` (a hosted judge answers a whole turn): the text after ``start`` when it
+    begins with it, else ``": "`` and all of it (all of it when there is no start). The
+    explanation kept is ``start`` plus this.
+
+    >>> continued_explanation("The submission", "The submission names it.")
+    ' names it.'
+    >>> continued_explanation("The submission", "It names it.")
+    ': It names it.'
+    """
+    if written.startswith(start):
+        return written[len(start):]
+    return ": " + written if start else written
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,12 @@ Three ways to judge, all ending in a label distribution read from log-probabilit
 
 Each engine receives one ``score`` call and at most one ``generate`` call per stage with all of
 its tasks, so it can batch and share prefixes across the whole job.
+
+An engine that answers a judgment's verdict and explanation in one call (``whole_judgment``,
+:class:`~autorubric_local.engine.capabilities.EngineCapabilities`: a hosted judge answers a
+whole structured turn) gets one ``score`` call per judgment in every mode and no ``generate``
+call; the explanation comes with the verdict (``LabelScores.explanation``). Reasoning first, its
+one answer gives both the reasoning and the verdict after it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from autorubric_local.core.errors import EngineError
 from autorubric_local.core.reports import TokenUsage
 from autorubric_local.engine.base import (
     Engine,
+    EngineContractError,
     GenerateRequest,
     Generation,
     LabelScores,
@@ -33,7 +40,7 @@ from autorubric_local.engine.base import (
     checked_count,
     filled,
 )
-from autorubric_local.engine.requests import Step
+from autorubric_local.engine.requests import AnswerSpec, Step, continued_explanation
 from autorubric_local.graders.planning import JudgmentTask
 from autorubric_local.graders.prompts import (
     ExplanationStyle,
@@ -163,6 +170,13 @@ VERDICT = Step("verdict")
 """The step of every verdict-first score request (one object for all)."""
 
 
+def verdict_request(task: JudgmentTask, answer: AnswerSpec | None = None) -> ScoreRequest:
+    """The verdict-first score request of ``task``, with its structure (``answer``: the
+    task's own, :meth:`JudgmentTask.answer`, when not given)."""
+    answer = task.answer() if answer is None else answer
+    return ScoreRequest(task.prefix, task.suffix, answer.labels(), answer=answer, judgment=task.request(answer, VERDICT))
+
+
 def run_tasks(
     engine: Engine,
     tasks: Sequence[JudgmentTask],
@@ -181,17 +195,30 @@ def run_tasks(
     Every request carries its structure (``ScoreRequest.judgment``, ``GenerateRequest.judgment``:
     the task's item and block, its answer, and the step: ``verdict``, ``explain`` of the chosen
     value, ``reason`` or ``verdict_after_reason``, the stem as the step's ``start``).
+
+    An engine declaring ``whole_judgment`` is sent only the verdict request of each judgment,
+    in every mode: explain mode and reasoning first read the explanation from its answer
+    (:func:`_whole`), so a judgment never costs it a second call, whatever the chunk size.
+
+    Raises
+    ------
+    EngineContractError
+        An engine returned another number of results than requests, or declares
+        ``whole_judgment`` and returned a verdict without its explanation.
     """
-    if reasoning_first:
+    whole = engine.capabilities.whole_judgment
+    if reasoning_first and not whole:
         return _run_reasoning_first(engine, tasks, explanation_tokens, explanation_style)
     answers = [t.answer() for t in tasks]  # one spec per task: its labels and what a hosted judge is asked
-    scores = _score(engine, [ScoreRequest(t.prefix, t.suffix, a.labels(), answer=a, judgment=t.request(a, VERDICT))
-                             for t, a in zip(tasks, answers, strict=True)])
+    scores = _score(engine, [verdict_request(t, a) for t, a in zip(tasks, answers, strict=True)])
+    start = explanation_start(explanation_style)
+    if whole and (reasoning_first or mode is JudgeMode.EXPLAIN):
+        return [_whole(t, s, start, explanation_style if reasoning_first else None)
+                for t, s in zip(tasks, scores, strict=True)]
     results = [_from_scores(t, s, None, False, _spent(s)) for t, s in zip(tasks, scores, strict=True)]
     if mode is JudgeMode.SCORE:
         return results
     pending = [i for i, r in enumerate(results) if r.error is None]
-    start = explanation_start(explanation_style)
     requests = []
     for i in pending:
         chosen = results[i].chosen or 0
@@ -222,6 +249,32 @@ def run_tasks(
             one_hot=base.one_hot,
         )
     return results
+
+
+def _whole(task: JudgmentTask, scores: LabelScores, start: str, reasoning: ExplanationStyle | None) -> JudgmentResult:
+    """The judgment of an engine that answered verdict and explanation in one call
+    (``whole_judgment``): the explanation kept is ``start`` and what the judge wrote after it
+    (:func:`~autorubric_local.engine.requests.continued_explanation`), the call's usage and
+    price counted once. Verdict first (``reasoning`` None) a judgment without a verdict keeps
+    no explanation; reasoning first (``reasoning`` the style) the explanation is kept whenever
+    the answer held one, and the suffix recorded is the one with it (the open one without),
+    as when the reasoning and the verdict after it are asked for apart.
+
+    Raises
+    ------
+    EngineContractError
+        A verdict came back without the explanation the engine declared it answers with.
+    """
+    if scores.explanation is None and scores.error is None:
+        raise EngineContractError("engine declares whole_judgment but returned a verdict without its explanation "
+                                  "(LabelScores.explanation is None)")
+    written = scores.explanation
+    explanation = None if written is None else start + continued_explanation(start, written)
+    if reasoning is None:
+        result = _from_scores(task, scores, None, False, _spent(scores))
+        return result if result.error is not None else dataclasses.replace(result, explanation=explanation)
+    result = _from_scores(task, scores, explanation, False, _spent(scores))
+    return dataclasses.replace(result, prompt_suffix=task.reasoning_suffix(explanation, reasoning))
 
 
 def _run_reasoning_first(
