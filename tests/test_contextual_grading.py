@@ -287,3 +287,22 @@ def test_explain_mode_is_accepted_when_every_judge_reasons_first() -> None:
     with pytest.raises(InputError, match=r"verdict first \(judges \['scripted'\]"):
         CriterionGrader(LLMConfig(model="scripted", engine=engine), mode="explain", contextual_calibration=True,
                         explanation_first=False)
+
+
+def test_a_content_free_judgment_left_unplanned_is_a_bug_that_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every content-free task must come back judged; one the grouping lost (our own bug) raises
+    instead of calibrating silently with the priors that remain (issue 32, "Nothing silent")."""
+    from autorubric_local.engine.base import EngineContractError
+    from autorubric_local.graders.content_free import CONTENT_FREE_ITEM
+
+    workloads = CriterionGrader._workloads
+
+    def losing_one(self: CriterionGrader, tasks: Sequence[object]) -> list[list[object]]:
+        groups = workloads(self, tasks)  # type: ignore[arg-type]
+        dropped = next(task for group in groups for task in group if task.item_index == CONTENT_FREE_ITEM)
+        return [[task for task in group if task is not dropped] for group in groups]
+
+    monkeypatch.setattr(CriterionGrader, "_workloads", losing_one)
+    engine = ScriptedEngine(policy=binary_policy(answers_with({"LFP is denser.": REAL_BINARY})))
+    with pytest.raises(EngineContractError, match="content-free calibration judgments"):
+        grader(engine, contextual_calibration=True).grade_batch(items("LFP is denser."))

@@ -37,7 +37,7 @@ from autorubric_local.core.types import (
     OrdinalAggregation,
 )
 from autorubric_local.data.dataset import RubricDataset
-from autorubric_local.engine.base import Engine
+from autorubric_local.engine.base import Engine, filled
 from autorubric_local.engine.cached import with_request_settings
 from autorubric_local.graders.aggregation import Strategies, check_criterion_override
 from autorubric_local.graders.assembly import (
@@ -459,7 +459,7 @@ class CriterionGrader:
             if progress is not None:
                 progress(sum(1 for task in workload if task.item_index != CONTENT_FREE_ITEM))
         if content_free is not None:
-            self._calibrate(content_free, tasks, [r for r in extra_results if r is not None], results)
+            self._calibrate(content_free, tasks, filled(extra_results, "content-free calibration judgments"), results)
         graded: list[GradedItem] = []
         for item_index, item in enumerate(items):
             graded_input = (
