@@ -63,11 +63,6 @@ class JobEngines:
         """Note the engines already loaded in this process: :meth:`release` keeps them."""
         self._before = cached_engine_ids()
 
-    @property
-    def started(self) -> bool:
-        """Whether :meth:`start` was called since the last :meth:`release`."""
-        return self._before is not None
-
     def release(self, held: Mapping[str, Engine], release: Callable[[list[str]], object]) -> None:
         """``release(names)`` for the names in ``held`` whose engine this job loaded (none before
         :meth:`start`); ``release`` is the holder's own (e.g. ``CriterionGrader.release_engines``

@@ -23,30 +23,12 @@ from typing import Any
 
 from autorubric_local.engine.base import ONE_HOT_FLOOR
 
-__all__ = ["label_values", "one_hot", "read_label_logprobs"]
+__all__ = ["one_hot", "read_label_logprobs"]
 
 _VALUE_START = {
     "criterion_status": re.compile(r'"criterion_status"\s*:\s*"'),
     "selected_option": re.compile(r'"selected_option"\s*:\s*'),
 }
-
-
-def label_values(labels: Sequence[str]) -> tuple[str, tuple[str, ...]]:
-    """The JSON key and the bare values of grader labels.
-
-    ``('MET"', 'UNMET"', 'CANNOT_ASSESS"')`` -> ``("criterion_status", ("MET", "UNMET",
-    "CANNOT_ASSESS"))``; ``('1,', '2,')`` or ``('1}', '2}')`` -> ``("selected_option", ("1", "2"))``.
-
-    Raises
-    ------
-    ValueError
-        For labels of neither form.
-    """
-    if all(label.endswith('"') for label in labels):
-        return "criterion_status", tuple(label[:-1] for label in labels)
-    if all(label[:-1].isdigit() and label[-1] in ",}" for label in labels):
-        return "selected_option", tuple(label[:-1] for label in labels)
-    raise ValueError(f"labels {tuple(labels)!r} are neither verdicts nor option numbers")
 
 
 def one_hot(n_labels: int, chosen: int) -> tuple[float, ...]:
@@ -65,7 +47,7 @@ def read_label_logprobs(
         The response text (the JSON judgment).
     key : {"criterion_status", "selected_option"}
     values : sequence of str, length n_labels
-        Bare label values (:func:`label_values`).
+        Bare label values: ``("MET", "UNMET", ...)`` or ``("1", "2", ...)``.
     chosen : int
         Index of the parsed verdict in ``values``.
     tokens : list of dict or None
