@@ -6,6 +6,7 @@ each committed to the SQLite file, so an interrupted run resumes with ``--run NA
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Sequence
@@ -30,6 +31,7 @@ from autorubric_local.cli.grade_output import (
     print_graded,
     summary_line,
 )
+from autorubric_local.cli.heap import loaded_heap_frozen
 from autorubric_local.core.errors import AutorubricError, InputError
 from autorubric_local.engine.vllm.args import check_engine_args
 from autorubric_local.graders.criterion_grader import CriterionGrader
@@ -215,12 +217,14 @@ def grade(
         else:
             started = time.perf_counter()
             names = ", ".join(sorted({j.llm_config.model for j in grader.judges}))
+            frozen = contextlib.ExitStack()
             try:
                 if distributed is None:
                     with console.status(f"loading judge {escape(names)} ..."):
                         for judge in grader.judges:
                             grader.engine_for(judge)
                     load_seconds = time.perf_counter() - started
+                    frozen.enter_context(loaded_heap_frozen())  # the judges out of full collections (cli/heap.py)
                 else:  # the actors load the judges when the run starts
                     console.print(f"grading on {distributed.workers} Ray workers ({distributed.address}), each "
                                   f"loading judge {names} from its own files; committing to {db_path}", markup=False)
@@ -228,7 +232,10 @@ def grade(
                 if executor is not None:
                     load_seconds = executor.startup_seconds
             finally:
-                grader.release_engines()  # vLLM engines shut down cleanly, their memory returned
+                try:
+                    grader.release_engines()  # vLLM engines shut down cleanly, their memory returned
+                finally:
+                    frozen.close()  # unfrozen after the release: its collection walks only the run's objects
     except KeyboardInterrupt:
         console.print(f"interrupted: committed chunks are kept in {db_path}; run again with the same --run to resume",
                       markup=False)
