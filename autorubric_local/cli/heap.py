@@ -3,7 +3,7 @@
 Loading a judge with torch and transformers puts several hundred thousand objects tracked by
 CPython's cyclic garbage collector in the heap (modules, classes, parameters). A full (oldest
 generation) collection walks every one of them; the collector starts one on its own whenever
-enough new objects have survived into the oldest generation (a few times per thousand items
+enough new objects have survived into the oldest generation (about once per thousand items
 graded), and :func:`~autorubric_local.judges.engines.free_memory` runs one when the engines are
 released. :func:`loaded_heap_frozen` moves what is in memory after the judges load into the
 collector's permanent generation (:func:`gc.freeze`), so those collections walk only what the
