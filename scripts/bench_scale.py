@@ -26,6 +26,12 @@ On CUDA the forward-pass timer synchronizes the device before and after each pas
 
 Run: ``python scripts/bench_scale.py --judge tiny --items 1000 10000``; one JSON line per
 (judge, N), then a table. Nothing here is a test: figures depend on the machine.
+
+A/B on one judge: ``--trees A=/tmp/old B=.`` grades each N once per tree, in the order given
+(``A B B A`` interleaves), the grade child importing ``autorubric_local`` from that tree
+(``PYTHONPATH``); each row names its tree in ``package``. ``--judge-dir DIR`` keeps the random
+judge's folder in DIR (built there if absent, reused if present, never deleted), so separate
+invocations on a GPU box share one 15 GB folder instead of writing it again.
 """
 
 from __future__ import annotations
@@ -171,6 +177,9 @@ def child_grade(model: str, data: str, db: str) -> None:
         finally:
             sys.stdout = stdout
     timers["wall_s"] = time.perf_counter() - started
+    import autorubric_local
+
+    timers["package_dir"] = str(Path(autorubric_local.__file__).resolve().parent.parent)  # which tree graded
     timers["device"] = torch.cuda.get_device_name() if cuda else "cpu"
     timers["torch_threads"] = torch.get_num_threads()
     print(json.dumps(timers))
@@ -188,12 +197,12 @@ parent's resident memory at the fork (kept across ``exec``), so a command starte
 a parent holding torch and a judge (~480 MiB) never reads below that."""
 
 
-def run_child(command: list[str]) -> tuple[float, float, str]:
-    """Run ``command``: its wall seconds, peak RSS in MiB (its own ``ru_maxrss``, from ``wait4``
-    in :data:`_PEAK_RSS`'s launcher) and stdout."""
+def run_child(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """Run ``command`` (environment ``env``, default this one's): its wall seconds, peak RSS in
+    MiB (its own ``ru_maxrss``, from ``wait4`` in :data:`_PEAK_RSS`'s launcher) and stdout."""
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-c", _PEAK_RSS, *command], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, env=env)
     out, err = process.communicate()
     wall = time.perf_counter() - started
     if process.returncode not in (0, 3):
@@ -203,12 +212,18 @@ def run_child(command: list[str]) -> tuple[float, float, str]:
 
 
 def bench(judge: str, model: str, n_items: int, submission_tokens: int, work: Path,
-          grade_only: bool = False) -> dict[str, Any]:
+          grade_only: bool = False, tree: Path | None = None) -> dict[str, Any]:
+    """One (judge, N) row; ``tree``: a folder whose ``autorubric_local`` the grade child imports
+    (first on its ``PYTHONPATH``; default: whichever this interpreter finds)."""
     data, db = work / f"{judge}-{n_items}.jsonl", work / f"{judge}-{n_items}.sqlite"
     ratio = tokens_per_word(model)
     write_dataset(data, n_items, round(submission_tokens / ratio))
     cli = [sys.executable, "-m", "autorubric_local.cli"]
-    _, rss, out = run_child([sys.executable, __file__, "--child", model, str(data), str(db)])
+    env = None
+    if tree is not None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(tree.resolve()), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    _, rss, out = run_child([sys.executable, __file__, "--child", model, str(data), str(db)], env)
     timers = json.loads(out.strip().splitlines()[-1])
     import sqlite_utils
 
@@ -232,6 +247,7 @@ def bench(judge: str, model: str, n_items: int, submission_tokens: int, work: Pa
         "host_ms_per_judgment": round(1000 * (grade_s - timers["engine_s"]) / judgments, 3),
         "engine_ms_per_judgment": round(1000 * timers["engine_s"] / judgments, 3),
         "grade_peak_rss_mib": round(rss),
+        "package_dir": timers["package_dir"],
         "db_mib": round(db.stat().st_size / 2**20, 1),
     }
     if grade_only:
@@ -297,6 +313,10 @@ def main() -> None:
     parser.add_argument("--max-batch-tokens", type=int, default=None,
                         help="the judge's max_batch_tokens (16384: the batched scoring path accelerators take by "
                              "default, here on any device; 0: one prefix group per pass)")
+    parser.add_argument("--trees", nargs="+", metavar="LABEL=DIR", default=None,
+                        help="grade each N once per package tree, in this order (A/B: A=/tmp/old B=. B=. A=/tmp/old)")
+    parser.add_argument("--judge-dir", type=Path, default=None,
+                        help="--judge random: build the judge folder here if absent, reuse it if present, keep it")
     parser.add_argument("--grade-only", action="store_true",
                         help="time grade only, not runs/show/export/report/metrics")
     parser.add_argument("--items", type=int, nargs="+", default=[1000, 10000])
@@ -316,6 +336,12 @@ def main() -> None:
         else:
             child_grade(*args.child)
         return
+    trees: list[tuple[str | None, Path | None]] = [(None, None)]
+    if args.trees:
+        trees = [(label, Path(folder)) for label, _, folder in (t.partition("=") for t in args.trees)]
+        for label, folder in trees:
+            if not (folder / "autorubric_local" / "__init__.py").is_file():
+                parser.error(f"--trees {label}={folder}: no autorubric_local package in that folder")
     work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     try:
         print(f"# bench_scale on {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}; "
@@ -328,20 +354,24 @@ def main() -> None:
         for judge in args.judge or ["tiny"]:
             if judge == "tiny":
                 model = str(build_tiny_judge(work / "tiny-judge"))
+            elif judge == "random" and args.judge_dir is not None and (args.judge_dir / "config.json").exists():
+                model = str(args.judge_dir)
             elif judge == "random":
-                model = str(build_random_judge(work / "random-judge", args.model_config, args.tokenizer,
-                                               args.random_tiny))
+                model = str(build_random_judge(args.judge_dir or work / "random-judge", args.model_config,
+                                               args.tokenizer, args.random_tiny))
             else:
                 model = "smollm2-135m-instruct"
-            for n_items in args.items:
-                row = bench(judge, model, n_items, args.submission_tokens, work, args.grade_only)
+            for n_items, (label, tree) in ((n, t) for n in args.items for t in trees):
+                row = bench(judge, model, n_items, args.submission_tokens, work, args.grade_only, tree)
+                if label is not None:
+                    row = {"package": label, **row}
                 if judge == "random":
                     shape = Path(args.model_config).stem if args.model_config.endswith(".json") else args.model_config
                     row["judge"] = f"random {shape}{' (tiny)' if args.random_tiny else ''}"
                 row["load_average_1m_after"] = round(os.getloadavg()[0], 2)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-        keys = ["judge", "device", "items", "judgments", "judgments_per_s", "host_ms_per_judgment",
+        keys = ["package"] * bool(args.trees) + ["judge", "device", "items", "judgments", "judgments_per_s", "host_ms_per_judgment",
                 "engine_ms_per_judgment", "grade_peak_rss_mib", "db_mib", "runs_s", "show_s", "export_s", "report_s", "metrics_s"]
         print("\n| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
         for row in rows:

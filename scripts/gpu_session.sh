@@ -10,7 +10,15 @@
 #      math): which kernel the packed decode steps should use;
 #   scale: bench_scale.py --judge random: `grade` on $ITEMS (default 1000) items x 6 criteria with
 #      1,000-token submissions, the Qwen2.5-7B shape with random weights, grade only; host vs
-#      engine seconds per judgment.
+#      engine seconds per judgment;
+#   ab: the same split as an interleaved A/B of two package trees on one random judge folder:
+#      $AB_TREES (default "A=.ab_base B=. B=. A=.ab_base"; .ab_base holds an old autorubric_local,
+#      e.g. `git archive COMMIT autorubric_local | tar -x -C .ab_base`, ignored and carried);
+#   profile: a cProfile of one grade child on $PROFILE_ITEMS (default 100) items with this tree,
+#      summarised by profile_summary.py (where the GPU path's host time goes).
+# ab and profile share the random judge folder in /dev/shm (built once, removed at the end);
+# BENCH_GPU_ARGS adds bench_gpu arguments ("--items 16": half the workload); SCALE_ARGS adds
+# bench_scale arguments (a CPU rehearsal: "--random-tiny --max-batch-tokens 16384").
 # Each step has its own time limit (timeout), so a slow step cannot take the others' results.
 # 2026-11-28 on one H200: llama 141 s, qwen over 170 s, scale ~220 s (its 15 GB folder included).
 #
@@ -34,7 +42,9 @@ steps=("${@:-qwen llama scale}")
 steps=(${steps[*]})
 items=${ITEMS:-1000}
 mkdir -p "$out"
-export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+# Bytecode is written: each bench_scale child imports transformers again, and without .pyc files
+# (the wheels install with --no-compile) every child compiled it from source (~10 s each).
+export PYTHONUNBUFFERED=1
 py=${PYTHON:-python3}
 if [ -d .whl ]; then
     "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -54,12 +64,14 @@ day=$(date -u +%F)
 '| transformers', transformers.__version__, '| cuda', torch.version.cuda)"
     nproc; free -g | head -2
 } >"$log" 2>&1
+shm=$( [ -d /dev/shm ] && echo /dev/shm || echo /tmp )
+judge_dir=$shm/gpu-session-random-judge  # ab and profile's shared random judge (15 GB)
 gpu=$("$py" -c "import torch; n = torch.cuda.get_device_name().lower(); print('h200' if 'h200' in n else 'h100' if 'h100' in n else 'gpu')")
 bench_gpu() {  # NAME LIMIT ARGS...
     local name=$1 limit=$2
     shift 2
     echo "## bench_gpu $name: $*" >>"$log"
-    timeout -k 10 "$limit" "$py" scripts/bench_gpu.py "${tokenizer[@]}" "$@" \
+    timeout -k 10 "$limit" "$py" scripts/bench_gpu.py "${tokenizer[@]}" "$@" ${BENCH_GPU_ARGS:-} \
         --out "$out/bench_gpu_${gpu}_${name}_$day.txt" >>"$log" 2>&1
     echo "exit $? at $(date -u +%T)" >>"$log"
 }
@@ -76,6 +88,22 @@ for step in "${steps[@]}"; do
             "$py" scripts/bench_scale.py --judge random --model-config qwen2.5-7b-instruct "${tokenizer[@]}" \
             --items "$items" --grade-only >"$out/bench_scale_${gpu}_random-qwen7b_$day.txt" 2>>"$log"
         echo "exit $? at $(date -u +%T)" >>"$log" ;;
-    *) echo "unknown step $step (qwen, llama, sdpa, scale)" >&2; exit 2 ;;
+    ab)
+        echo "## bench_scale A/B ($items items): ${AB_TREES:-A=.ab_base B=. B=. A=.ab_base}" >>"$log"
+        TMPDIR=$shm timeout -k 10 "${BENCH_AB_LIMIT:-300}" "$py" scripts/bench_scale.py --judge random \
+            --model-config qwen2.5-7b-instruct "${tokenizer[@]}" --judge-dir "$judge_dir" --items "$items" --grade-only ${SCALE_ARGS:-} \
+            --trees ${AB_TREES:-A=.ab_base B=. B=. A=.ab_base} >"$out/ab_scale_${gpu}_random-qwen7b_$day.txt" 2>>"$log"
+        echo "exit $? at $(date -u +%T)" >>"$log" ;;
+    profile)
+        echo "## bench_scale profile (${PROFILE_ITEMS:-100} items)" >>"$log"
+        TMPDIR=$shm BENCH_SCALE_PROFILE=$out/scale.prof timeout -k 10 "${BENCH_PROFILE_LIMIT:-120}" "$py" \
+            scripts/bench_scale.py --judge random --model-config qwen2.5-7b-instruct "${tokenizer[@]}" \
+            --judge-dir "$judge_dir" --items "${PROFILE_ITEMS:-100}" --grade-only ${SCALE_ARGS:-} \
+            >"$out/profile_scale_${gpu}_random-qwen7b_$day.txt" 2>>"$log"
+        echo "exit $? at $(date -u +%T)" >>"$log"
+        [ -f "$out/scale.prof" ] && "$py" scripts/profile_summary.py "$out/scale.prof" --top 30 \
+            >>"$out/profile_scale_${gpu}_random-qwen7b_$day.txt" 2>>"$log" ;;
+    *) echo "unknown step $step (qwen, llama, sdpa, scale, ab, profile)" >&2; exit 2 ;;
     esac
 done
+rm -rf "$judge_dir"
