@@ -1,7 +1,10 @@
 """Shared heads encoded once give exactly the one-call encoding (:mod:`autorubric_local.engine.token_cuts`).
 
 For every tokenizer family here (the tests' byte-level ChatML BPE, an in-memory Gemma-style BPE
-without pre-tokenizer, and the real SmolLM2 and Gemma 3 tokenizers when installed), prompts with
+without pre-tokenizer, the same byte-level BPE under Llama 3's and Qwen2's regex split (Qwen2's
+with its NFC normalizer), the SmolLM2 vocabulary under Qwen2's pipeline (what transformers builds
+for a Qwen2-shaped judge folder holding that vocabulary), and the real SmolLM2 and Gemma 3
+tokenizers when installed), prompts with
 tricky text at every seam (trailing spaces, unicode, special-token strings inside the data) are
 encoded through the fast path (:meth:`prompt_tokens`, :meth:`score_tokens`) and compared with one
 call over the whole text. Controls show the checks of :func:`supports_cuts` are needed: tokenizers
@@ -18,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis_profiles import examples
 
 from autorubric_local.engine.chat_text import HFTextMixin, SeamError
-from autorubric_local.engine.token_cuts import join_pieces, last_cut, supports_cuts
+from autorubric_local.engine.token_cuts import SPLIT_PATTERNS, join_pieces, last_cut, supports_cuts
 from autorubric_local.engine.user_text import mark, plain, split_marked
 
 # Characters that stress seams: spaces of several kinds, letters next to spaces, combining
@@ -77,6 +80,28 @@ def gemma_style_tokenizer(cross_space_merges: bool) -> Any:
     return tokenizer
 
 
+LLAMA3_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+QWEN2_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+
+
+def regex_split_tokenizer(base: Any, pattern: str, nfc: bool, behavior: str = "isolated",
+                          prefix_space: bool = False) -> Any:
+    """``base``'s vocabulary, merges, added tokens and chat template under a Llama 3 / Qwen2 style
+    pipeline: ``Split(pattern)`` then ``ByteLevel`` without its regex, NFC first when ``nfc``."""
+    from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers
+
+    backend = Tokenizer.from_str(base.backend_tokenizer.to_str())
+    if nfc:
+        backend.normalizer = normalizers.NFC()
+    backend.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), behavior=behavior, invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=prefix_space, use_regex=False),
+    ])
+    tokenizer = base.__class__(tokenizer_object=backend)
+    tokenizer.chat_template = getattr(base, "chat_template", None)
+    return tokenizer
+
+
 def real_tokenizer(preset: str) -> Any:
     from autorubric_local.core.errors import ModelNotFoundError
     from autorubric_local.judges.engines import gguf_tokenizer
@@ -90,12 +115,19 @@ def real_tokenizer(preset: str) -> Any:
         missing(f"{preset} not installed: {exc}", "setup.sh")
 
 
-@pytest.fixture(scope="module", params=["byte_level", "gemma_style", "smollm2", "gemma3"])
+@pytest.fixture(scope="module", params=["byte_level", "gemma_style", "llama3_split", "qwen2_split",
+                                        "smollm2_qwen2_split", "smollm2", "gemma3"])
 def engine(request: pytest.FixtureRequest, tiny_model: Any) -> TextOnly:
     if request.param == "byte_level":
         return TextOnly(tiny_model.tokenizer)
     if request.param == "gemma_style":
         return TextOnly(gemma_style_tokenizer(cross_space_merges=False))
+    if request.param == "llama3_split":
+        return TextOnly(regex_split_tokenizer(tiny_model.tokenizer, LLAMA3_SPLIT, nfc=False))
+    if request.param == "qwen2_split":
+        return TextOnly(regex_split_tokenizer(tiny_model.tokenizer, QWEN2_SPLIT, nfc=True))
+    if request.param == "smollm2_qwen2_split":
+        return TextOnly(regex_split_tokenizer(real_tokenizer("smollm2-135m-instruct"), QWEN2_SPLIT, nfc=True))
     return TextOnly(real_tokenizer("smollm2-135m-instruct" if request.param == "smollm2" else "gemma3-270m"))
 
 
@@ -122,6 +154,40 @@ def test_join_pieces_merges_trusted_text_only() -> None:
 def test_supported_tokenizers(tiny_model: Any) -> None:
     assert supports_cuts(tiny_model.tokenizer)
     assert supports_cuts(gemma_style_tokenizer(cross_space_merges=False))
+
+
+@pytest.mark.parametrize("pattern", sorted(SPLIT_PATTERNS))
+def test_every_listed_split_regex_is_supported_and_exact_at_every_cut(tiny_model: Any, pattern: str) -> None:
+    """Each regex of SPLIT_PATTERNS (Llama 3, Qwen2, Qwen3.5, Tekken, o200k), with and without NFC:
+    at every cut position of texts with contractions, digits, marks and newlines near the cut,
+    two calls give the one call's ids."""
+    texts = ["It's the cell's 1234 Wh/kg figure, isn't it? Yes ok", "e\u0301 ab\u0301c de\u0301 x\n\n y z",
+             "ABC Def ghI JKl 'll we'D 12 34\r\n  tabs\tthen a b", "中文 and 😀 text ok MET UNMET"]
+    for nfc in (False, True):
+        tokenizer = regex_split_tokenizer(tiny_model.tokenizer, pattern, nfc=nfc)
+        assert supports_cuts(tokenizer)
+        for text in texts:
+            whole = tokenizer.encode(text, add_special_tokens=False)
+            for at in [i for i in range(1, len(text) - 1)
+                       if text[i] == " " and text[i - 1].isascii() and text[i - 1].isalpha()
+                       and text[i + 1].isascii() and text[i + 1].isalpha()]:
+                assert tokenizer.encode(text[:at], add_special_tokens=False) + tokenizer.encode(
+                    text[at:], add_special_tokens=False) == whole, (text, at)
+
+
+def test_other_regex_splits_are_refused_and_a_two_word_split_would_change_tokens(tiny_model: Any) -> None:
+    """Only the listed regexes, split off in isolation, before a ByteLevel without regex or prefix
+    space: a regex whose matches hold a letter before a space (two words a match) really
+    tokenizes differently across a cut."""
+    base = tiny_model.tokenizer
+    assert not supports_cuts(regex_split_tokenizer(base, LLAMA3_SPLIT, nfc=False, behavior="merged_with_next"))
+    assert not supports_cuts(regex_split_tokenizer(base, LLAMA3_SPLIT, nfc=False, prefix_space=True))
+    pairs = regex_split_tokenizer(real_tokenizer("smollm2-135m-instruct"), r"\S+ ?\S*", nfc=False)  # two words a match
+    assert not supports_cuts(pairs)
+    text = "Decide whether the criterion is met"
+    at = text.index(" whether")  # one call: "Decide whether" is one pre-token; two: " whether the" is
+    assert pairs.encode(text[:at], add_special_tokens=False) + pairs.encode(
+        text[at:], add_special_tokens=False) != pairs.encode(text, add_special_tokens=False)
 
 
 def test_merges_across_a_word_start_are_refused_and_would_change_tokens() -> None:

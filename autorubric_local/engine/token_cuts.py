@@ -29,7 +29,21 @@ the tokenizer's own ``tokenizer.json``):
   no merge crosses ``c``, and the merges on either side never see each other: each side merges
   as it would alone.
 
-In both, the BPE model must have no dropout and no subword prefix or suffix, and no added
+- *Regex-split byte-level BPE* (Llama 3, Qwen2 and Qwen2.5, Qwen3.5, Mistral's Tekken, GPT-4o's
+  o200k as transformers writes them): normalizer absent or ``NFC``, pre-tokenizer a
+  ``Sequence`` of a ``Split`` on one of the regexes in :data:`SPLIT_PATTERNS` (behaviour
+  ``Isolated``, not inverted) and a ``ByteLevel`` without its own regex or prefix space. In each
+  of those regexes a space can only open a match (an optional leading character) or sit in a
+  whitespace-only match, so no match holds a letter followed by a space: the match holding the
+  letter at ``c - 1`` ends at ``c``, having looked no further than ``c`` (where a space and the
+  end of the text fail its character classes alike); the regexes have no look-behind or anchor,
+  so matching from ``c`` on is the same in ``head + tail`` and in ``head[c:] + tail``. ``NFC``
+  composes and reorders only within runs that start at a starter, and neither an ASCII letter
+  nor U+0020 is ever the second character of a canonical composition, so it normalizes each
+  side of ``c`` as it normalizes the whole (both sides keep their ASCII characters at ``c``).
+  ``ByteLevel`` without its regex only maps each pre-token's bytes to characters.
+
+In all, the BPE model must have no dropout and no subword prefix or suffix, and no added
 token may contain ``<letter><space>`` or ``<letter>▁`` (so the added-token split, which comes
 first, never spans ``c``) or strip whitespace around it or match whole words only
 (``lstrip``/``rstrip``/``single_word``). Any other tokenizer gets no cut: callers then encode
@@ -44,6 +58,24 @@ from typing import Any
 
 SPACE = " "
 META_SPACE = "\u2581"
+SPLIT_PATTERNS: frozenset[str] = frozenset({
+    # Llama 3 (transformers' convert_slow_tokenizer and GGUF mapping)
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    # Qwen2 and Qwen2.5 (transformers' models/qwen2/tokenization_qwen2.py)
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    # Qwen3.5 (letters with their combining marks)
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    # Mistral Tekken (transformers' GGUF mapping)
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
+    r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    # GPT-4o's o200k (transformers' GGUF mapping)
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+})
+"""Pre-tokenizer regexes under which a cut is exact (module docstring, regex-split byte-level BPE).
+Only these exact strings: another regex could let a match run across a space."""
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 
 
@@ -70,6 +102,8 @@ def supports_cuts(tokenizer: Any) -> bool:
     for token in added:
         if token.lstrip or token.rstrip or token.single_word or _has_letter_then(token.content, SPACE + META_SPACE):
             return False
+    if normalizer in (None, {"type": "NFC"}) and _regex_split_then_bytes(pre):
+        return True
     if normalizer is None:
         return bool(pre and pre.get("type") == "ByteLevel" and pre.get("use_regex", True))
     spaces_to_meta = (normalizer.get("type") == "Replace" and normalizer.get("pattern") == {"String": SPACE}
@@ -79,6 +113,19 @@ def supports_cuts(tokenizer: Any) -> bool:
         return False
     vocab = backend.get_vocab(with_added_tokens=False)  # type: ignore[union-attr]
     return META_SPACE in vocab and not any(_has_letter_then(token, META_SPACE) for token in vocab)
+
+
+def _regex_split_then_bytes(pre: dict[str, Any] | None) -> bool:
+    """Whether ``pre`` is ``Sequence[Split(one of SPLIT_PATTERNS, Isolated), ByteLevel(no regex,
+    no prefix space)]`` (module docstring)."""
+    steps = pre.get("pretokenizers") if pre and pre.get("type") == "Sequence" else None
+    if not steps or len(steps) != 2:
+        return False
+    split, byte_level = steps
+    return (split.get("type") == "Split" and split.get("pattern", {}).get("Regex") in SPLIT_PATTERNS
+            and split.get("behavior") == "Isolated" and not split.get("invert")
+            and byte_level.get("type") == "ByteLevel" and byte_level.get("use_regex") is False
+            and byte_level.get("add_prefix_space") is False)
 
 
 def _spec(component: Any) -> dict[str, Any] | None:
