@@ -185,9 +185,54 @@ def test_other_regex_splits_are_refused_and_a_two_word_split_would_change_tokens
     pairs = regex_split_tokenizer(real_tokenizer("smollm2-135m-instruct"), r"\S+ ?\S*", nfc=False)  # two words a match
     assert not supports_cuts(pairs)
     text = "Decide whether the criterion is met"
-    at = text.index(" whether")  # one call: "Decide whether" is one pre-token; two: " whether the" is
+    at = text.index(" whether")  # one call: "Decide whether" is one pre-token; two: " ", "whether the"
     assert pairs.encode(text[:at], add_special_tokens=False) + pairs.encode(
         text[at:], add_special_tokens=False) != pairs.encode(text, add_special_tokens=False)
+
+
+def test_split_patterns_are_the_ones_transformers_writes() -> None:
+    """SPLIT_PATTERNS holds transformers' own strings: a typo, or a change on their side, would
+    silently turn the cuts off for those judges."""
+    from transformers.integrations.gguf import gguf_tokenizer_mapping as gguf
+    from transformers.models.qwen2 import tokenization_qwen2
+    from transformers.models.qwen3_5 import tokenization_qwen3_5
+
+    assert tokenization_qwen2.PRETOKENIZE_REGEX in SPLIT_PATTERNS
+    assert tokenization_qwen3_5.PRETOKENIZE_REGEX in SPLIT_PATTERNS
+    assert {gguf._LLAMA3_SPLIT, gguf._TEKKEN_SPLIT, gguf._GPT4O_SPLIT} <= SPLIT_PATTERNS
+    assert set(gguf.GGUF_PRE_TOKENIZER_SPLITS.values()) <= SPLIT_PATTERNS
+
+
+def test_a_listed_regex_in_any_other_pipeline_is_refused(tiny_model: Any) -> None:
+    """Each condition of the regex-split case is needed for the check to pass: another
+    normalizer, an inverted split, a ByteLevel with its own regex, a third step, or an added
+    token that reads letter-space after NFC (U+212A KELVIN SIGN becomes "K")."""
+    from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers
+
+    base = tiny_model.tokenizer
+    assert supports_cuts(regex_split_tokenizer(base, LLAMA3_SPLIT, nfc=True))
+
+    def variant(normalizer: Any = None, steps: list[Any] | None = None) -> Any:
+        backend = Tokenizer.from_str(base.backend_tokenizer.to_str())
+        if normalizer is not None:
+            backend.normalizer = normalizer
+        backend.pre_tokenizer = pre_tokenizers.Sequence(steps or [
+            pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+        return base.__class__(tokenizer_object=backend)
+
+    split = pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated", invert=False)
+    plain_bytes = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    assert supports_cuts(variant())
+    assert not supports_cuts(variant(normalizer=normalizers.NFKC()))
+    assert not supports_cuts(variant(steps=[pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated",
+                                                                 invert=True), plain_bytes]))
+    assert not supports_cuts(variant(steps=[split, pre_tokenizers.ByteLevel(add_prefix_space=False,
+                                                                             use_regex=True)]))
+    assert not supports_cuts(variant(steps=[split, pre_tokenizers.Digits(), plain_bytes]))
+    kelvin = variant(normalizer=normalizers.NFC())
+    kelvin.add_tokens(["\u212a x"])
+    assert not supports_cuts(kelvin)
 
 
 def test_merges_across_a_word_start_are_refused_and_would_change_tokens() -> None:

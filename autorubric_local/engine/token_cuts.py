@@ -44,7 +44,7 @@ the tokenizer's own ``tokenizer.json``):
   ``ByteLevel`` without its regex only maps each pre-token's bytes to characters.
 
 In all, the BPE model must have no dropout and no subword prefix or suffix, and no added
-token may contain ``<letter><space>`` or ``<letter>▁`` (so the added-token split, which comes
+token may contain ``<letter><space>`` or ``<letter>▁`` (as written or in its NFC form) (so the added-token split, which comes
 first, never spans ``c``) or strip whitespace around it or match whole words only
 (``lstrip``/``rstrip``/``single_word``). Any other tokenizer gets no cut: callers then encode
 the whole text in one call, as before. The tests compare both ways on many prompts for both
@@ -54,6 +54,7 @@ judge families.
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any
 
 SPACE = " "
@@ -100,7 +101,11 @@ def supports_cuts(tokenizer: Any) -> bool:
     if type(model).__name__ != "BPE" or model.dropout or model.continuing_subword_prefix or model.end_of_word_suffix:
         return False
     for token in added:
-        if token.lstrip or token.rstrip or token.single_word or _has_letter_then(token.content, SPACE + META_SPACE):
+        # An added token marked ``normalized`` is matched in the normalized text: NFC turns
+        # U+212A KELVIN SIGN into "K", so its NFC form is checked too.
+        forms = (token.content, unicodedata.normalize("NFC", token.content))
+        if token.lstrip or token.rstrip or token.single_word or any(
+                _has_letter_then(form, SPACE + META_SPACE) for form in forms):
             return False
     if normalizer in (None, {"type": "NFC"}) and _regex_split_then_bytes(pre):
         return True
