@@ -44,8 +44,8 @@ the tokenizer's own ``tokenizer.json``):
   ``ByteLevel`` without its regex only maps each pre-token's bytes to characters.
 
 In all, the BPE model must have no dropout and no subword prefix or suffix, and no added
-token may contain ``<letter><space>`` or ``<letter>▁`` (as written or in its NFC form) (so the added-token split, which comes
-first, never spans ``c``) or strip whitespace around it or match whole words only
+token may contain ``<letter><space>`` or ``<letter>▁``, as written or in its NFC form (so the
+added-token split, which comes first, never spans ``c``) or strip whitespace around it or match whole words only
 (``lstrip``/``rstrip``/``single_word``). Any other tokenizer gets no cut: callers then encode
 the whole text in one call, as before. The tests compare both ways on many prompts for both
 judge families.
