@@ -371,8 +371,9 @@ def main() -> None:
                 row["load_average_1m_after"] = round(os.getloadavg()[0], 2)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-        keys = ["package"] * bool(args.trees) + ["judge", "device", "items", "judgments", "judgments_per_s", "host_ms_per_judgment",
-                "engine_ms_per_judgment", "grade_peak_rss_mib", "db_mib", "runs_s", "show_s", "export_s", "report_s", "metrics_s"]
+        keys = ["package"] * bool(args.trees) + [
+            "judge", "device", "items", "judgments", "judgments_per_s", "host_ms_per_judgment", "engine_ms_per_judgment",
+            "grade_peak_rss_mib", "db_mib", "runs_s", "show_s", "export_s", "report_s", "metrics_s"]
         print("\n| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
         for row in rows:
             print("| " + " | ".join(str(row.get(k)) for k in keys) + " |")

@@ -84,22 +84,30 @@ LLAMA3_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1
 QWEN2_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 
 
-def regex_split_tokenizer(base: Any, pattern: str, nfc: bool, behavior: str = "isolated",
-                          prefix_space: bool = False) -> Any:
-    """``base``'s vocabulary, merges, added tokens and chat template under a Llama 3 / Qwen2 style
-    pipeline: ``Split(pattern)`` then ``ByteLevel`` without its regex, NFC first when ``nfc``."""
-    from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers
+def with_pipeline(base: Any, normalizer: Any, steps: list[Any]) -> Any:
+    """``base``'s vocabulary, merges, added tokens and chat template under ``normalizer`` (None:
+    keep base's) and the pre-tokenizer ``Sequence(steps)``."""
+    from tokenizers import Tokenizer, pre_tokenizers
 
     backend = Tokenizer.from_str(base.backend_tokenizer.to_str())
-    if nfc:
-        backend.normalizer = normalizers.NFC()
-    backend.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(pattern), behavior=behavior, invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=prefix_space, use_regex=False),
-    ])
+    if normalizer is not None:
+        backend.normalizer = normalizer
+    backend.pre_tokenizer = pre_tokenizers.Sequence(steps)
     tokenizer = base.__class__(tokenizer_object=backend)
     tokenizer.chat_template = getattr(base, "chat_template", None)
     return tokenizer
+
+
+def regex_split_tokenizer(base: Any, pattern: str, nfc: bool, behavior: str = "isolated",
+                          prefix_space: bool = False) -> Any:
+    """``base`` under a Llama 3 / Qwen2 style pipeline: ``Split(pattern)`` then ``ByteLevel``
+    without its regex, NFC first when ``nfc``."""
+    from tokenizers import Regex, normalizers, pre_tokenizers
+
+    return with_pipeline(base, normalizers.NFC() if nfc else None, [
+        pre_tokenizers.Split(Regex(pattern), behavior=behavior, invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=prefix_space, use_regex=False),
+    ])
 
 
 def real_tokenizer(preset: str) -> Any:
@@ -207,30 +215,20 @@ def test_a_listed_regex_in_any_other_pipeline_is_refused(tiny_model: Any) -> Non
     """Each condition of the regex-split case is needed for the check to pass: another
     normalizer, an inverted split, a ByteLevel with its own regex, a third step, or an added
     token that reads letter-space after NFC (U+212A KELVIN SIGN becomes "K")."""
-    from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers
+    from tokenizers import Regex, normalizers, pre_tokenizers
 
     base = tiny_model.tokenizer
     assert supports_cuts(regex_split_tokenizer(base, LLAMA3_SPLIT, nfc=True))
-
-    def variant(normalizer: Any = None, steps: list[Any] | None = None) -> Any:
-        backend = Tokenizer.from_str(base.backend_tokenizer.to_str())
-        if normalizer is not None:
-            backend.normalizer = normalizer
-        backend.pre_tokenizer = pre_tokenizers.Sequence(steps or [
-            pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-        return base.__class__(tokenizer_object=backend)
-
     split = pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated", invert=False)
     plain_bytes = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    assert supports_cuts(variant())
-    assert not supports_cuts(variant(normalizer=normalizers.NFKC()))
-    assert not supports_cuts(variant(steps=[pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated",
-                                                                 invert=True), plain_bytes]))
-    assert not supports_cuts(variant(steps=[split, pre_tokenizers.ByteLevel(add_prefix_space=False,
-                                                                             use_regex=True)]))
-    assert not supports_cuts(variant(steps=[split, pre_tokenizers.Digits(), plain_bytes]))
-    kelvin = variant(normalizer=normalizers.NFC())
+    assert supports_cuts(with_pipeline(base, None, [split, plain_bytes]))
+    assert not supports_cuts(with_pipeline(base, normalizers.NFKC(), [split, plain_bytes]))
+    inverted = pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated", invert=True)
+    assert not supports_cuts(with_pipeline(base, None, [inverted, plain_bytes]))
+    regex_bytes = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    assert not supports_cuts(with_pipeline(base, None, [split, regex_bytes]))
+    assert not supports_cuts(with_pipeline(base, None, [split, pre_tokenizers.Digits(), plain_bytes]))
+    kelvin = with_pipeline(base, normalizers.NFC(), [split, plain_bytes])
     kelvin.add_tokens(["\u212a x"])
     assert not supports_cuts(kelvin)
 

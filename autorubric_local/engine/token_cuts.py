@@ -45,8 +45,9 @@ the tokenizer's own ``tokenizer.json``):
 
 In all, the BPE model must have no dropout and no subword prefix or suffix, and no added
 token may contain ``<letter><space>`` or ``<letter>▁``, as written or in its NFC form (so the
-added-token split, which comes first, never spans ``c``) or strip whitespace around it or match whole words only
-(``lstrip``/``rstrip``/``single_word``). Any other tokenizer gets no cut: callers then encode
+added-token split, which comes first, never spans ``c``), or strip whitespace around it, or
+match whole words only (``lstrip``/``rstrip``/``single_word``). Any other tokenizer gets no
+cut: callers then encode
 the whole text in one call, as before. The tests compare both ways on many prompts for both
 judge families.
 """
