@@ -659,7 +659,7 @@ def test_a_bug_in_our_packing_code_raises_instead_of_falling_back(
     propagates, and the engine stays on the packed path with no fallback recorded."""
     engine = from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="tiny")
 
-    def broken(row: Any) -> None:
+    def broken(*_: Any) -> None:
         raise TypeError("a bug in the row mask")
 
     monkeypatch.setattr(engine, "_row_mask", broken)

@@ -48,6 +48,7 @@ from autorubric_local.engine.transformers.packing import (
     prompt_shares,
 )
 from autorubric_local.engine.transformers.paths import PathFallbacks, call_model
+from autorubric_local.engine.transformers.row_layouts import Layout, RowLayouts
 from autorubric_local.engine.transformers.plain import decode_plain, score_plain
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
                 if len(chunk_trie(trees, self.max_packed_tokens)) > 1:
                     place(indices, _label_scores(tokenized, self._score_packed(work), time.perf_counter() - start))
                     continue
-                units.append(Unit(work[0][0][:shared], pack_trie(shared, trees)))
+                units.append(Unit(work[0][0][:shared], self._layouts().placed(shared, trees)[0]))
                 pending.append((indices, tokenized, time.perf_counter() - start))
             scored, seconds = run_units(self.model, self.attention, units, self.max_batch_tokens)
         for unit, (indices, tokenized, prepared), rows, batch_seconds in zip(
@@ -257,8 +258,8 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         computed = [0] * len(trees)  # suffix tokens computed per tree
         shares = [0.0] * len(trees)  # row nodes per tree (fractional)
         for chunk in chunk_trie(trees, self.max_packed_tokens):
-            row = pack_trie(shared, [trees[i] for i in chunk])
-            scored_row = self._score_row(row, cache)
+            row, layout = self._layouts().placed(shared, [trees[i] for i in chunk])
+            scored_row = self._score_row(row, layout, cache)
             for i, result, own, share in zip(chunk, scored_row, prompt_shares(row), node_shares(row), strict=True):
                 scored[i], computed[i], shares[i] = result, own, share
         return _packed_usage(work, shared, scored, computed, shares)
@@ -283,42 +284,49 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
             )
         return cache
 
-    def _score_row(self, row: PackedRow, cache: Any) -> list[tuple[tuple[float, ...], float]]:
+    def _score_row(self, row: PackedRow, layout: Layout, cache: Any) -> list[tuple[tuple[float, ...], float]]:
         """One forward pass over a packed row on top of the prefix cache; cache restored after.
+        ``layout``: the row's trie layout (:mod:`.row_layouts`), with its mask block and read-out.
 
         Returns per tree ``(label logprobs, off-label mass)``.
         """
         import torch
 
-        keep = row.keep_positions
+        device = self._layouts().device
         output = call_model(
             self.model, "packed",
-            input_ids=torch.tensor([row.token_ids], dtype=torch.long, device=self.model.device),
-            position_ids=torch.tensor([row.positions], device=self.model.device),
-            attention_mask=self._row_mask(row),
+            input_ids=torch.tensor([row.token_ids], dtype=torch.long, device=device),
+            position_ids=torch.tensor([row.positions], device=device),
+            attention_mask=self._row_mask(row, layout.block),
             past_key_values=cache,
             use_cache=True,
-            logits_to_keep=torch.tensor(keep, device=self.model.device),
+            logits_to_keep=layout.keep_index,
         )
         cache.crop(-len(row.token_ids))
         logsoftmax = output.logits[0].float().log_softmax(-1)
-        where = {pos: i for i, pos in enumerate(keep)}
-        # every logprob the trees need, read in one indexing op (not one .item() each), in this order:
-        # per tree, each label's tokens, then the distinct first tokens at the tree's end
-        firsts = [sorted({label[0][1] for label in tree}) for tree in row.targets]
-        pairs = [(where[pos], token) for tree, end, first in zip(row.targets, row.ends, firsts, strict=True)
-                 for pos, token in [*(step for label in tree for step in label), *((end, t) for t in first)]]
-        index = torch.tensor(pairs, dtype=torch.long, device=logsoftmax.device).reshape(-1, 2)
-        values = iter(logsoftmax[index[:, 0], index[:, 1]].tolist())
+        # every logprob the trees need, read in one indexing op (not one .item() each), in the
+        # order of layout.index: per tree, each label's tokens, then its distinct first tokens
+        values = iter(logsoftmax[layout.index[:, 0], layout.index[:, 1]].tolist())
         results = []
-        for tree, first in zip(row.targets, firsts, strict=True):
+        for tree, first in zip(row.targets, layout.firsts, strict=True):
             logprobs = tuple(float(sum(next(values) for _ in label)) for label in tree)
             results.append((logprobs, mass_outside([next(values) for _ in first])))
         return results
 
-    def _row_mask(self, row: PackedRow) -> torch.Tensor | dict[str, torch.Tensor]:
-        """:func:`~.batched.row_mask` of ``row`` for this model."""
-        return row_mask(self.attention, row, self.model.dtype, self.model.device)
+    def _layouts(self) -> RowLayouts:
+        """The engine's memo of trie layouts (:mod:`.row_layouts`), made at first use for the
+        model's dtype and device then."""
+        known = self.__dict__.get("_row_layouts")
+        if known is None:
+            known = self.__dict__["_row_layouts"] = RowLayouts(
+                self.model.dtype, self.model.device, with_blocks=not self.attention.windowed)
+        return known  # type: ignore[no-any-return]
+
+    def _row_mask(self, row: PackedRow, block: torch.Tensor | None = None) -> torch.Tensor | dict[str, torch.Tensor]:
+        """:func:`~.batched.row_mask` of ``row`` for this model (``block``: its memoised
+        :func:`~.batched.trie_block`, :mod:`.row_layouts`)."""
+        layouts = self._layouts()
+        return row_mask(self.attention, row, layouts.dtype, layouts.device, block)
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:

@@ -128,21 +128,36 @@ def trie_allowed(row: PackedRow) -> torch.Tensor:
     return torch.from_numpy(allowed)
 
 
-def row_mask(plan: AttentionPlan, row: PackedRow, dtype: Any, device: Any) -> torch.Tensor | dict[str, torch.Tensor]:
+def trie_block(row: PackedRow, dtype: Any, device: Any) -> torch.Tensor:
+    """Additive (n_nodes, n_nodes) mask of a row's own nodes on ``device``: 0 where
+    :func:`trie_allowed`, ``dtype``'s min elsewhere. The same for every placement of one trie
+    (it does not depend on ``row.prefix_len``), so :mod:`.row_layouts` makes it once."""
+    import torch
+
+    n = len(row.token_ids)
+    block = torch.zeros(n, n, dtype=dtype)
+    block.masked_fill_(~trie_allowed(row), torch.finfo(dtype).min)
+    return block.to(device)
+
+
+def row_mask(plan: AttentionPlan, row: PackedRow, dtype: Any, device: Any,
+             block: torch.Tensor | None = None) -> torch.Tensor | dict[str, torch.Tensor]:
     """Additive mask(s) of a packed row scored on top of its prefix's cache, shape
     (1, 1, n_row, prefix_len + n_row): 0 where attention is allowed, ``dtype``'s min elsewhere.
 
     Every node sees the whole prefix and, in the row, itself and its ancestors
     (:func:`trie_allowed`); sliding-window layers also need the window
     (:func:`~.attention.additive_masks`, one mask per layer type when they are mixed).
+    ``block``: the row's :func:`trie_block` when already made (``dtype``, ``device``); a
+    sliding-window plan ignores it.
     """
     import torch
 
     n = len(row.token_ids)
-    if not plan.windowed:  # the prefix block is all zeros: fill only the row's block
-        mask = torch.zeros(n, row.prefix_len + n, dtype=dtype)
-        mask[:, row.prefix_len :].masked_fill_(~trie_allowed(row), torch.finfo(dtype).min)
-        return mask[None, None].to(device)
+    if not plan.windowed:  # the prefix block is all zeros: made on the device, the row's block copied in
+        mask = torch.zeros(n, row.prefix_len + n, dtype=dtype, device=device)
+        mask[:, row.prefix_len :] = trie_block(row, dtype, device) if block is None else block
+        return mask[None, None]
     full = torch.ones(n, row.prefix_len + n, dtype=torch.bool)
     full[:, row.prefix_len :] = trie_allowed(row)
     positions = torch.tensor(row.positions, dtype=torch.long)

@@ -1,0 +1,88 @@
+"""The memo of packed-trie layouts (autorubric_local.engine.transformers.row_layouts): a placed row
+is pack_trie's row, a memoised mask block gives row_mask's mask, and the read-out indexes what
+the row's targets name."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autorubric_local.engine.transformers.attention import AttentionPlan
+from autorubric_local.engine.transformers.batched import row_mask, trie_allowed
+from autorubric_local.engine.transformers.packing import pack_trie
+from autorubric_local.engine.transformers.row_layouts import RowLayouts, make_layout
+
+
+# Tree 2's suffix is a start of tree 0's, tree 3 repeats tree 0 (tests/test_packing.py's trees).
+TREES = [
+    ([10, 11, 12], [[20], [21, 22, 23]]),
+    ([10, 11, 13], [[20], [21, 24]]),
+    ([10, 11], [[12, 21], [30]]),
+    ([10, 11, 12], [[20], [21, 22, 23]]),
+]
+
+FULL = AttentionPlan(True, None, ("full_attention",), "full")
+SLIDING = AttentionPlan(True, 3, ("sliding_attention", "full_attention"), "sliding")
+
+
+@pytest.mark.parametrize("prefix_len", [0, 1, 7, 300])
+def test_a_placed_row_is_pack_trie_after_that_prefix(prefix_len: int) -> None:
+    layouts = RowLayouts(torch.float32, "cpu", with_blocks=True)
+    layouts.placed(11, TREES)  # packed once, placed again below
+    row, layout = layouts.placed(prefix_len, TREES)
+    assert row == pack_trie(prefix_len, TREES)
+    assert layout.row == pack_trie(0, TREES)
+    assert len(layouts._layouts) == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_memoised_block_gives_row_masks_mask(dtype: torch.dtype) -> None:
+    layouts = RowLayouts(dtype, "cpu", with_blocks=True)
+    for prefix_len in (0, 5, 64):
+        row, layout = layouts.placed(prefix_len, TREES)
+        assert layout.block is not None
+        expected = row_mask(FULL, row, dtype, "cpu")
+        got = row_mask(FULL, row, dtype, "cpu", layout.block)
+        assert got.dtype == dtype and got.shape == (1, 1, 7, prefix_len + 7)
+        assert torch.equal(got, expected)
+        # by hand: the prefix columns are open, the row's columns open exactly where a node sees a node
+        assert torch.equal(got[0, 0, :, :prefix_len], torch.zeros(7, prefix_len, dtype=dtype))
+        assert torch.equal(got[0, 0, :, prefix_len:] == 0, trie_allowed(row))
+
+
+def test_a_sliding_window_plan_gets_no_block_and_its_own_masks() -> None:
+    layouts = RowLayouts(torch.float32, "cpu", with_blocks=not SLIDING.windowed)
+    row, layout = layouts.placed(4, TREES)
+    assert layout.block is None
+    masks = row_mask(SLIDING, row, torch.float32, "cpu", layout.block)
+    assert isinstance(masks, dict) and set(masks) == {"sliding_attention", "full_attention"}
+
+
+def test_a_block_over_the_byte_budget_is_not_kept() -> None:
+    # 7 nodes: a float32 block takes 196 bytes
+    assert make_layout(TREES, torch.float32, "cpu", max_block_bytes=196).block is not None
+    assert make_layout(TREES, torch.float32, "cpu", max_block_bytes=195).block is None
+    assert make_layout(TREES, torch.float32, "cpu", max_block_bytes=None).block is None
+
+
+def test_the_read_out_names_each_targets_node_and_token_in_order() -> None:
+    layout = make_layout(TREES, torch.float32, "cpu", max_block_bytes=None)
+    row = layout.row
+    assert layout.keep == row.keep_positions and layout.keep_index.tolist() == layout.keep
+    # tree 0: labels [20] and [21, 22, 23] predicted at nodes 2; 2, 3, 4; firsts {20, 21} at node 2
+    expected_tree0 = [(2, 20), (2, 21), (3, 22), (4, 23), (2, 20), (2, 21)]
+    read = [(layout.keep[k], token) for k, token in layout.index.tolist()]
+    assert read[: len(expected_tree0)] == expected_tree0
+    assert layout.firsts == [[20, 21], [20, 21], [12, 30], [20, 21]]
+    per_tree = [sum(len(label) for label in labels) + len(first)
+                for (_, labels), first in zip(TREES, layout.firsts, strict=True)]
+    assert len(read) == sum(per_tree)
+
+
+def test_the_memo_keeps_its_last_distinct_tries() -> None:
+    layouts = RowLayouts(torch.float32, "cpu", with_blocks=True, capacity=2)
+    first, second, third = TREES[:1], TREES[1:2], TREES[2:3]
+    for trees in (first, second, third, first):
+        row, _ = layouts.placed(3, trees)
+        assert row == pack_trie(3, trees)
+    assert list(layouts._layouts) == [tuple((tuple(s), tuple(map(tuple, ls))) for s, ls in t) for t in (third, first)]
