@@ -188,13 +188,20 @@ class HFTextMixin:
 
     def _encode_joined(self, head: str, tail: str) -> list[int]:
         """``_encode_marked(head + tail)``, reusing ``head``'s ids up to its last hard cut."""
+        left, window = self._joined_parts(head, tail)
+        return left + window
+
+    def _joined_parts(self, head: str, tail: str) -> tuple[list[int], list[int]]:
+        """``_encode_marked(head + tail)`` as two lists that join to it: ``head``'s ids up to its
+        last hard cut (one list object per head and encoding mode, memoised: not to be
+        changed) and the ids of the text from that cut on; ``([], ids)`` without a cut."""
         cut = self._head_cut(head)
         if cut is None:
-            return self._encode_marked(head + tail)
+            return [], self._encode_marked(head + tail)
         try:
             tail_pieces = split_marked(tail)
         except ValueError:  # a span opened in head and closed in tail: no piece split to reuse
-            return self._encode_marked(head + tail)
+            return [], self._encode_marked(head + tail)
         left, rest, left_ids, left_runs = cut
         window = join_pieces(rest, tail_pieces)
         # No special-token string spans the cut (token_cuts), so the whole text's mode is
@@ -202,7 +209,7 @@ class HFTextMixin:
         runs_mode = left_runs or self._runs_mode(window)
         if runs_mode not in left_ids:
             left_ids[runs_mode] = self._encode_head(left, runs_mode)
-        return left_ids[runs_mode] + self._encode_window(window, runs_mode)
+        return left_ids[runs_mode], self._encode_window(window, runs_mode)
 
     def _encode_head(self, pieces: list[tuple[str, bool]], runs_mode: bool) -> list[int]:
         """``_encode_pieces(pieces, runs_mode)`` for a prefix's part before its last cut, split at
@@ -310,13 +317,20 @@ class HFTextMixin:
         (:class:`SeamError`); the label list is then empty. The same ids as
         :meth:`prompt_tokens` and :meth:`label_tokens`, the prefix's head encoded once.
         """
-        prompt = self.prompt_tokens(prefix, suffix)
+        left, window = self._joined_parts(prefix, suffix)
+        prompt = left + window
         text = prefix + suffix
 
         def continuation(label: str) -> list[int]:
             if not label:
                 raise SeamError("a label is the empty string")
-            return self._continuation(text, prompt, label, self._encode_joined(prefix, suffix + label))
+            label_left, label_window = self._joined_parts(prefix, suffix + label)
+            # The joint ids keep the prompt's iff, past the shared left part, the label's window
+            # starts with the prompt's: compared there, not over the whole prompt.
+            if (label_left is left or label_left == left) and len(label_window) > len(window) \
+                    and label_window[: len(window)] == window:
+                return label_window[len(window) :]
+            return self._continuation(text, prompt, label, label_left + label_window)
 
         try:
             return prompt, [continuation(label) for label in labels], None
