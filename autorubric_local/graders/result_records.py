@@ -14,6 +14,7 @@ Two kinds of finished records for ``Store.record_items`` (columns in
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -32,9 +33,11 @@ from autorubric_local.graders.execution import JudgmentResult
 __all__ = ["best_contribution", "criterion_result_records", "prompt_ids", "prompt_text_id", "prompt_text_records"]
 
 
+@functools.lru_cache(maxsize=1024)
 def prompt_text_id(text: str) -> str:
     """Content address of a prompt part: ``sha256:<hex of its UTF-8 bytes>`` (lone surrogates
-    encoded as themselves, so two different texts never share an id)."""
+    encoded as themselves, so two different texts never share an id). Memoised for the last
+    texts: an item's prefix is addressed once per judgment and once more for its row."""
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

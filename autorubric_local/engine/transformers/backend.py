@@ -277,7 +277,7 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         if prefix_ids:
             call_model(
                 self.model, "packed",
-                input_ids=torch.tensor([prefix_ids], dtype=torch.long, device=self.model.device),
+                input_ids=torch.tensor([prefix_ids], dtype=torch.long, device=self._layouts().device),
                 past_key_values=cache,
                 use_cache=True,
                 logits_to_keep=1,
