@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis_profiles import examples
 
 from autorubric_local.engine.chat_text import HFTextMixin, SeamError
-from autorubric_local.engine.token_cuts import SPLIT_PATTERNS, join_pieces, last_cut, supports_cuts
+from autorubric_local.engine.token_cuts import SPLIT_PATTERNS, first_cut, join_pieces, last_cut, supports_cuts
 from autorubric_local.engine.user_text import mark, plain, split_marked
 
 # Characters that stress seams: spaces of several kinds, letters next to spaces, combining
@@ -148,6 +148,14 @@ def test_last_cut_is_the_last_space_between_ascii_letters_inside_one_piece() -> 
     assert last_cut([("ab c", False)]) == (0, 2)
     assert last_cut([("ab ", False), ("c", False)]) is None  # a cut never spans pieces
     assert last_cut([(" a", False), ("a ", True), ("1 a", False)]) is None
+
+
+def test_first_cut_is_the_first_such_space() -> None:
+    pieces = [("é b", True), ("a  b", False), ("x", True), ("Grade this answer", False)]
+    assert first_cut(pieces) == (3, 5)  # before " this"
+    assert first_cut([("ab c d", False)]) == (0, 2)
+    assert first_cut([("ab ", False), ("c", False)]) is None
+    assert first_cut([(" a", False), ("a ", True), ("1 a", False)]) is None
 
 
 def test_join_pieces_merges_trusted_text_only() -> None:
@@ -282,6 +290,25 @@ def test_fast_path_equals_one_call(
     assert engine.prompt_tokens(prefix, suffix) == prompt
     if not engine._runs_mode(split_marked(prefix + suffix)):  # else special strings in data are text
         assert prompt == engine.tokenizer.encode(plain(prefix + suffix), add_special_tokens=False)
+
+
+@given(tail=SEAM_TEXT, labels=LABELS)
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_labels_read_after_the_windows_own_cut_equal_one_call(engine: TextOnly, tail: str, labels: list[str]) -> None:
+    """A prompt whose window (the text after the prefix's cut) has a cut of its own: its labels'
+    ids come from the text after that cut (``_label_after``, memoised across items) and equal
+    the one-call encoding, seams included."""
+    prefix = "Grade this answer.\n" + mark("An answer about cells") + "\nEnd of the answer.\n"
+    suffix = "Criterion: it names a cell chemistry." + tail + ' verdict: "'
+    _, _, right = engine._joined_parts(prefix, suffix)
+    assert right is not None  # the window has its own cut: the path under test runs
+    engine.__dict__.pop("_label_tails", None)
+    got = engine.score_tokens(prefix, suffix, labels)
+    assert got == one_call(engine, prefix, suffix, labels)
+    assert (right, labels[0]) in engine.__dict__["_label_tails"]
+    # a second item with the same criterion reads the memo and still equals one call
+    other = "Grade this answer.\n" + mark("Another answer, longer") + "\nEnd of the answer.\n"
+    assert engine.score_tokens(other, suffix, labels) == one_call(engine, other, suffix, labels)
 
 
 def test_planned_prompts_equal_one_call(engine: TextOnly) -> None:

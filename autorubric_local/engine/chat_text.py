@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from autorubric_local.engine.direct_encode import Encoder, direct_encoder
-from autorubric_local.engine.token_cuts import join_pieces, last_cut, split_at, supports_cuts
+from autorubric_local.engine.token_cuts import first_cut, join_pieces, last_cut, split_at, supports_cuts
 from autorubric_local.engine.user_text import split_marked
 
 _MAX_MEMOISED = 100_000
@@ -44,12 +44,19 @@ _MAX_HEADS = 256
 """Prefixes whose encoding up to their last hard cut is kept (most recent first out last)."""
 _MAX_SHARED_HEADS = 64
 """Prefix texts before their first untrusted span (system text, instructions) kept."""
-_MAX_WINDOW_HEADS = 64
-"""Texts between a prefix's cut and a prompt's last cut kept (a prompt and its labels share one)."""
+_MAX_WINDOW_OPENINGS = 64
+"""Texts between a prefix's cut and the window's first cut kept (the end of the item's own text
+and the template after it: the same for every criterion of an item)."""
+_MAX_WINDOW_HEADS = 1024
+"""Texts between a window's first and last cuts kept (most of a criterion's text: the same for
+every item)."""
 _MAX_WINDOW_TAILS = 4096
 """Texts after a prompt's last cut kept (a criterion's end, the answer opening, a label)."""
 
 PromptFormat = Literal["auto", "chat", "completion"]
+
+_Right = tuple[tuple[tuple[str, bool], ...], bool]
+"""A window's pieces after its last hard cut, and whether it is encoded in runs mode."""
 
 COMPLETION_ANSWER_HEADER = "### Answer (JSON)\n"
 """Where a completion-format prompt hands over to the judge's answer."""
@@ -188,20 +195,22 @@ class HFTextMixin:
 
     def _encode_joined(self, head: str, tail: str) -> list[int]:
         """``_encode_marked(head + tail)``, reusing ``head``'s ids up to its last hard cut."""
-        left, window = self._joined_parts(head, tail)
+        left, window, _ = self._joined_parts(head, tail)
         return left + window
 
-    def _joined_parts(self, head: str, tail: str) -> tuple[list[int], list[int]]:
+    def _joined_parts(self, head: str, tail: str) -> tuple[list[int], list[int], _Right | None]:
         """``_encode_marked(head + tail)`` as two lists that join to it: ``head``'s ids up to its
         last hard cut (one list object per head and encoding mode, memoised: not to be
-        changed) and the ids of the text from that cut on; ``([], ids)`` without a cut."""
+        changed) and the ids of the text from that cut on (``([], ids)`` without a cut); then
+        the window's text after its own last cut and the encoding mode (:data:`_Right`), or
+        None when that window has no cut."""
         cut = self._head_cut(head)
         if cut is None:
-            return [], self._encode_marked(head + tail)
+            return [], self._encode_marked(head + tail), None
         try:
             tail_pieces = split_marked(tail)
         except ValueError:  # a span opened in head and closed in tail: no piece split to reuse
-            return [], self._encode_marked(head + tail)
+            return [], self._encode_marked(head + tail), None
         left, rest, left_ids, left_runs = cut
         window = join_pieces(rest, tail_pieces)
         # No special-token string spans the cut (token_cuts), so the whole text's mode is
@@ -209,7 +218,8 @@ class HFTextMixin:
         runs_mode = left_runs or self._runs_mode(window)
         if runs_mode not in left_ids:
             left_ids[runs_mode] = self._encode_head(left, runs_mode)
-        return left_ids[runs_mode], self._encode_window(window, runs_mode)
+        window_ids, right = self._window_parts(window, runs_mode)
+        return left_ids[runs_mode], window_ids, right
 
     def _encode_head(self, pieces: list[tuple[str, bool]], runs_mode: bool) -> list[int]:
         """``_encode_pieces(pieces, runs_mode)`` for a prefix's part before its last cut, split at
@@ -224,17 +234,58 @@ class HFTextMixin:
         return (self._memo_pieces("_shared_heads", _MAX_SHARED_HEADS, shared, runs_mode)
                 + self._encode_pieces(own, runs_mode))
 
-    def _encode_window(self, pieces: list[tuple[str, bool]], runs_mode: bool) -> list[int]:
-        """``_encode_pieces(pieces, runs_mode)`` as the two sides of the window's own last hard
-        cut, each memoised: the part before it is the same for a prompt and its labels, the part
-        after it (the end of a criterion's text, the answer opening and the label) the same for
-        every item. Exact for the reason the head's cut is (:mod:`.token_cuts`)."""
+    def _window_parts(self, pieces: list[tuple[str, bool]], runs_mode: bool) -> tuple[list[int], _Right | None]:
+        """``_encode_pieces(pieces, runs_mode)`` as up to three parts split at the window's own
+        first and last hard cuts, each memoised: the opening (the end of the item's text and the
+        template up to the criterion: the same for an item's criteria), the middle (most of a
+        criterion's text: the same for every item) and the part after the last cut (the end of
+        the criterion and the answer opening: the same for every item). Exact for the reason the
+        head's cut is (:mod:`.token_cuts`). Also the part after the last cut and the mode (None
+        without a cut), for :meth:`_label_after`."""
         at = last_cut(pieces)
         if at is None:
-            return self._encode_pieces(pieces, runs_mode)
+            return self._encode_pieces(pieces, runs_mode), None
         left, right = split_at(pieces, at)
-        return (self._memo_pieces("_window_heads", _MAX_WINDOW_HEADS, left, runs_mode)
-                + self._memo_pieces("_window_tails", _MAX_WINDOW_TAILS, right, runs_mode))
+        tail_ids = self._memo_pieces("_window_tails", _MAX_WINDOW_TAILS, right, runs_mode)
+        first = first_cut(left)  # a cut of left is one of the window (both sides of it lie in left)
+        if first is None:
+            return self._memo_pieces("_window_heads", _MAX_WINDOW_HEADS, left, runs_mode) + tail_ids, (tuple(right), runs_mode)
+        opening, middle = split_at(left, first)
+        return (self._memo_pieces("_window_openings", _MAX_WINDOW_OPENINGS, opening, runs_mode)
+                + self._memo_pieces("_window_heads", _MAX_WINDOW_HEADS, middle, runs_mode)
+                + tail_ids), (tuple(right), runs_mode)
+
+    def _label_after(self, right: _Right, label: str) -> list[int] | None:
+        """The continuation ids of ``label`` after a prompt whose window ends in ``right`` (its
+        text after the window's last hard cut, and the mode), or None when they cannot be read
+        there (a seam, or a label holding span markers): the caller then takes the whole-prompt
+        path. Memoised per (``right``, ``label``): the same for every item.
+
+        The cut stays a cut with the label appended (it depends only on the characters around
+        it, :mod:`.token_cuts`), so the joint window's ids are the part before it followed by
+        the ids of ``right + label``; they keep the prompt's ids iff the latter start with the
+        ids of ``right``, and the continuation is what follows those.
+        """
+        memo: dict[tuple[_Right, str], list[int] | None] = self.__dict__.setdefault("_label_tails", {})
+        key = (right, label)
+        if key in memo:
+            found = memo[key]
+            return None if found is None else list(found)
+        pieces, runs_mode = list(right[0]), right[1]
+        found = None
+        try:
+            label_pieces = split_marked(label)
+        except ValueError:
+            label_pieces = None
+        if label_pieces == [(label, False)]:
+            base = self._memo_pieces("_window_tails", _MAX_WINDOW_TAILS, pieces, runs_mode)
+            joint = self._encode_pieces(join_pieces(pieces, label_pieces), runs_mode)
+            if len(joint) > len(base) and joint[: len(base)] == base:
+                found = joint[len(base) :]
+        if len(memo) >= _MAX_WINDOW_TAILS:
+            del memo[next(iter(memo))]
+        memo[key] = found
+        return None if found is None else list(found)
 
     def _memo_pieces(self, name: str, cap: int, pieces: list[tuple[str, bool]], runs_mode: bool) -> list[int]:
         """``_encode_pieces`` memoised in the dict ``name`` of at most ``cap`` entries (oldest out)."""
@@ -317,14 +368,17 @@ class HFTextMixin:
         (:class:`SeamError`); the label list is then empty. The same ids as
         :meth:`prompt_tokens` and :meth:`label_tokens`, the prefix's head encoded once.
         """
-        left, window = self._joined_parts(prefix, suffix)
+        left, window, right = self._joined_parts(prefix, suffix)
         prompt = left + window
         text = prefix + suffix
 
         def continuation(label: str) -> list[int]:
             if not label:
                 raise SeamError("a label is the empty string")
-            label_left, label_window = self._joined_parts(prefix, suffix + label)
+            found = None if right is None else self._label_after(right, label)
+            if found is not None:
+                return found
+            label_left, label_window, _ = self._joined_parts(prefix, suffix + label)
             # The joint ids keep the prompt's iff, past the shared left part, the label's window
             # starts with the prompt's: compared there, not over the whole prompt.
             if (label_left is left or label_left == left) and len(label_window) > len(window) \

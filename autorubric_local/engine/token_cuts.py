@@ -155,6 +155,17 @@ def last_cut(pieces: list[tuple[str, bool]]) -> tuple[int, int] | None:
     return None
 
 
+def first_cut(pieces: list[tuple[str, bool]]) -> tuple[int, int] | None:
+    """The first cut inside one piece of ``pieces``, as :func:`last_cut` gives the last."""
+    for index, (text, _) in enumerate(pieces):
+        at = text.find(SPACE, 1, len(text) - 1)
+        while at > 0:
+            if text[at - 1] in _LETTERS and text[at + 1] in _LETTERS:
+                return index, at
+            at = text.find(SPACE, at + 1, len(text) - 1)
+    return None
+
+
 def split_at(pieces: list[tuple[str, bool]], at: tuple[int, int]) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
     """``pieces`` split at ``at`` (``(piece index, offset)``, as :func:`last_cut` gives): the
     pieces before the offset and from it on, the split piece's half on each side."""
