@@ -32,6 +32,7 @@ def test_a_placed_row_is_pack_trie_after_that_prefix(prefix_len: int) -> None:
     row, layout = layouts.placed(prefix_len, TREES)
     assert row == pack_trie(prefix_len, TREES)
     assert layout.row == pack_trie(0, TREES)
+    assert (layout.depths + prefix_len).tolist() == [row.positions]  # the position ids the engine feeds
     assert len(layouts._layouts) == 1
 
 
@@ -69,6 +70,7 @@ def test_the_read_out_names_each_targets_node_and_token_in_order() -> None:
     layout = make_layout(TREES, torch.float32, "cpu", max_block_bytes=None)
     row = layout.row
     assert layout.keep == row.keep_positions and layout.keep_index.tolist() == layout.keep
+    assert layout.tokens.tolist() == [row.token_ids] and layout.depths.tolist() == [row.depths]
     # tree 0: labels [20] and [21, 22, 23] predicted at nodes 2; 2, 3, 4; firsts {20, 21} at node 2
     expected_tree0 = [(2, 20), (2, 21), (3, 22), (4, 23), (2, 20), (2, 21)]
     read = [(layout.keep[k], token) for k, token in layout.index.tolist()]

@@ -37,6 +37,11 @@ class Layout:
         Additive (n_nodes, n_nodes) mask block of the trie's nodes in the engine's dtype and on
         its device (:func:`.batched.trie_block`); None for a sliding-window plan (its masks need
         positions) or a block over the memo's byte budget.
+    tokens : torch.Tensor
+        The row's token ids, long (1, n_nodes) on the device (``input_ids``).
+    depths : torch.Tensor
+        The nodes' depths, long (1, n_nodes) on the device (a row's position ids are these plus
+        its ``prefix_len``).
     keep : list of int
         Sorted nodes whose logits are read (``row.keep_positions``).
     keep_index : torch.Tensor
@@ -51,6 +56,8 @@ class Layout:
 
     row: PackedRow
     block: Any
+    tokens: Any
+    depths: Any
     keep: list[int]
     keep_index: Any
     index: Any
@@ -79,6 +86,8 @@ def make_layout(trees: Sequence[Tree], dtype: Any, device: Any, max_block_bytes:
     return Layout(
         row=row,
         block=trie_block(row, dtype, device) if with_block else None,
+        tokens=torch.tensor([row.token_ids], dtype=torch.long, device=device),
+        depths=torch.tensor([row.depths], dtype=torch.long, device=device),
         keep=keep,
         keep_index=torch.tensor(keep, dtype=torch.long, device=device),
         index=torch.tensor(pairs, dtype=torch.long, device=device).reshape(-1, 2),
