@@ -9,7 +9,7 @@ import torch
 
 from autorubric_local.engine.transformers.attention import AttentionPlan
 from autorubric_local.engine.transformers.batched import row_mask, trie_allowed
-from autorubric_local.engine.transformers.packing import pack_trie
+from autorubric_local.engine.transformers.packing import node_shares, pack_trie, prompt_shares
 from autorubric_local.engine.transformers.row_layouts import RowLayouts, make_layout
 
 
@@ -71,6 +71,7 @@ def test_the_read_out_names_each_targets_node_and_token_in_order() -> None:
     row = layout.row
     assert layout.keep == row.keep_positions and layout.keep_index.tolist() == layout.keep
     assert layout.tokens.tolist() == [row.token_ids] and layout.depths.tolist() == [row.depths]
+    assert layout.prompt_shares == prompt_shares(row) and layout.node_shares == node_shares(row)
     # tree 0: labels [20] and [21, 22, 23] predicted at nodes 2; 2, 3, 4; firsts {20, 21} at node 2
     expected_tree0 = [(2, 20), (2, 21), (3, 22), (4, 23), (2, 20), (2, 21)]
     read = [(layout.keep[k], token) for k, token in layout.index.tolist()]

@@ -260,7 +260,7 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         for chunk in chunk_trie(trees, self.max_packed_tokens):
             row, layout = self._layouts().placed(shared, [trees[i] for i in chunk])
             scored_row = self._score_row(row, layout, cache)
-            for i, result, own, share in zip(chunk, scored_row, prompt_shares(row), node_shares(row), strict=True):
+            for i, result, own, share in zip(chunk, scored_row, layout.prompt_shares, layout.node_shares, strict=True):
                 scored[i], computed[i], shares[i] = result, own, share
         return _packed_usage(work, shared, scored, computed, shares)
 
@@ -493,7 +493,7 @@ def _common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
     The common prefix of a set of sequences is that of its lexicographic least and greatest;
     its length is found by bisection on slice equality (list compares run in C).
     """
-    rows = [list(p) for p in prompts]
+    rows = [p if type(p) is list else list(p) for p in prompts]  # read only: no copies of lists
     low, high = min(rows), max(rows)
     short, long_ = 0, min(len(p) for p in rows) - 1  # the answer lies in [short, long_]
     while short < long_:

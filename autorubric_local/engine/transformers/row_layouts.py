@@ -6,7 +6,8 @@ trie (:func:`.packing.pack_trie`) has the same tokens, parents, depths and targe
 item; only its position ids move with the prefix's length (``prefix_len + depth``).
 :class:`RowLayouts` packs each distinct trie once and places it after each prefix, with what
 follows from the trie alone made once too: the additive attention block of the trie's own
-nodes (:func:`.batched.trie_block`) and the read-out of the logits its labels need.
+nodes (:func:`.batched.trie_block`), the read-out of the logits its labels need and each
+tree's accounting shares.
 
 A placed row equals ``pack_trie(prefix_len, trees)`` field for field, and the mask made with the
 memoised block equals :func:`.batched.row_mask` without it (``tests/test_row_layouts.py``).
@@ -19,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from autorubric_local.engine.transformers.batched import trie_block
-from autorubric_local.engine.transformers.packing import PackedRow, Tree, pack_trie
+from autorubric_local.engine.transformers.packing import PackedRow, Tree, node_shares, pack_trie, prompt_shares
 
 if TYPE_CHECKING:
     import torch
@@ -52,6 +53,9 @@ class Layout:
         (their order in ``firsts``) at the tree's last suffix node.
     firsts : list of list of int
         Per tree, its labels' distinct first tokens, sorted.
+    prompt_shares, node_shares : list
+        :func:`.packing.prompt_shares` and :func:`.packing.node_shares` of the row (accounting:
+        they depend on the trie alone).
     """
 
     row: PackedRow
@@ -62,6 +66,8 @@ class Layout:
     keep_index: Any
     index: Any
     firsts: list[list[int]]
+    prompt_shares: list[int]
+    node_shares: list[float]
 
 
 def make_layout(trees: Sequence[Tree], dtype: Any, device: Any, max_block_bytes: int | None) -> Layout:
@@ -92,6 +98,8 @@ def make_layout(trees: Sequence[Tree], dtype: Any, device: Any, max_block_bytes:
         keep_index=torch.tensor(keep, dtype=torch.long, device=device),
         index=torch.tensor(pairs, dtype=torch.long, device=device).reshape(-1, 2),
         firsts=firsts,
+        prompt_shares=prompt_shares(row),
+        node_shares=node_shares(row),
     )
 
 
