@@ -311,6 +311,27 @@ def test_labels_read_after_the_windows_own_cut_equal_one_call(engine: TextOnly, 
     assert engine.score_tokens(other, suffix, labels) == one_call(engine, other, suffix, labels)
 
 
+def test_plain_labels_take_the_memoised_path(engine: TextOnly) -> None:
+    """Verdict labels after a criterion's ending are read by ``_label_after`` (a memo entry
+    holding ids) exactly when encoding prompt + label in one call keeps the prompt's ids; a seam
+    (the Gemma-style BPE merges the closing quote with the label) gets None, which sends the label
+    down the whole-prompt path."""
+    prefix = "Grade this answer.\n" + mark("An answer about cells") + "\nEnd of the answer.\n"
+    suffix = 'Criterion: it names a cell chemistry.\n{"criterion_status": "'
+    labels = ['MET"', 'UNMET"', 'CANNOT_ASSESS"']
+    engine.__dict__.pop("_label_tails", None)
+    assert engine.score_tokens(prefix, suffix, labels) == one_call(engine, prefix, suffix, labels)
+    memo = engine.__dict__["_label_tails"]
+    assert sorted(label for _, label in memo) == sorted(labels)
+    prompt = engine._encode_marked(prefix + suffix)
+    for (_, label), ids in memo.items():
+        joint = engine._encode_marked(prefix + suffix + label)
+        keeps_prompt = len(joint) > len(prompt) and joint[: len(prompt)] == prompt
+        assert (ids is not None) == keeps_prompt, label
+        if keeps_prompt:
+            assert ids == joint[len(prompt) :]
+
+
 def test_planned_prompts_equal_one_call(engine: TextOnly) -> None:
     """Every judgment of real planned prompts (bench workload and the bundled example), with a
     special-token string of the tokenizer inside one submission."""
