@@ -305,7 +305,8 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         logsoftmax = output.logits[0].float().log_softmax(-1)
         # every logprob the trees need, read in one indexing op (not one .item() each), in the
         # order of layout.index: per tree, each label's tokens, then its distinct first tokens
-        values = iter(logsoftmax[layout.index[:, 0], layout.index[:, 1]].tolist())
+        index = layout.index.to(logsoftmax.device)  # a no-op unless a sharded model's logits end elsewhere
+        values = iter(logsoftmax[index[:, 0], index[:, 1]].tolist())
         results = []
         for tree, first in zip(row.targets, layout.firsts, strict=True):
             logprobs = tuple(float(sum(next(values) for _ in label)) for label in tree)
@@ -314,7 +315,8 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
 
     def _layouts(self) -> RowLayouts:
         """The engine's memo of trie layouts (:mod:`.row_layouts`), made at first use for the
-        model's dtype and device then."""
+        model's dtype and device then: a model moved or cast after its first packed pass needs
+        a new engine (``from_transformers``)."""
         known = self.__dict__.get("_row_layouts")
         if known is None:
             known = self.__dict__["_row_layouts"] = RowLayouts(
