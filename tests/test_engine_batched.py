@@ -466,3 +466,16 @@ def test_common_prefix_length_is_the_shared_start(prompts: list[list[int]]) -> N
     while expected < min(map(len, prompts)) - 1 and len({p[expected] for p in prompts}) == 1:
         expected += 1
     assert _common_prefix_length(prompts) == expected
+
+
+def test_only_a_row_scored_on_a_prefix_cache_makes_a_mask_block(tiny_model: Any) -> None:
+    """The batched path builds its masks per batch (:func:`batch_masks`): it makes no memoised
+    trie block; the per-group path makes one per trie and reuses it, exactly."""
+    batched, per_group, _ = engines(tiny_model.model, tiny_model.tokenizer, 100_000)
+    requests = make_requests(batched)
+    got, grouped = batched.score(requests), per_group.score(requests)
+    assert batched._layouts()._layouts and batched._layouts()._blocks == {}
+    assert per_group._layouts()._blocks and all(b is not None for b in per_group._layouts()._blocks.values())
+    for request, a, b in zip(requests, got, grouped, strict=True):
+        reference = reference_logprobs(tiny_model.model, tiny_model.tokenizer, request)
+        assert max_abs_diff(a.logprobs, reference) <= TOL and max_abs_diff(b.logprobs, reference) <= TOL

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from autorubric_local.engine.transformers.attention import AttentionPlan
-from autorubric_local.engine.transformers.batched import row_mask, trie_allowed
+from autorubric_local.engine.transformers.batched import row_mask, trie_allowed, trie_block
 from autorubric_local.engine.transformers.packing import node_shares, pack_trie, prompt_shares
 from autorubric_local.engine.transformers.row_layouts import RowLayouts, make_layout
 
@@ -37,37 +37,76 @@ def test_a_placed_row_is_pack_trie_after_that_prefix(prefix_len: int) -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_the_memoised_block_gives_row_masks_mask(dtype: torch.dtype) -> None:
+def test_the_memoised_masks_are_row_masks_masks(dtype: torch.dtype) -> None:
     layouts = RowLayouts(dtype, "cpu", with_blocks=True)
-    for prefix_len in (0, 5, 64):
+    # the wide buffer: made for 0 (width 1), widened for 5 (8), 64 (128), 3000 (4096); 5 and 0 then read it
+    for prefix_len in (0, 5, 64, 3000, 5, 0):
         row, layout = layouts.placed(prefix_len, TREES)
-        assert layout.block is not None
+        block = layouts.block(layout)
+        assert block is not None and torch.equal(block, trie_block(row, dtype, "cpu"))
         expected = row_mask(FULL, row, dtype, "cpu")
-        got = row_mask(FULL, row, dtype, "cpu", layout.block)
+        got = layouts.mask(FULL, row, layout)
         assert got.dtype == dtype and got.shape == (1, 1, 7, prefix_len + 7)
         assert torch.equal(got, expected)
+        assert torch.equal(row_mask(FULL, row, dtype, "cpu", block), expected)
         # by hand: the prefix columns are open, the row's columns open exactly where a node sees a node
         assert torch.equal(got[0, 0, :, :prefix_len], torch.zeros(7, prefix_len, dtype=dtype))
         assert torch.equal(got[0, 0, :, prefix_len:] == 0, trie_allowed(row))
+    assert layouts._wide[id(layout)].shape == (7, 4096 + 7)  # one buffer, widened once to 3000's power of two
+
+
+def test_a_cpu_mask_is_a_view_of_one_buffer_and_scores_like_a_fresh_mask() -> None:
+    layouts = RowLayouts(torch.float32, "cpu", with_blocks=True)
+    row, layout = layouts.placed(9, TREES)
+    first = layouts.mask(FULL, row, layout)
+    again = layouts.mask(FULL, *layouts.placed(4, TREES))
+    assert first.data_ptr() != again.data_ptr() and first.untyped_storage().data_ptr() == again.untyped_storage().data_ptr()
+    assert not first.is_contiguous()
+    # attention with the strided view gives what a contiguous copy gives
+    torch.manual_seed(0)
+    q = torch.randn(1, 2, 7, 8)
+    k, v = torch.randn(1, 2, 9 + 7, 8), torch.randn(1, 2, 9 + 7, 8)
+    fn = torch.nn.functional.scaled_dot_product_attention
+    assert torch.allclose(fn(q, k, v, attn_mask=first), fn(q, k, v, attn_mask=first.contiguous()), atol=1e-6)
+
+
+def test_an_accelerator_gets_fresh_masks_made_on_its_device() -> None:
+    # "meta" stands in for an accelerator: anything not a CPU makes the mask on the device
+    layouts = RowLayouts(torch.float32, "meta", with_blocks=True)
+    row, layout = layouts.placed(6, TREES)
+    got = layouts.mask(FULL, row, layout)
+    assert got.device.type == "meta" and got.shape == (1, 1, 7, 13)
+    assert layouts._wide == {} and layouts._blocks[id(layout)] is not None
 
 
 def test_a_sliding_window_plan_gets_no_block_and_its_own_masks() -> None:
     layouts = RowLayouts(torch.float32, "cpu", with_blocks=not SLIDING.windowed)
     row, layout = layouts.placed(4, TREES)
-    assert layout.block is None
-    masks = row_mask(SLIDING, row, torch.float32, "cpu", layout.block)
+    assert layouts.block(layout) is None
+    masks = layouts.mask(SLIDING, row, layout)
+    expected = row_mask(SLIDING, row, torch.float32, "cpu")
     assert isinstance(masks, dict) and set(masks) == {"sliding_attention", "full_attention"}
+    assert all(torch.equal(masks[kind], expected[kind]) for kind in expected)
 
 
-def test_a_block_over_the_byte_budget_is_not_kept() -> None:
+def test_blocks_and_wide_buffers_over_their_byte_budgets_are_not_kept() -> None:
     # 7 nodes: a float32 block takes 196 bytes
-    assert make_layout(TREES, torch.float32, "cpu", max_block_bytes=196).block is not None
-    assert make_layout(TREES, torch.float32, "cpu", max_block_bytes=195).block is None
-    assert make_layout(TREES, torch.float32, "cpu", max_block_bytes=None).block is None
+    assert RowLayouts(torch.float32, "cpu", True, max_block_bytes=196).block(make_layout(TREES, "cpu")) is not None
+    layouts = RowLayouts(torch.float32, "cpu", True, max_block_bytes=195)
+    row, layout = layouts.placed(3, TREES)
+    assert layouts.block(layout) is None
+    assert torch.equal(layouts.mask(FULL, row, layout), row_mask(FULL, row, torch.float32, "cpu"))
+    # prefix 3 -> width 4: 7 x (4 + 7) float32 = 308 bytes
+    for budget, kept in ((308, True), (307, False)):
+        layouts = RowLayouts(torch.float32, "cpu", True, max_wide_bytes=budget)
+        row, layout = layouts.placed(3, TREES)
+        got = layouts.mask(FULL, row, layout)
+        assert torch.equal(got, row_mask(FULL, row, torch.float32, "cpu"))
+        assert (id(layout) in layouts._wide) is kept and got.is_contiguous() is not kept
 
 
 def test_the_read_out_names_each_targets_node_and_token_in_order() -> None:
-    layout = make_layout(TREES, torch.float32, "cpu", max_block_bytes=None)
+    layout = make_layout(TREES, "cpu")
     row = layout.row
     assert layout.keep == row.keep_positions and layout.keep_index.tolist() == layout.keep
     assert layout.tokens.tolist() == [row.token_ids] and layout.depths.tolist() == [row.depths]
@@ -86,6 +125,9 @@ def test_the_memo_keeps_its_last_distinct_tries() -> None:
     layouts = RowLayouts(torch.float32, "cpu", with_blocks=True, capacity=2)
     first, second, third = TREES[:1], TREES[1:2], TREES[2:3]
     for trees in (first, second, third, first):
-        row, _ = layouts.placed(3, trees)
+        row, layout = layouts.placed(3, trees)
         assert row == pack_trie(3, trees)
+        layouts.mask(FULL, row, layout)
     assert list(layouts._layouts) == [tuple((tuple(s), tuple(map(tuple, ls))) for s, ls in t) for t in (third, first)]
+    kept = {id(layout) for layout in layouts._layouts.values()}
+    assert set(layouts._blocks) == kept and set(layouts._wide) == kept  # an evicted layout's masks go with it

@@ -296,7 +296,7 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
             self.model, "packed",
             input_ids=layout.tokens,
             position_ids=layout.depths + row.prefix_len,
-            attention_mask=self._row_mask(row, layout.block),
+            attention_mask=self._row_mask(row, layout),
             past_key_values=cache,
             use_cache=True,
             logits_to_keep=layout.keep_index,
@@ -323,11 +323,13 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
                 self.model.dtype, self.model.device, with_blocks=not self.attention.windowed)
         return known  # type: ignore[no-any-return]
 
-    def _row_mask(self, row: PackedRow, block: torch.Tensor | None = None) -> torch.Tensor | dict[str, torch.Tensor]:
-        """:func:`~.batched.row_mask` of ``row`` for this model (``block``: its memoised
-        :func:`~.batched.trie_block`, :mod:`.row_layouts`)."""
+    def _row_mask(self, row: PackedRow, layout: Layout | None = None) -> torch.Tensor | dict[str, torch.Tensor]:
+        """:func:`~.batched.row_mask` of ``row`` for this model; with ``layout`` (the one ``row``
+        was placed with) made from the memo's block or wide buffer (:meth:`.RowLayouts.mask`)."""
         layouts = self._layouts()
-        return row_mask(self.attention, row, layouts.dtype, layouts.device, block)
+        if layout is not None:
+            return layouts.mask(self.attention, row, layout)
+        return row_mask(self.attention, row, layouts.dtype, layouts.device)
 
     # ------------------------------------------------------------------ generation
     def generate(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
