@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 import sqlite_utils
@@ -330,7 +331,7 @@ def _locked_message(run: dict[str, Any], holder: LeaseHolder, timeout_seconds: f
     )
 
 
-_PLAIN = (str, int, float, bytes, type(None))
+_PLAIN = frozenset((str, int, float, bytes, type(None)))
 
 
 def _replace_rows(db: sqlite_utils.Database, table: str, run_id: str, rows: Sequence[dict[str, Any]]) -> None:
@@ -338,13 +339,19 @@ def _replace_rows(db: sqlite_utils.Database, table: str, run_id: str, rows: Sequ
     sqlite-utils' ``insert_all(..., replace=True)`` writes them (columns: the union of the rows'
     keys, first seen first, a missing key NULL; a dict, list or tuple as JSON), in one
     ``executemany``: its per-chunk query building and per-value conversion were most of a
-    batch's write time (issue 33 profile)."""
+    batch's write time (issue 33 profile). Values are gathered with C-level ``map`` and a row is
+    converted value by value only when one of its values is not a plain SQLite type."""
     if not rows:
         return
-    columns = ["run_id", *dict.fromkeys(key for row in rows for key in row if key != "run_id")]
-    names = ", ".join(f"[{name}]" for name in columns)
-    sql = f"INSERT OR REPLACE INTO [{table}] ({names}) VALUES ({', '.join('?' * len(columns))})"
-    db.conn.executemany(sql, [
-        tuple(value if type(value) in _PLAIN else jsonify_if_needed(value)
-              for value in (row.get(name, run_id if name == "run_id" else None) for name in columns))
-        for row in rows])
+    keys = dict.fromkeys(chain.from_iterable(rows))  # a dict iterates its keys: the union, first seen first
+    keys.pop("run_id", None)
+    tail = list(keys)
+    names = ", ".join(f"[{name}]" for name in ["run_id", *tail])
+    sql = f"INSERT OR REPLACE INTO [{table}] ({names}) VALUES ({', '.join('?' * (len(tail) + 1))})"
+    params = []
+    for row in rows:
+        values = [row.get("run_id", run_id), *map(row.get, tail)]
+        if not _PLAIN.issuperset(map(type, values)):
+            values = [value if type(value) in _PLAIN else jsonify_if_needed(value) for value in values]
+        params.append(values)
+    db.conn.executemany(sql, params)
