@@ -93,6 +93,18 @@ def test_two_judges_binary_aggregation(aggregation: str, weights: tuple[float, f
     assert criterion.label_probabilities["MET"] == pytest.approx(0.8 * w_yes + 0.1 * (1 - w_yes))
 
 
+def test_a_single_judges_own_score_is_the_grade() -> None:
+    """One judge: its own report is the ensemble's (assembled once), so its score is the grade's:
+    MET on a (+10) and on neg (-5): raw 10 - 5 = 5 over the positive weight 10 = 0.5."""
+    grader = CriterionGrader(judges=[judge(ScriptedEngine("only", binary_policy("MET")), "only")], seed=0)
+    report = grade(grader, [BINARY, NEGATIVE]).report
+    assert report.score == pytest.approx(0.5) and report.raw_score == pytest.approx(5.0)
+    assert report.judge_scores == {"only": report.score}
+    unmet = grade(CriterionGrader(judges=[judge(ScriptedEngine("u", binary_policy("UNMET")), "u")], seed=0),
+                  [BINARY, NEGATIVE]).report
+    assert unmet.score == 0.0 and unmet.judge_scores == {"u": 0.0}
+
+
 def test_negative_criterion_tie_resolves_to_met() -> None:
     yes, no = ScriptedEngine("yes", binary_policy("MET")), ScriptedEngine("no", binary_policy("UNMET"))
     grader = CriterionGrader(judges=[judge(yes, "yes"), judge(no, "no")], seed=0)

@@ -56,6 +56,22 @@ def _uncalibrated(result: JudgmentResult) -> tuple[float, ...] | None:
     return None
 
 
+def binary_answer(
+    result: JudgmentResult,
+) -> tuple[CriterionVerdict, dict[str, float], dict[str, float] | None, dict[str, float] | None]:
+    """What an answered binary judgment says, keyed by verdict name: ``(verdict, label
+    probabilities, raw label logprobs or None without logprobs, the judge's own uncalibrated
+    probabilities or None)``; :func:`binary_vote`'s fields, for callers that need no vote.
+    ``result`` must be answered (no error, a chosen label)."""
+    uncalibrated = _uncalibrated(result)
+    return (
+        CriterionVerdict(BINARY_LABELS[result.chosen]),  # type: ignore[index]
+        dict(zip(BINARY_LABELS, result.probabilities, strict=True)),
+        dict(zip(BINARY_LABELS, result.logprobs, strict=False)) or None,  # () without logprobs
+        None if uncalibrated is None else dict(zip(BINARY_LABELS, uncalibrated, strict=True)),
+    )
+
+
 def binary_vote(result: JudgmentResult, judge_id: str, weight: float) -> JudgeVote:
     """The vote of one judge on a binary criterion."""
     criterion = result.task.criterion
@@ -63,18 +79,16 @@ def binary_vote(result: JudgmentResult, judge_id: str, weight: float) -> JudgeVo
     if result.error is not None or result.chosen is None:
         verdict = CriterionVerdict.MET if criterion.weight < 0 else CriterionVerdict.UNMET
         return JudgeVote(judge_id=judge_id, verdict=verdict, reason=reason, weight=weight, error=result.error)
-    probabilities = dict(zip(BINARY_LABELS, result.probabilities, strict=True))
-    uncalibrated = _uncalibrated(result)
+    verdict, probabilities, logprobs, uncalibrated = binary_answer(result)
     return JudgeVote(
         judge_id=judge_id,
-        verdict=CriterionVerdict(BINARY_LABELS[result.chosen]),
+        verdict=verdict,
         reason=reason,
         weight=weight,
         label_probabilities=probabilities,
-        label_logprobs=dict(zip(BINARY_LABELS, result.logprobs, strict=False)) or None,  # () without logprobs
+        label_logprobs=logprobs,
         off_label_mass=result.off_label_mass,
-        uncalibrated_label_probabilities=(None if uncalibrated is None
-                                          else dict(zip(BINARY_LABELS, uncalibrated, strict=True))),
+        uncalibrated_label_probabilities=uncalibrated,
         one_hot=result.one_hot,
     )
 

@@ -575,9 +575,12 @@ class CriterionGrader:
                 criteria.append(binary_criterion_report(criterion, votes, strategy))  # type: ignore[arg-type]
             else:
                 criteria.append(choice_criterion_report(criterion, votes, strategy))  # type: ignore[arg-type]
-            for judge, vote in zip(self.judges, votes, strict=True):
-                own[judge.judge_id].append(judge_criterion_report(criterion, vote, strategy))
+            if len(self.judges) > 1:  # one judge's own report would be the ensemble's, built again
+                for judge, vote in zip(self.judges, votes, strict=True):
+                    own[judge.judge_id].append(judge_criterion_report(criterion, vote, strategy))
             item_results.extend(r for judged in per_judge for r in judged)
+        if len(self.judges) == 1:
+            own[self.judges[0].judge_id] = criteria
         report = evaluation_report(
             criteria,
             item_results,

@@ -13,13 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from autorubric_local.core.errors import InputError
-from autorubric_local.core.reports import (
-    EnsembleCriterionReport,
-    JudgeVote,
-    MultiChoiceJudgeVote,
-)
+from autorubric_local.core.reports import EnsembleCriterionReport
 from autorubric_local.core.text import storable
-from autorubric_local.graders.assembly import binary_vote, choice_vote
+from autorubric_local.graders.assembly import binary_answer, choice_vote
 from autorubric_local.graders.content_free import CalibratedResult, ContextualPrior
 from autorubric_local.graders.contextual import log_normalise
 from autorubric_local.graders.criterion_grader import GradedItem
@@ -143,20 +139,24 @@ def _judgment_row(item_id: str, result: JudgmentResult, judge_id: str, model_id:
             row["uncalibrated_label_probabilities_json"] = json.dumps(_keyed(result.uncalibrated, prior))
             row["label_logprobs_json"] = json.dumps(_keyed(result.logprobs, prior))
         return row
-    vote: JudgeVote | MultiChoiceJudgeVote
-    if task.criterion.options is None:
-        vote = binary_vote(result, judge_id, 1.0)
-        row["verdict"] = vote.verdict.value
+    probabilities: dict[str, float] | None
+    logprobs: dict[str, float] | None
+    uncalibrated: dict[str, float] | None
+    if task.criterion.options is None:  # the fields binary_vote validates in assembly, without a second vote
+        verdict, probabilities, logprobs, uncalibrated = binary_answer(result)
+        row["verdict"] = verdict.value
     else:
         vote = choice_vote(result, judge_id, 1.0)
         row["selected_index"] = vote.selected_index
         row["selected_label"] = vote.selected_label
-    if vote.label_probabilities:
-        row["label_probabilities_json"] = json.dumps(vote.label_probabilities)
-    if vote.label_logprobs:
-        row["label_logprobs_json"] = json.dumps(vote.label_logprobs)
-    if vote.uncalibrated_label_probabilities:
-        row["uncalibrated_label_probabilities_json"] = json.dumps(vote.uncalibrated_label_probabilities)
+        probabilities, logprobs = vote.label_probabilities, vote.label_logprobs
+        uncalibrated = vote.uncalibrated_label_probabilities
+    if probabilities:
+        row["label_probabilities_json"] = json.dumps(probabilities)
+    if logprobs:
+        row["label_logprobs_json"] = json.dumps(logprobs)
+    if uncalibrated:
+        row["uncalibrated_label_probabilities_json"] = json.dumps(uncalibrated)
     return row
 
 
