@@ -6,7 +6,8 @@ backend's truncation and padding, sets the backend's ``encode_special_tokens`` f
 ``split_special_tokens``, calls ``backend.encode_batch([text], add_special_tokens=False)`` and
 converts the result to a ``BatchEncoding``: Python work on every call, which a judgment pays
 several times (prompt and each label, :mod:`.chat_text`). :func:`direct_encoder` returns a
-function doing the same backend call without the wrapper when that is exactly what the wrapper
+function doing the same backend call without the wrapper (``encode_batch_fast`` of one text
+where the backend has it: the same ids, no character offsets) when that is exactly what the wrapper
 would run (a fast tokenizer class overriding neither ``encode`` nor ``_encode_plus``, whose
 backend has no truncation or padding set), else one that calls ``tokenizer.encode``. ``tests/test_direct_encode.py`` compares both on hostile text for the
 tiny test tokenizer and both real judge families, with special-token parsing on and off.
@@ -51,6 +52,8 @@ def direct_encoder(tokenizer: Any) -> Encoder:
     wrapped = _wrapped(tokenizer)
     if not plain:
         return wrapped
+    # tokenizers >= 0.21: the same ids without the character offsets ``encode`` also computes
+    fast = getattr(backend, "encode_batch_fast", None)
 
     def encode(text: str, split_special_tokens: bool) -> list[int]:
         if (backend.truncation is not None or backend.padding is not None
@@ -58,6 +61,8 @@ def direct_encoder(tokenizer: Any) -> Encoder:
             return wrapped(text, split_special_tokens)  # the wrapper turns them off, or splits by default
         if backend.encode_special_tokens != split_special_tokens:
             backend.encode_special_tokens = split_special_tokens
+        if fast is not None:
+            return list(fast([text], add_special_tokens=False)[0].ids)
         return list(backend.encode(text, add_special_tokens=False).ids)
 
     return encode
