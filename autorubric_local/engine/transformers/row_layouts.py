@@ -177,7 +177,7 @@ class RowLayouts:
         n, prefix_len = len(row.token_ids), row.prefix_len
         wide = self._wide.get(id(layout))
         if wide is None or wide.shape[1] - n < prefix_len:
-            width = 1 << prefix_len.bit_length()  # room for any prefix up to twice this one
+            width = 1 << prefix_len.bit_length()  # the power of two above prefix_len: few widenings
             if n * (width + n) * self._element_size > self.max_wide_bytes:
                 return row_mask(plan, row, self.dtype, self.device, block)
             wide = self._wide[id(layout)] = self._fill_wide(block, width)
