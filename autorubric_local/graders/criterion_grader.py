@@ -563,8 +563,8 @@ class CriterionGrader:
         results: dict[tuple[int, int, int], list[JudgmentResult]],
         graded_input: Any,
     ) -> GradedItem:
-        criteria = []
-        own: dict[str, list[EnsembleCriterionReport]] = {j.judge_id: [] for j in self.judges}
+        criteria: list[EnsembleCriterionReport] = []
+        own = {j.judge_id: criteria if len(self.judges) == 1 else [] for j in self.judges}
         item_results: list[JudgmentResult] = []
         for c_index in range(len(item.rubric)):
             per_judge = [results[(item_index, c_index, j)] for j in range(len(self.judges))]
@@ -575,12 +575,10 @@ class CriterionGrader:
                 criteria.append(binary_criterion_report(criterion, votes, strategy))  # type: ignore[arg-type]
             else:
                 criteria.append(choice_criterion_report(criterion, votes, strategy))  # type: ignore[arg-type]
-            if len(self.judges) > 1:  # one judge's own report would be the ensemble's, built again
-                for judge, vote in zip(self.judges, votes, strict=True):
+            for judge, vote in zip(self.judges, votes, strict=True):
+                if own[judge.judge_id] is not criteria:  # one judge: its reports are the ensemble's, made once
                     own[judge.judge_id].append(judge_criterion_report(criterion, vote, strategy))
             item_results.extend(r for judged in per_judge for r in judged)
-        if len(self.judges) == 1:
-            own[self.judges[0].judge_id] = criteria
         report = evaluation_report(
             criteria,
             item_results,
@@ -594,10 +592,7 @@ class CriterionGrader:
 
     @staticmethod
     def _vote(judge: JudgeSpec, judged: list[JudgmentResult]) -> JudgeVote | MultiChoiceJudgeVote:
-        vote: JudgeVote | MultiChoiceJudgeVote
-        if judged[0].task.criterion.is_binary:
-            vote = binary_vote(judged[0], judge.judge_id, judge.weight)
-        else:
-            vote = combined_choice_vote(judged, judge.judge_id, judge.weight)
+        vote = (binary_vote(judged[0], judge.judge_id, judge.weight) if judged[0].task.criterion.is_binary
+                else combined_choice_vote(judged, judge.judge_id, judge.weight))
         # thinking: deliberation is the vote's reasoning, conclusion its reason (AutoRubric API ref., "Core Grading")
         return with_reasoning(vote) if judge.llm_config.thinking_budget > 0 else vote
