@@ -288,7 +288,8 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
 
     def _score_row(self, row: PackedRow, layout: Layout, cache: Any) -> list[tuple[tuple[float, ...], float]]:
         """One forward pass over a packed row on top of the prefix cache; cache restored after.
-        ``layout``: the row's trie layout (:mod:`.row_layouts`), with its mask block and read-out.
+        ``layout``: the row's trie layout (:mod:`.row_layouts`), with its read-out; the mask
+        comes from the memo (:meth:`.RowLayouts.mask`).
 
         Returns per tree ``(label logprobs, off-label mass)``.
         """
