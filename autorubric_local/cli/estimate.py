@@ -20,19 +20,27 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None or value != value else f"{value:.{digits}f}"
 
 
-def _table(rows: list[dict[str, Any]], title: str) -> Table:
+def _table(rows: list[dict[str, Any]], title: str) -> tuple[Table, list[str]]:
+    """The estimates table and its footnotes: each distinct note once, referred to by number
+    in the ``notes`` column (a note repeated on every row made the table unreadable)."""
     table = Table(title=title, caption="judge: the judge alone, biased whenever it is (no interval); "
                                        "ppi: PPI++ (judge probabilities corrected by the labels)")
     for column, justify in (("target", "left"), ("method", "left"), ("estimate", "right"),
                             ("interval", "right"), ("labelled", "right"), ("unlabelled", "right"),
-                            ("n effective", "right"), ("note", "left")):
+                            ("n effective", "right"), ("notes", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    footnotes: list[str] = []
     for row in rows:
         interval = ("-" if row["ci_low"] is None else f"[{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}]")
+        refs = []
+        for note in filter(None, (row.get("note") or "").split("; ")):
+            if note not in footnotes:
+                footnotes.append(note)
+            refs.append(str(footnotes.index(note) + 1))
         table.add_row(escape(row["target"]), row["method"], _fmt(row["estimate"]), interval,
                       str(row["n_labelled"]), str(row["n_unlabelled"]), _fmt(row.get("n_effective"), 1),
-                      escape(row.get("note") or ""))
-    return table
+                      ",".join(refs))
+    return table, [f"[{k}] {note}" for k, note in enumerate(footnotes, 1)]
 
 
 @click.command()
@@ -111,4 +119,8 @@ def estimate(run: str, db_path: Path, labels_file: Path | None, label_source: st
         for row in data:
             click.echo(json.dumps(row))
         return
-    plain_console().print(_table(data, title))
+    table, footnotes = _table(data, title)
+    console = plain_console()
+    console.print(table)
+    for line in footnotes:
+        console.print(escape(line), soft_wrap=True)

@@ -145,4 +145,5 @@ def power(run: str, db_path: Path, width: float, confidence: float, targets: tup
             click.echo(json.dumps(row))
         else:
             click.echo(f"{row['target']}: classical {row['classical']}, ppi {row['ppi']} labels "
-                       f"({row['basis']}{', ' + str(row['pilot_labels']) + ' pilot labels' if row['basis'] == 'pilot' else ''})")
+                       f"({row['basis']}{', ' + str(row['pilot_labels']) + ' pilot labels' if row['basis'] == 'pilot' else ''})"
+                       f"{'; ' + row['note'] if row['note'] else ''}")

@@ -35,7 +35,6 @@ from autorubric_local.core.types import Criterion
 from autorubric_local.estimates import methods
 from autorubric_local.estimates.labels import LabelList, read_labels
 from autorubric_local.estimates.targets import DIFFERENCE, SCORE, TargetData, build_targets, item_key
-from autorubric_local.metrics.extract import human_scoring
 from autorubric_local.metrics.types import CannotAssessMode
 from autorubric_local.runner.results import EvalResult, load_result
 from autorubric_local.store import Store
@@ -167,19 +166,26 @@ def save_labels(db: str | Path, loaded: LoadedRun) -> int:
         store.close()
 
 
-BOUNDED_KINDS = frozenset({"share_met", "option_share", SCORE})
-"""Target kinds whose value lies in [0, 1] (a share; the normalised score): their intervals are
-clipped to it, which keeps their coverage (the truth is inside [0, 1])."""
+def estimate_row(target: TargetData, method: str, interval: methods.Interval, n_labelled: int, n: int,
+                 confidence: float, sampling: str, n_for_range: float) -> Estimate:
+    """One method's interval on ``target`` as a table row: kept within the target's ``bounds``
+    (:func:`.methods.within_range`, a degenerate interval widened as for ``n_for_range`` labels)
+    and noted when from fewer than :data:`.methods.MIN_LABELS_FOR_COVERAGE` labels.
 
-
-def _interval_row(target: TargetData, method: str, interval: methods.Interval, n_labelled: int, n: int,
-                  confidence: float, sampling: str, bounded: bool = False) -> Estimate:
-    low, high = interval.ci_low, interval.ci_high
-    if bounded and low is not None and high is not None:
-        low, high = min(max(low, 0.0), 1.0), min(max(high, 0.0), 1.0)
-    return Estimate(target.name, method, interval.estimate, low, high,
+    ``n_labelled`` of the target's ``n`` items have a human value.
+    """
+    if target.bounds is not None:
+        interval = methods.within_range(interval, *target.bounds, n_for_range, 1 - confidence)
+    if method != "judge" and 0 < n_labelled < methods.MIN_LABELS_FOR_COVERAGE and interval.ci_low is not None:
+        interval = replace(interval, note="; ".join([*([interval.note] if interval.note else []), SMALL_N_NOTE]))
+    return Estimate(target.name, method, interval.estimate, interval.ci_low, interval.ci_high,
                     interval.std_error, n_labelled, n - n_labelled, confidence, sampling,
                     interval.lam, interval.n_effective, interval.note)
+
+
+SMALL_N_NOTE = (f"fewer than {methods.MIN_LABELS_FOR_COVERAGE} labels: coverage not shown by simulation "
+                "(docs/validity.md); read the interval as rough")
+"""The note every interval from fewer than :data:`.methods.MIN_LABELS_FOR_COVERAGE` labels carries."""
 
 
 def _too_few(note: str) -> methods.Interval:
@@ -225,10 +231,11 @@ def uniform_intervals(target: TargetData, alpha: float, wanted: Sequence[str]) -
 
 
 def _active(target: TargetData, alpha: float, wanted: Sequence[str],
-            design: dict[str, tuple[float, bool]]) -> tuple[dict[str, methods.Interval], int]:
+            design: dict[str, tuple[float, bool]]) -> tuple[dict[str, methods.Interval], int, float]:
     """Each wanted method's interval under the selection ``design`` (inverse-probability
     weighted; a drawn item without a value for this target makes the weighted estimates
-    undefined rather than biased), and the number of drawn items with a value."""
+    undefined rather than biased), the number of drawn items with a value, and their Kish
+    effective number (weights ``1 / pi``)."""
     ids = target.item_ids
     missing = [item for item in ids if item not in design]
     if missing:
@@ -238,6 +245,8 @@ def _active(target: TargetData, alpha: float, wanted: Sequence[str],
     drawn = np.array([design[item][1] for item in ids], dtype=bool)
     unusable = int((drawn & np.isnan(target.y)).sum())
     n = int(drawn.sum()) - unusable
+    usable = drawn & ~np.isnan(target.y)
+    n_kish = methods.kish_effective_size(1.0 / pi[usable]) if usable.any() else 0.0
     out: dict[str, methods.Interval] = {}
     for method in wanted:
         if method == "judge":
@@ -254,17 +263,18 @@ def _active(target: TargetData, alpha: float, wanted: Sequence[str],
         else:
             out[method] = methods.active_mean(target.f, target.y, drawn, pi, alpha,
                                               lam=0.0 if method == "classical" else None)
-    return out, n
+    return out, n, n_kish
 
 
 def estimate_targets(targets: Sequence[TargetData], *, confidence: float = 0.9,
                      methods_wanted: Sequence[str] = METHODS,
-                     design: dict[str, tuple[float, bool]] | None = None, sampling: str = "uniform",
-                     normalized: bool = True) -> list[Estimate]:
+                     design: dict[str, tuple[float, bool]] | None = None,
+                     sampling: str = "uniform") -> list[Estimate]:
     """Every wanted method on every target. A method that cannot give a valid estimate for a
     target (too few labels, excluded labels, every item labelled) gets a row whose ``note`` says
-    why, rather than failing the other targets. Intervals of shares and of a normalised score
-    (``normalized``) are clipped to [0, 1].
+    why, rather than failing the other targets. Every interval lies within its target's
+    ``bounds`` and none has zero width (:func:`.methods.within_range`); one from fewer than
+    :data:`.methods.MIN_LABELS_FOR_COVERAGE` labels carries :data:`SMALL_N_NOTE`.
 
     Raises
     ------
@@ -282,11 +292,11 @@ def estimate_targets(targets: Sequence[TargetData], *, confidence: float = 0.9,
     for target in targets:
         if len(target.f) == 0:
             continue
-        bounded = target.kind in BOUNDED_KINDS and (target.kind != SCORE or normalized)
         if design is None:
             intervals, n_labelled = uniform_intervals(target, alpha, methods_wanted), int(target.labelled.sum())
+            n_for_range = float(n_labelled)
         else:
-            intervals, n_labelled = _active(target, alpha, methods_wanted, design)
+            intervals, n_labelled, n_for_range = _active(target, alpha, methods_wanted, design)
         notes = []
         if target.n_partial:
             notes.append(f"{target.n_partial} partly labelled item(s) have no human score and count as unlabelled")
@@ -299,8 +309,8 @@ def estimate_targets(targets: Sequence[TargetData], *, confidence: float = 0.9,
             extra = judge_notes if method == "judge" else notes
             if extra:
                 interval = replace(interval, note="; ".join([*([interval.note] if interval.note else []), *extra]))
-            rows.append(_interval_row(target, method, interval, n_labelled, len(target.f), confidence, sampling,
-                                      bounded=bounded))
+            rows.append(estimate_row(target, method, interval, n_labelled, len(target.f), confidence, sampling,
+                                      n_for_range))
     return rows
 
 
@@ -348,9 +358,8 @@ def estimate_run(db: str | Path, run: str | None = None, *, labels_file: str | P
         built = [t for t in built if t.name in set(targets)]
     design = None if loaded.selection is None else loaded.selection["items"]
     sampling = "uniform" if loaded.selection is None else f"active (selection {loaded.selection['id']})"
-    normalized = bool(human_scoring(loaded.result)["normalize"])
     rows = estimate_targets(built, confidence=confidence, methods_wanted=methods_wanted, design=design,
-                            sampling=sampling, normalized=normalized)
+                            sampling=sampling)
     save_labels(db, loaded)
     return rows
 
@@ -365,5 +374,6 @@ def targets_of(db: str | Path, run: str | None = None, *, labels_file: str | Pat
     return loaded, build_targets(loaded.result, loaded.dataset, loaded.labels, cannot_assess)
 
 
-__all__ = ["DATASET_SOURCE", "METHODS", "SCORE", "Estimate", "LoadedRun", "estimate_run", "estimate_targets",
+__all__ = ["DATASET_SOURCE", "METHODS", "SCORE", "SMALL_N_NOTE", "Estimate", "LoadedRun", "estimate_row", "estimate_run",
+           "estimate_targets",
            "load_run", "save_labels", "targets_of", "uniform_intervals"]

@@ -28,6 +28,7 @@ from autorubric_local.estimates.api import (
     METHODS,
     Estimate,
     LoadedRun,
+    estimate_row,
     load_run,
     save_labels,
     targets_of,
@@ -162,7 +163,9 @@ def label_power(db: str | Path, run: str | None = None, *, width: float, confide
     With at least 2 labels for a target they are the pilot (:func:`.power.ppi_labels_for_width`);
     without, the judge is assumed calibrated (:func:`.power.judge_only_labels_for_width`, an
     optimistic figure). Returns one dict per target: ``target``, ``pilot_labels``, ``classical``
-    and ``ppi`` (labels needed) and ``basis`` (``pilot`` or ``judge``).
+    and ``ppi`` (labels needed, at most the target's number of items), ``basis`` (``pilot`` or
+    ``judge``) and ``note`` (None, or why a count was capped: the width cannot be reached by
+    labelling this run's items, and how many labels the formula asked for).
     """
     if not 0 < confidence < 1:
         raise InputError(f"confidence must be in (0, 1), got {confidence}")
@@ -183,8 +186,16 @@ def label_power(db: str | Path, run: str | None = None, *, width: float, confide
                 basis = "judge"
             except InputError as e:  # e.g. a raw score: no calibrated-judge shortcut
                 need, basis = {"classical": None, "ppi": None}, f"none: {e}"
+        size, capped = len(target.f), []
+        for method in ("classical", "ppi"):
+            wanted = need[method]
+            if isinstance(wanted, int) and wanted > size:
+                capped.append(f"{method} would need {wanted}")
+                need[method] = size
+        note = (f"width {width:g} cannot be reached with this run's {size} items ({', '.join(capped)}): "
+                f"capped at {size}" if capped else None)
         rows.append({"target": target.name, "pilot_labels": int(lab.sum()), "classical": need["classical"],
-                     "ppi": need["ppi"], "basis": basis})
+                     "ppi": need["ppi"], "basis": basis, "note": note})
     return rows
 
 
@@ -216,7 +227,15 @@ def _paired(a: TargetData, b: TargetData) -> TargetData:
     f_a = dict(zip(a.item_ids, a.f, strict=True))
     y_a = dict(zip(a.item_ids, a.y, strict=True))
     return TargetData(a.name, DIFFERENCE, tuple(ids), np.array([f_a[i] - f_b[i] for i in ids]),
-                      np.array([y_a[i] - y_b[i] for i in ids]), None, a.n_left_out + b.n_left_out)
+                      np.array([y_a[i] - y_b[i] for i in ids]), None, a.n_left_out + b.n_left_out,
+                      bounds=_difference_bounds(a, b))
+
+
+def _difference_bounds(a: TargetData, b: TargetData) -> tuple[float, float] | None:
+    """The range of ``A - B`` for values of ``a`` and ``b`` within their bounds (None if either has none)."""
+    if a.bounds is None or b.bounds is None:
+        return None
+    return a.bounds[0] - b.bounds[1], a.bounds[1] - b.bounds[0]
 
 
 def compare_runs(db: str | Path, run_a: str | None, run_b: str, *, db_b: str | Path | None = None,
@@ -259,8 +278,7 @@ def compare_runs(db: str | Path, run_a: str | None, run_b: str, *, db_b: str | P
             d = _paired(a, b)
             n = int(d.labelled.sum())
             for method, iv in uniform_intervals(d, alpha, COMPARED).items():
-                rows.append(Estimate(a.name, method, iv.estimate, iv.ci_low, iv.ci_high, iv.std_error, n,
-                                     len(d.f) - n, confidence, "paired", iv.lam, iv.n_effective, iv.note))
+                rows.append(estimate_row(d, method, iv, n, len(d.f), confidence, "paired", n))
             continue
         alone_a, alone_b = uniform_intervals(a, alpha, COMPARED), uniform_intervals(b, alpha, COMPARED)
         n = int(a.labelled.sum() + b.labelled.sum())
@@ -269,6 +287,9 @@ def compare_runs(db: str | Path, run_a: str | None, run_b: str, *, db_b: str | P
             iv = (methods.unpaired_difference(ia, ib, alpha) if method != "judge" else
                   methods.Interval(ia.estimate - ib.estimate, None, None, None,
                                    note="judge only: biased whenever a judge is; no valid interval"))
+            bounds = _difference_bounds(a, b)
+            if bounds is not None:  # a degenerate interval widens as for the smaller of the two samples
+                iv = methods.within_range(iv, *bounds, min(a.labelled.sum(), b.labelled.sum()), alpha)
             rows.append(Estimate(a.name, method, iv.estimate, iv.ci_low, iv.ci_high, iv.std_error, n,
                                  len(a.f) + len(b.f) - n, confidence, "unpaired", None, None, iv.note))
     save_labels(db, loaded_a)

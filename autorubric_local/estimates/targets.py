@@ -83,6 +83,11 @@ class TargetData:
         no longer a sample of the items the judge predicts for (:mod:`.api` refuses PPI then).
     n_partial : int
         ``score`` only: items with some criteria labelled and some not (no human score).
+    bounds : (float, float) or None
+        The range ``(low, high)`` every value (human and judge) lies in, so the target's mean does
+        too: [0, 1] for shares, option values and the normalised score, the range the weights
+        allow for a raw score, ``None`` where unknown. Intervals are kept within it
+        (:func:`.methods.within_range`).
     """
 
     name: str
@@ -94,6 +99,7 @@ class TargetData:
     n_left_out: int
     excluded: np.ndarray | None = None
     n_partial: int = 0
+    bounds: tuple[float, float] | None = None
 
     @property
     def n_excluded(self) -> int:
@@ -213,6 +219,7 @@ class _Builder:
     left_out: int = 0
     partial: int = 0
     excluded: list[bool] | None = None
+    bounds: tuple[float, float] | None = (0.0, 1.0)
 
     def add(self, item_id: str, f: float, y: float, verdict: float | None = None, excluded: bool = False) -> None:
         self.ids.append(item_id)
@@ -228,7 +235,7 @@ class _Builder:
         return TargetData(self.name, self.kind, tuple(self.ids), np.asarray(self.f, dtype=float),
                           np.asarray(self.y, dtype=float),
                           None if self.verdict is None else np.asarray(self.verdict, dtype=float), self.left_out,
-                          np.asarray(self.excluded or [], dtype=bool), self.partial)
+                          np.asarray(self.excluded or [], dtype=bool), self.partial, self.bounds)
 
 
 def build_targets(result: EvalResult, dataset: RubricDataset, labels: Labels,
@@ -256,7 +263,7 @@ def build_targets(result: EvalResult, dataset: RubricDataset, labels: Labels,
     scoring = human_scoring(result)
     builders: dict[str, _Builder] = {}
     kinds: dict[str, tuple[object, ...]] = {}
-    score = _Builder(SCORE, SCORE, [], [], [], None)
+    score = _Builder(SCORE, SCORE, [], [], [], None, bounds=(0.0, 1.0) if scoring["normalize"] else None)
 
     def builder(name: str, kind: str, binary: bool) -> _Builder:
         if name not in builders:
@@ -318,10 +325,18 @@ def build_targets(result: EvalResult, dataset: RubricDataset, labels: Labels,
             score.left_out += 1
             continue
         weights = [c.weight for c in criteria]
+        if not scoring["normalize"]:  # a raw score lies between its penalties' and its credits' sums
+            low, high = score.bounds or (0.0, 0.0)
+            score.bounds = (min(low, sum(w for w in weights if w < 0)), max(high, sum(w for w in weights if w > 0)))
         human = np.nan
         if item_labels is not None and all(v is not None for v in item_labels):
             human = float(dataset.compute_weighted_score(list(item_labels), rubric=rubric, **scoring))
         elif item_labels is not None and any(v is not None for v in item_labels):
             score.partial += 1
         score.add(item_id, soft_score(weights, score_values, normalize=scoring["normalize"]), human)
+    if not scoring["normalize"] and score.bounds is not None:  # a length penalty may reach past the weights
+        seen = [v for v in (*score.y, *score.f) if not np.isnan(v)]
+        score.bounds = (min([score.bounds[0], *seen]), max([score.bounds[1], *seen]))
+        if score.bounds[0] >= score.bounds[1]:
+            score.bounds = None
     return [b.build() for b in builders.values()] + [score.build()]
