@@ -33,7 +33,7 @@ cmd2_log=$(mktemp /tmp/proof_cmd2.XXXX)
   echo "command 2 set-up: exit $status in $(( $(date +%s) - start )) s"
   if [ "$status" -eq 0 ]; then
     tests=$(date +%s)
-    .venv/bin/python -m pytest -q -rs --durations=40 > "$cmd2_log" 2>&1
+    .venv/bin/python -m pytest -q -n 2 --dist worksteal -rs --durations=40 > "$cmd2_log" 2>&1
     status=$?
     echo "command 2 tests: exit $status in $(( $(date +%s) - tests )) s"
   fi

@@ -154,19 +154,34 @@ def _real_judge(preset: str, install: str) -> Any:
     return engine  # its torch threads: _torch_threads below
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (README command 2 runs ``-n 2``), pin each worker, and so every process
+    it starts (a vLLM worker, a llama.cpp server, a Ray actor), to its own share of the cores.
+
+    Unpinned, a worker's llama.cpp and OpenMP threads spun on the core the other worker was
+    using: llama.cpp's equivalence checks took 3.7-7.5x as long as in a one-process run (306 s
+    against 83 s for the slowest). Pinned, each backend's default ("every core this process may
+    use": ``os.sched_getaffinity``) is the worker's share, so no thread waits for a core.
+    """
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if worker.startswith("gw") and 1 < count <= len(cores):
+        os.sched_setaffinity(0, cores[int(worker[2:]) % count::count])
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _torch_threads(request: pytest.FixtureRequest) -> None:
-    """Torch's threads for a test module: every core where the module sets ``USES_ALL_CORES =
-    True`` (the real-judge equivalence suites: their long prompts scored 1.54x faster on 2 threads
-    than on 1 on the 2-core development machine, scripts/results/torch_threads_2cpu_2026-11-27.txt),
-    one elsewhere (the tiny judge's small matrices cost more in thread synchronisation than they
-    save: up to 100x slower on a busy 2-core machine). Under pytest-xdist (the fast tier's ``-n``)
-    "every core" is this worker's share of them: threads spinning on a core another worker holds
-    made the real-weights checks many times slower."""
+    """Torch's threads for a test module: every core this process may use where the module sets
+    ``USES_ALL_CORES = True`` (the real-judge equivalence suites: their long prompts scored 1.54x
+    faster on 2 threads than on 1 on the 2-core development machine,
+    scripts/results/torch_threads_2cpu_2026-11-27.txt), one elsewhere (the tiny judge's small
+    matrices cost more in thread synchronisation than they save: up to 100x slower on a busy
+    2-core machine). Under pytest-xdist each worker is pinned to its share of the cores
+    (:func:`pytest_configure`), so "every core" is that share."""
     import torch
 
-    share = len(os.sched_getaffinity(0)) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    torch.set_num_threads(max(1, share) if getattr(request.module, "USES_ALL_CORES", False) else 1)
+    cores = len(os.sched_getaffinity(0))
+    torch.set_num_threads(cores if getattr(request.module, "USES_ALL_CORES", False) else 1)
 
 
 @pytest.fixture(scope="session")
