@@ -4,9 +4,12 @@ run before any judge is loaded (``--run``/``--name``, ``--db``) and the Ray opti
 
 from __future__ import annotations
 
+import functools
 import os
+import signal
 import sqlite3
 import sys
+import threading
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -26,6 +29,50 @@ MAX_NAME_LENGTH = 128
 """Longest ``--run`` / ``--name`` accepted."""
 SQLITE_HEADER = b"SQLite format 3\x00"
 MEMORY_DB = ":memory:"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP received by a command under :func:`stops_on_termination`.
+
+    A ``KeyboardInterrupt``, so a run stops on it exactly as on Ctrl-C: the chunk in flight is
+    dropped, the run is marked ``interrupted`` and its lease released."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def stops_on_termination(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``command`` with SIGTERM and SIGHUP raising :class:`Terminated` in the main thread (what
+    ``kill``, systemd, Slurm and Kubernetes send, and a closed terminal), the previous handlers
+    restored after it. Off the main thread (where Python delivers no signal) it changes nothing."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            return command(*args, **kwargs)
+
+        def handler(signum: int, frame: Any) -> None:
+            raise Terminated(signum)
+
+        previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+        try:
+            return command(*args, **kwargs)
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+
+    return wrapper
+
+
+def interrupted(exc: KeyboardInterrupt, db_path: Path) -> SystemExit:
+    """Say that a run stopped (Ctrl-C, or a :class:`Terminated` signal) and what is kept, and the
+    exit to raise: 130 for SIGINT, 128 + the signal's number otherwise (143 for SIGTERM)."""
+    signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+    how = "" if signum == signal.SIGINT else f" by {signal.Signals(signum).name}"
+    plain_console(stderr=True).print(f"interrupted{how}: committed chunks are kept in {db_path}; run again with the "
+                                     "same --run to resume", markup=False)
+    return SystemExit(128 + int(signum))
 
 
 def fail(exc: BaseException) -> click.ClickException:

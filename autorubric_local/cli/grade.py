@@ -21,9 +21,11 @@ from autorubric_local.cli.common import (
     database_option,
     distributed_config,
     fail,
+    interrupted,
     load_rubric,
     ray_options,
     run_name_option,
+    stops_on_termination,
 )
 from autorubric_local.cli.grade_output import (
     DEFAULT_OFF_LABEL_THRESHOLD,
@@ -106,6 +108,7 @@ EXIT_FAILURES = 3
               help="Correct each judge's label prior (Zhao et al. 2021): judge content-free submissions ('', "
                    "'N/A', '[SUBMISSION]') in every prompt and read verdicts from the corrected distribution; "
                    "the judge's own distribution is kept. Not with --mode explain --verdict-first.")
+@stops_on_termination
 def grade(
     paths: tuple[Path, ...],
     model: str | None,
@@ -184,6 +187,7 @@ def grade(
       2    usage error: a bad option or argument (e.g. --run, --db, a directory as a file)
       3    some items or judgments failed (results kept; --allow-failures exits 0)
       130  interrupted (Ctrl-C); committed chunks are kept
+      143  stopped by SIGTERM (129: SIGHUP), handled as Ctrl-C; committed chunks are kept
     """
     from autorubric_local.data.submissions import load_grading_data
     from autorubric_local.runner import EvalConfig, EvalRunner
@@ -236,10 +240,8 @@ def grade(
                     grader.release_engines()  # vLLM engines shut down cleanly, their memory returned
                 finally:
                     frozen.close()  # unfrozen after the release: its collection walks only the run's objects
-    except KeyboardInterrupt:
-        console.print(f"interrupted: committed chunks are kept in {db_path}; run again with the same --run to resume",
-                      markup=False)
-        raise SystemExit(130) from None
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (stops_on_termination)
+        raise interrupted(exc, db_path) from None
     except AutorubricError as exc:
         raise fail(exc) from exc
     try:

@@ -21,10 +21,12 @@ from autorubric_local.cli.common import (
     database_option,
     distributed_config,
     fail,
+    interrupted,
     load_rubric,
     name_option,
     ray_options,
     run_name_option,
+    stops_on_termination,
 )
 from autorubric_local.core.errors import AutorubricError
 from autorubric_local.graders.criterion_grader import JudgeSpec
@@ -146,6 +148,7 @@ def _judges(model: str, judges_path: Path | None) -> list[JudgeSpec]:
     return list(load_judges_file(judges_path).judges)
 
 
+@stops_on_termination
 def _run(
     kind: SweepKind, items: Sequence[GradeItem], preferred: Sequence[int | None] | None, rubric: Any,
     data_path: Path, *, model: str, judges_path: Path | None, unrelated_option: bool, db_path: Path,
@@ -178,10 +181,8 @@ def _run(
         with console.status(f"sweeping {len(items)} items with {len(judges)} judge(s) ..."):
             stored = run_stored_sweep(items, judges, settings, config, name=name, preferred=preferred,
                                       rubric=rubric, data_path=str(data_path), on_chunk=report)
-    except KeyboardInterrupt:
-        console.print(f"interrupted: committed chunks are kept in {db_path}; run again with the same --run to resume",
-                      markup=False)
-        raise SystemExit(130) from None
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (stops_on_termination)
+        raise interrupted(exc, db_path) from None
     except AutorubricError as exc:
         raise fail(exc) from exc
     result = stored.result
