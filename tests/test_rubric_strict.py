@@ -49,9 +49,29 @@ def test_bad_weights_are_refused_naming_criterion_and_field(weight: Any) -> None
     assert message.startswith("Invalid criterion at index 1 ('depth'):\n  weight: ")
 
 
-@pytest.mark.parametrize("weight", [1e6, -1e6, 0, -15, 2.5, "3"])
+@pytest.mark.parametrize("weight", [1e6, -1e6, 0, -15, 2.5])
 def test_weights_in_range_load(weight: Any) -> None:
     assert Rubric.from_dict([criterion(weight=weight)]).rubric[0].weight == float(weight)
+
+
+@pytest.mark.parametrize("weight", ["3", " 10 ", "1_000", "-2.5"])
+def test_numbers_written_as_strings_are_refused(weight: str) -> None:
+    message = error_of([criterion(), criterion(name="depth", weight=weight)])
+    assert message == (f"Invalid criterion at index 1 ('depth'):\n  weight: expected a number, got the string "
+                       f"{weight!r}; write the number without quotes")
+
+
+def test_an_option_value_written_as_a_string_is_refused() -> None:
+    options = [{"label": "low", "value": 0.0}, {"label": "high", "value": "1"}]
+    message = error_of([criterion(name="depth", options=options)])
+    assert message.endswith("options.1.value: expected a number, got the string '1'; write the number without quotes")
+
+
+def test_duplicate_criterion_names_are_refused_with_both_indices() -> None:
+    message = error_of([criterion(name="cost"), criterion(name="speed"), criterion(name="cost")])
+    assert message.startswith("Invalid criterion at index 2 ('cost'): the criterion at index 0 has the same name")
+    # unnamed criteria (AutoRubric's default) are not names
+    assert len(Rubric.from_dict([{"requirement": "a"}, {"requirement": "b"}]).rubric) == 2
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])

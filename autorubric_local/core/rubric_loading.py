@@ -170,11 +170,14 @@ def criteria_from_data(data: Any) -> list[Criterion]:
                 f"Invalid criterion at index {idx}: expected a dictionary, "
                 f"got {type(entry).__name__}"
             )
+        name = entry.get("name")
+        label = f" ({checks.short_repr(name)})" if isinstance(name, str) and name else ""
+        quoted = _quoted_numbers(entry)
+        if quoted:
+            raise InputError(f"Invalid criterion at index {idx}{label}:\n  " + "\n  ".join(quoted))
         try:
             criteria.append(Criterion.model_validate(entry))
         except ValidationError as exc:
-            name = entry.get("name")
-            label = f" ({checks.short_repr(name)})" if isinstance(name, str) and name else ""
             errors = exc.errors()
             details = [_error_line(error, top_level) for error in errors[:_MAX_LINES]]
             if len(errors) > _MAX_LINES:
@@ -182,4 +185,38 @@ def criteria_from_data(data: Any) -> list[Criterion]:
             raise InputError(
                 f"Invalid criterion at index {idx}{label}:\n  " + "\n  ".join(details)
             ) from exc
+    _refuse_duplicate_names(criteria)
     return criteria
+
+
+def _quoted_numbers(entry: dict[Any, Any]) -> list[str]:
+    """A line per number written as a string (``"10"``, ``" 10 "``, ``"1_000"``): a rubric file is
+    strict, so a weight or option value must be a number, not text that happens to parse as one."""
+    found = []
+    places = [("weight", entry.get("weight"))]
+    options = entry.get("options")
+    if isinstance(options, list):
+        places += [(f"options.{k}.value", o.get("value")) for k, o in enumerate(options) if isinstance(o, dict)]
+    for where, value in places:
+        if isinstance(value, str):
+            try:
+                float(value)
+            except ValueError:
+                continue  # not a number at all: pydantic's own message says so
+            found.append(f"{where}: expected a number, got the string {checks.short_repr(value)}; "
+                         "write the number without quotes")
+    return found
+
+
+def _refuse_duplicate_names(criteria: list[Criterion]) -> None:
+    """Two criteria of one rubric may not share a name: exports, ``--target`` and labels find a
+    criterion by its name, and a second one of the same name would shadow the first."""
+    seen: dict[str, int] = {}
+    for idx, criterion in enumerate(criteria):
+        if criterion.name is None:
+            continue
+        if criterion.name in seen:
+            raise InputError(f"Invalid criterion at index {idx} ({checks.short_repr(criterion.name)}): the criterion "
+                             f"at index {seen[criterion.name]} has the same name; names must be unique within a "
+                             "rubric (exports, --target and labels find a criterion by its name)")
+        seen[criterion.name] = idx
