@@ -20,6 +20,7 @@ from rich.console import Console
 
 from autorubric_local.core.errors import AutorubricError, InputError
 from autorubric_local.runner.config import DistributedConfig
+from autorubric_local.store.schema import refuse_newer_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.core.rubric import Rubric
@@ -174,9 +175,11 @@ def check_database_path(path: Path) -> None:
         raise InputError(f"{path}: not an SQLite database (it does not start with 'SQLite format 3')")
     try:
         with closing(sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)) as db:
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            has_migrations = db.execute("SELECT count(*) FROM sqlite_master WHERE name = '_migrations'").fetchone()[0]
+            newest = db.execute("SELECT max(number) FROM _migrations").fetchone()[0] if has_migrations else None
     except sqlite3.Error as exc:
         raise InputError(f"{path}: cannot be read as an SQLite database: {exc}") from None
+    refuse_newer_schema(path, newest or 0)
     if not os.access(path, os.W_OK):
         raise InputError(f"{path}: not writable")
 
@@ -206,7 +209,8 @@ def open_store(db_path: Path) -> Store:
         check_database_path(db_path)
         return Store.open(db_path)
     except (InputError, sqlite3.Error) as exc:
-        raise click.ClickException(f"{db_path}: {exc}") from None
+        message = str(exc)  # the path once, not twice
+        raise click.ClickException(message if message.startswith(f"{db_path}:") else f"{db_path}: {message}") from None
 
 
 def open_run(db_path: Path, run: str) -> tuple[Store, dict[str, Any]]:

@@ -38,3 +38,9 @@ class EngineError(AutorubricError, RuntimeError):
 class RunLockedError(AutorubricError):
     """Another live process holds the run's lease (it is grading the run), or took it over from
     this one; the message names the run, the holder's pid and host and its last heartbeat."""
+
+
+class SchemaVersionError(InputError):
+    """A results database written by a newer version of autorubric-local (its schema has
+    migrations this version does not know); it is refused rather than written to, and the
+    message names both versions."""

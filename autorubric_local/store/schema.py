@@ -117,6 +117,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from autorubric_local.core.errors import SchemaVersionError
 from autorubric_local.store.provenance import utc_now
 from autorubric_local.store.transaction import (
     DEFAULT_BUSY_TIMEOUT_SECONDS,
@@ -472,9 +473,13 @@ def open_db(path: str | Path, *, busy_timeout_seconds: float = DEFAULT_BUSY_TIME
     sqlite3.OperationalError
         ``database is locked`` if another process holds the write lock for longer than
         ``busy_timeout_seconds``.
+    SchemaVersionError
+        The database records a migration numbered above :data:`SCHEMA_VERSION` (a newer
+        version wrote it); nothing is written to it.
     """
     db = sqlite_utils.Database(path)
     set_busy_timeout(db, busy_timeout_seconds)
+    _refuse_newer(db, path)  # before WAL mode or any migration writes to it
     if str(path) != ":memory:":
         _enable_wal(db, busy_timeout_seconds)
         db.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
@@ -489,6 +494,24 @@ def open_db(path: str | Path, *, busy_timeout_seconds: float = DEFAULT_BUSY_TIME
             migrate(db)
             db["_migrations"].insert({"number": number, "name": name, "applied_utc": utc_now()})
     return db
+
+
+def _refuse_newer(db: sqlite_utils.Database, path: str | Path) -> None:
+    try:
+        refuse_newer_schema(path, max(_applied(db), default=0))
+    except SchemaVersionError:
+        db.close()
+        raise
+
+
+def refuse_newer_schema(path: str | Path, newest: int) -> None:
+    """Raise :class:`SchemaVersionError` when ``newest``, the highest migration a database at
+    ``path`` records, is above :data:`SCHEMA_VERSION`."""
+    if newest > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{path}: written by a newer autorubric-local (its schema is at migration {newest}; this version "
+            f"knows migrations up to {SCHEMA_VERSION}): it is not written to; open it with the newer version, or "
+            "upgrade this one")
 
 
 def _applied(db: sqlite_utils.Database) -> set[int]:

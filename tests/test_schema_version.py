@@ -1,0 +1,53 @@
+"""A results database written by a newer version (a migration this one does not know) is refused
+before anything is written to it, with both versions named (issue 52). Before the mend `grade`
+exited 0, wrote a new run into it and switched it to WAL mode."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from test_cli import invoke
+
+from autorubric_local.core.errors import SchemaVersionError
+from autorubric_local.store.schema import SCHEMA_VERSION, open_db
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.fixture
+def newer(tmp_path: Path) -> Path:
+    """A database in rollback-journal mode whose ``_migrations`` records migration 99."""
+    path = tmp_path / "newer.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("create table _migrations (number integer primary key, name text, applied_utc text)")
+        db.execute("insert into _migrations values (99, 'from the future', '2030-01-01T00:00:00')")
+    return path
+
+
+def _untouched(path: Path) -> None:
+    with sqlite3.connect(path) as db:
+        assert db.execute("pragma journal_mode").fetchone()[0] == "delete"  # not switched to WAL
+        assert [r[0] for r in db.execute("select name from sqlite_master where type = 'table'")] == ["_migrations"]
+
+
+def test_open_db_refuses_a_newer_schema_naming_both_versions(newer: Path) -> None:
+    with pytest.raises(SchemaVersionError) as info:
+        open_db(newer)
+    message = str(info.value)
+    assert f"at migration 99; this version knows migrations up to {SCHEMA_VERSION}" in message
+    assert message.startswith(f"{newer}: written by a newer autorubric-local")
+    _untouched(newer)
+
+
+def test_grade_refuses_it_before_any_judge_loads_and_reads_say_so_once(newer: Path) -> None:
+    result = invoke(CliRunner(), "grade", EXAMPLES / "battery_rubric.yaml", EXAMPLES / "battery_submissions.jsonl",
+                    "--model", "no-such-judge", "--db", newer)
+    assert result.exit_code == 2  # refused at --db, so the unknown judge is never looked up
+    assert "written by a newer autorubric-local" in result.output
+    runs = invoke(CliRunner(), "runs", "--db", newer)
+    assert runs.exit_code == 1
+    assert runs.output.count(str(newer)) == 1, runs.output  # the path once, not twice
+    _untouched(newer)
