@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ import sqlite_utils
 
 import autorubric_local.graders.records as records_module
 import autorubric_local.store.schema as schema_module
-from autorubric_local.core.errors import AutorubricError
+from autorubric_local.core.errors import AutorubricError, InputError
 from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.engine import ScoreRequest, ScriptedEngine
 from autorubric_local.graders import CriterionGrader, GradedItem
@@ -312,7 +313,7 @@ def test_file_db_uses_wal(tmp_path: Path) -> None:
 def test_not_a_database_raises(tmp_path: Path) -> None:
     path = tmp_path / "not.sqlite"
     path.write_bytes(b"this is not an sqlite file at all" * 200)
-    with pytest.raises(sqlite3.DatabaseError):
+    with pytest.raises(InputError, match=f"^{re.escape(str(path))}: not an SQLite results database"):
         open_db(path)
 
 

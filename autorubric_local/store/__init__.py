@@ -54,8 +54,9 @@ class Store(RunTables, SweepTables, MetricsTables, CalibrationTables, Indetermin
 
         Raises
         ------
-        sqlite3.DatabaseError
-            If the file is not an SQLite database.
+        InputError
+            If the file is not an SQLite database; SchemaVersionError (an InputError) if a newer
+            version wrote it.
         """
         return cls(open_db(path))
 

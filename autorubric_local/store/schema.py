@@ -117,7 +117,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from autorubric_local.core.errors import SchemaVersionError
+from autorubric_local.core.errors import InputError, SchemaVersionError
 from autorubric_local.store.provenance import utc_now
 from autorubric_local.store.transaction import (
     DEFAULT_BUSY_TIMEOUT_SECONDS,
@@ -468,8 +468,8 @@ def open_db(path: str | Path, *, busy_timeout_seconds: float = DEFAULT_BUSY_TIME
 
     Raises
     ------
-    sqlite3.DatabaseError
-        If the file is not an SQLite database.
+    InputError
+        If the file is not an SQLite database (or is a malformed one); the message names it.
     sqlite3.OperationalError
         ``database is locked`` if another process holds the write lock for longer than
         ``busy_timeout_seconds``.
@@ -479,7 +479,14 @@ def open_db(path: str | Path, *, busy_timeout_seconds: float = DEFAULT_BUSY_TIME
     """
     db = sqlite_utils.Database(path)
     set_busy_timeout(db, busy_timeout_seconds)
-    _refuse_newer(db, path)  # before WAL mode or any migration writes to it
+    try:
+        _refuse_newer(db, path)  # before WAL mode or any migration writes to it; the first read
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError):  # locked, unreadable: not about what the file is
+            raise
+        db.close()
+        raise InputError(f"{path}: not an SQLite results database ({exc}); a database copied without its "
+                         "-wal file can read as malformed: copy both, or export a copy") from None
     if str(path) != ":memory:":
         _enable_wal(db, busy_timeout_seconds)
         db.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")

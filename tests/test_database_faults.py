@@ -1,4 +1,4 @@
-"""A results database written by a newer version (a migration this one does not know) is refused
+"""Databases a command cannot use: one written by a newer version (a migration this one does not know) is refused
 before anything is written to it, with both versions named (issue 52). Before the mend `grade`
 exited 0, wrote a new run into it and switched it to WAL mode."""
 
@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from test_cli import invoke
+
+from autorubric_local.cli import main
 
 from autorubric_local.core.errors import SchemaVersionError
 from autorubric_local.store.schema import SCHEMA_VERSION, open_db
@@ -51,3 +53,17 @@ def test_grade_refuses_it_before_any_judge_loads_and_reads_say_so_once(newer: Pa
     assert runs.exit_code == 1
     assert runs.output.count(str(newer)) == 1, runs.output  # the path once, not twice
     _untouched(newer)
+
+
+@pytest.mark.parametrize("command", [["report", "r"], ["metrics", "{db}"], ["estimate", "r"], ["calibrate", "{db}"],
+                                     ["runs"], ["show", "r"], ["export", "r"]])
+def test_every_command_that_reads_a_database_says_a_file_is_not_one(tmp_path: Path, command: list[str]) -> None:
+    path = tmp_path / "notes.sqlite"
+    path.write_bytes(b'{"this": "is JSON, not SQLite"}' * 100)
+    args = [a.format(db=path) for a in command]
+    if "{db}" not in command:
+        args += ["--db", str(path)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code in (1, 2), result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception  # no traceback
+    assert "not an SQLite" in result.output, result.output
