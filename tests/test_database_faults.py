@@ -1,6 +1,10 @@
-"""Databases a command cannot use: one written by a newer version (a migration this one does not know) is refused
-before anything is written to it, with both versions named (issue 52). Before the mend `grade`
-exited 0, wrote a new run into it and switched it to WAL mode."""
+"""Databases a command cannot use (issue 52).
+
+- One written by a newer version (a migration this one does not know) is refused before anything
+  is written to it, with both versions named. Before the mend `grade` exited 0, wrote a new run
+  into it and switched it to WAL mode.
+- A file that is not a database gets the same clean message from every command that reads one;
+  `report`, `metrics`, `estimate` and `calibrate` printed sqlite3 tracebacks."""
 
 from __future__ import annotations
 
