@@ -17,6 +17,8 @@ transformers versions refuse those inputs; the engine then falls back, and says 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -56,6 +58,28 @@ def is_out_of_memory(exc: BaseException) -> bool:
         isinstance(exc, RuntimeError) and "can't allocate memory" in str(exc))
 
 
+@functools.lru_cache(maxsize=None)
+def _cache_keyword(model_class: type) -> str:
+    """The keyword a model class's ``forward`` takes its key/value cache by: ``cache`` from the
+    transformers release that renamed it (5.24 warns that ``past_key_values`` "is deprecated and
+    will be removed in version 5.40.0"), ``past_key_values`` before (5.19, in the vLLM venv)."""
+    return "cache" if "cache" in inspect.signature(model_class.forward).parameters else "past_key_values"
+
+
+def forward(model: Any, **inputs: Any) -> Any:
+    """``model(**inputs)`` with ``past_key_values`` passed by the keyword the installed
+    transformers takes (:func:`_cache_keyword`), so no deprecation warning reaches the user."""
+    if "past_key_values" in inputs and _cache_keyword(type(model)) == "cache":
+        inputs["cache"] = inputs.pop("past_key_values")
+    return model(**inputs)
+
+
+def output_cache(output: Any) -> Any:
+    """A forward output's key/value cache (``cache`` where the output has it, else ``past_key_values``)."""
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else output.past_key_values
+
+
 def call_model(model: Any, path: str, **inputs: Any) -> Any:
     """``model(**inputs)`` on an optimised ``path``; a refusal by the model becomes
     :class:`PathUnsupported`, out-of-memory propagates as it is.
@@ -67,7 +91,7 @@ def call_model(model: Any, path: str, **inputs: Any) -> Any:
         (other than out-of-memory).
     """
     try:
-        return model(**inputs)
+        return forward(model, **inputs)
     except _REFUSALS as exc:
         if is_out_of_memory(exc):
             raise

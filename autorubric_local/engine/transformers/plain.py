@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from autorubric_local.engine.base import mass_outside
+from autorubric_local.engine.transformers.paths import forward, output_cache
 
 
 def score_plain(model: Any, prompt_ids: Sequence[int], label_ids: Sequence[Sequence[int]]) -> tuple[tuple[float, ...], float]:
@@ -59,8 +60,9 @@ def decode_plain(
         generated.append(token)
         if guide.is_finished() or len(generated) >= max_new_tokens:
             return generated, guide.is_finished()
-        output = model(
+        output = forward(
+            model,
             input_ids=torch.tensor([[token]], device=device),
-            past_key_values=output.past_key_values,
+            past_key_values=output_cache(output),
             use_cache=True,
         )
