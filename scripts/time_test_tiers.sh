@@ -2,7 +2,7 @@
 # Time the fast test tier (docs/contributing.md) on this machine and print the 30 slowest tests.
 # Usage: bash scripts/time_test_tiers.sh [OUT]   (PYTHON defaults to .venv/bin/python)
 # The fast tier runs on every core (pytest-xdist -n auto) with the dev Hypothesis profile; README
-# command 2 and .ci/run run every tier, one process, with the ci profile. Python may write
+# command 2 and .ci/run run every tier on two pinned xdist workers, with the ci profile. Python may write
 # bytecode here (some environments set PYTHONDONTWRITEBYTECODE=1, and then pytest rewrites every
 # test module's asserts at every start): a contributor's second run is what the tier is for.
 set -euo pipefail

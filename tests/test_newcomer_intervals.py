@@ -98,6 +98,8 @@ def test_every_interval_from_three_labels_says_it_is_below_the_simulated_range(w
     assert table.exit_code == 0, table.output
     # a long note is printed once, as a footnote, not on every row
     assert table.output.count("fewer than 50 labels") == 1, table.output
+    assert "[1] fewer than 50 labels: coverage not shown by simulation (docs/validity.md), so read the interval " \
+        "as rough\n" in table.output
 
 
 def test_label_power_caps_at_the_runs_size_and_says_so(walk: dict) -> None:

@@ -184,7 +184,7 @@ def estimate_row(target: TargetData, method: str, interval: methods.Interval, n_
 
 
 SMALL_N_NOTE = (f"fewer than {methods.MIN_LABELS_FOR_COVERAGE} labels: coverage not shown by simulation "
-                "(docs/validity.md); read the interval as rough")
+                "(docs/validity.md), so read the interval as rough")
 """The note every interval from fewer than :data:`.methods.MIN_LABELS_FOR_COVERAGE` labels carries."""
 
 
@@ -202,7 +202,7 @@ def uniform_intervals(target: TargetData, alpha: float, wanted: Sequence[str]) -
     why_not = None
     if excluded:
         why_not = (f"{excluded} labelled item(s) have no value (CANNOT_ASSESS under exclude, or an NA option): "
-                   "the rest are no sample of the items the judge predicts for; use --cannot-assess as_unmet")
+                   "the rest are no sample of the items the judge predicts for (use --cannot-assess as_unmet)")
     out: dict[str, methods.Interval] = {}
     for method in wanted:
         if method == "judge":
@@ -257,7 +257,7 @@ def _active(target: TargetData, alpha: float, wanted: Sequence[str],
         elif unusable:
             out[method] = _too_few(
                 f"{unusable} drawn item(s) have no value for this target (unlabelled, or CANNOT_ASSESS/NA "
-                "under exclude): the weighted estimate would be biased; label them, or use --cannot-assess as_unmet")
+                "under exclude): the weighted estimate would be biased (label them, or use --cannot-assess as_unmet)")
         elif n < 2:
             out[method] = _too_few(f"too few drawn labels for an interval ({n})")
         else:

@@ -213,7 +213,7 @@ def judge_mean(f_all: ArrayLike) -> Interval:
     f = as_vector("f_all", f_all)
     return Interval(
         float(f.mean()), None, None, None,
-        note="judge only: biased whenever the judge is; no valid interval without human labels",
+        note="judge only: biased whenever the judge is, and no valid interval without human labels",
     )
 
 
@@ -601,7 +601,10 @@ def bounded_mean_interval(estimate: float, n: float, low: float, high: float, al
     shrink = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / shrink
     half = z / shrink * math.sqrt(p * (1.0 - p) / n + z * z / (4 * n * n))
-    return low + span * max(0.0, centre - half), low + span * min(1.0, centre + half)
+    # at p = 0 (or 1) the bound is exactly 0 (or 1); rounding left ~1e-17 above the estimate
+    lower = 0.0 if p == 0.0 else max(0.0, centre - half)
+    upper = 1.0 if p == 1.0 else min(1.0, centre + half)
+    return low + span * lower, low + span * upper
 
 
 def within_range(interval: Interval, low: float, high: float, n: float, alpha: float) -> Interval:
