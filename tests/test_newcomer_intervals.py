@@ -62,7 +62,11 @@ def walk(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> dict
     table = invoke(CliRunner(), "estimate", "seasons-v1", "--db", db, "--labels", labels)
     power = invoke(CliRunner(), "label", "power", "seasons-v1", "--db", db, "--labels", labels, "--width", "0.1",
                    "--json")
-    return {"drawn": drawn, "rows": runs, "table": table, "power": power}
+    metrics = invoke(CliRunner(), "metrics", db, "--run", "seasons-v1", "--labels", labels, "--json", "--no-save")
+    # estimate --labels stored them under the file's path: metrics reads them from there too
+    stored = invoke(CliRunner(), "metrics", db, "--run", "seasons-v1", "--label-source", labels.resolve(), "--json",
+                    "--no-save")
+    return {"drawn": drawn, "rows": runs, "table": table, "power": power, "metrics": metrics, "stored": stored}
 
 
 def test_the_walk_draws_three_items_none_confusing(walk: dict) -> None:
@@ -112,3 +116,13 @@ def test_label_power_caps_at_the_runs_size_and_says_so(walk: dict) -> None:
     capped = [r for r in rows if r["note"]]
     assert capped, rows  # a width of 0.1 from 6 items is out of reach for some target
     assert all("cannot be reached with this run's 6 items" in r["note"] for r in capped)
+
+
+def test_metrics_reads_the_same_labels_file(walk: dict) -> None:
+    metrics = walk["metrics"]
+    assert metrics.exit_code == 0, metrics.output  # before: "no dataset item has ground truth"
+    data = json.loads(metrics.output)
+    assert data["n_items"] == 3
+    assert {c["name"]: c["support"] for c in data["per_criterion"]}["seasons"] == 3
+    assert walk["stored"].exit_code == 0, walk["stored"].output
+    assert json.loads(walk["stored"].output) == data

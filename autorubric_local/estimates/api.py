@@ -152,6 +152,33 @@ def load_run(db: str | Path, run: str | None = None, *, labels_file: str | Path 
     return LoadedRun(result, dataset, run_id, result.experiment_name or run_id, criteria, labels, source, chosen)
 
 
+def labelled_dataset(loaded: LoadedRun) -> tuple[Any, int]:
+    """The run's dataset with each item's ground truth replaced by ``loaded.labels`` (a labels
+    file or a stored source), for the analyses that read ground truth from the items
+    (``metrics``, ``calibrate``).
+
+    An item with every criterion labelled gets those labels; an item with none, or only some
+    (the metrics compare whole items), gets no ground truth.
+
+    Returns
+    -------
+    (RubricDataset, int)
+        The dataset and the number of partly labelled items left without ground truth.
+    """
+    from autorubric_local.data.dataset import RubricDataset
+
+    dataset = loaded.dataset
+    keys = {r.item_idx: item_key(r) for r in loaded.result.item_results}
+    items, partial = [], 0
+    for index, item in enumerate(dataset.items):
+        values = loaded.labels.get(keys.get(index, item.id or f"item-{index}"))
+        complete = values is not None and all(v is not None for v in values)
+        partial += values is not None and not complete and any(v is not None for v in values)
+        items.append(replace(item, ground_truth=list(values) if complete else None))
+    return RubricDataset(prompt=dataset.prompt, rubric=dataset.rubric, items=items, name=dataset.name,
+                         reference_submission=dataset.reference_submission, metadata=dataset.metadata), partial
+
+
 def save_labels(db: str | Path, loaded: LoadedRun) -> int:
     """Store the labels of a run loaded from a labels file under their source (replacing that
     source's earlier rows; the dataset's own labels stay in ``items``); return how many."""
@@ -376,4 +403,4 @@ def targets_of(db: str | Path, run: str | None = None, *, labels_file: str | Pat
 
 __all__ = ["DATASET_SOURCE", "METHODS", "SCORE", "SMALL_N_NOTE", "Estimate", "LoadedRun", "estimate_row", "estimate_run",
            "estimate_targets",
-           "load_run", "save_labels", "targets_of", "uniform_intervals"]
+           "labelled_dataset", "load_run", "save_labels", "targets_of", "uniform_intervals"]
