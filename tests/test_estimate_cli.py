@@ -182,6 +182,10 @@ def test_label_select_stores_the_design_and_estimate_weights_by_it(graded: Path,
     template = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(r["id"] for r in template) == drawn
     assert all(r["ground_truth"] == [None, None, None] for r in template)
+    assert template[0]["criteria"] == [  # each place of ground_truth named, with what it allows
+        {"name": "cites_source", "allowed": ["MET", "UNMET", "CANNOT_ASSESS"]},
+        {"name": "rude", "allowed": ["MET", "UNMET", "CANNOT_ASSESS"]},
+        {"name": "clarity", "allowed": ["clear", "muddled", "unreadable"]}]
     config = ET.fromstring(tasks.with_suffix(".xml").read_text())  # criterion text with quotes and <> escaped
     assert [c.get("name") for c in config.iter("Choices")] == ["c0", "c1", "c2"]
     assert "predictions" not in json.loads(tasks.read_text())[0]  # labellers are not anchored on the judge

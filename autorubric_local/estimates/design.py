@@ -143,7 +143,10 @@ def save_selection(db: str | Path, loaded: LoadedRun, selection: Selection) -> S
 
 def selection_rows(loaded: LoadedRun, selection: Selection) -> list[dict[str, Any]]:
     """One labels-file template row per drawn item: ``id``, ``submission``, ``query``, the
-    ``inclusion_probability`` and ``ground_truth`` of nulls to fill in (rubric order)."""
+    ``inclusion_probability``, ``ground_truth`` of nulls to fill in (rubric order) and
+    ``criteria``: for each place of ``ground_truth``, the criterion's name and the labels it
+    allows (``MET``/``UNMET``/``CANNOT_ASSESS``, or the option labels). The labels reader reads
+    ``id`` and ``ground_truth`` only."""
     by_id = {item_key(r): r for r in loaded.result.item_results}
     pi = {item_id: p for item_id, p, _ in selection.items}
     rows = []
@@ -151,7 +154,11 @@ def selection_rows(loaded: LoadedRun, selection: Selection) -> list[dict[str, An
         r = by_id[item_id]
         query = r.item.prompt if r.item.prompt is not None else getattr(loaded.dataset, "prompt", None)
         rows.append({"id": item_id, "submission": r.item.submission, "query": query,
-                     "inclusion_probability": pi[item_id], "ground_truth": [None] * len(loaded.criteria[item_id])})
+                     "inclusion_probability": pi[item_id], "ground_truth": [None] * len(loaded.criteria[item_id]),
+                     "criteria": [{"name": criterion_key(c, k),
+                                   "allowed": [o.label for o in c.options] if c.options is not None
+                                   else ["MET", "UNMET", "CANNOT_ASSESS"]}
+                                  for k, c in enumerate(loaded.criteria[item_id])]})
     return rows
 
 
