@@ -10,10 +10,12 @@ byte for byte to ``json.dumps([...], indent=2)`` of the whole result.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlite_utils
 from click.testing import CliRunner
 from test_cli import DATA_FILE, RUBRIC_FILE, invoke_grade
 
@@ -111,3 +113,19 @@ def test_ctrl_c_while_printing_exits_130_and_keeps_the_run(
     assert result.exit_code == 130
     assert "interrupted while printing; the run is stored in" in result.stderr
     assert load_result(db, "r")[0].status == "finished"
+
+
+def test_a_random_seed_is_printed_and_is_the_one_recorded(runner: CliRunner, tiny_model_dir: Path,
+                                                         tmp_path: Path) -> None:
+    db = tmp_path / "seeded.sqlite"
+    result = invoke_grade(runner, RUBRIC_FILE, DATA_FILE, "--model", tiny_model_dir, "--db", db, "--run", "r",
+                          "--limit", "1", "--no-progress")
+    assert result.exit_code == 0, result.output
+    printed = re.search(r"^seed (\d+) \(random; --seed \1 shuffles the options the same way again\)$",
+                        result.output, re.M)
+    assert printed, result.output
+    stored = json.loads(next(iter(sqlite_utils.Database(db)["runs"].rows))["grader_json"])["seed"]
+    assert stored == int(printed.group(1))
+    seeded = invoke_grade(runner, RUBRIC_FILE, DATA_FILE, "--model", tiny_model_dir, "--db", db, "--run", "s",
+                          "--limit", "1", "--no-progress", "--seed", "42")
+    assert "random;" not in seeded.output  # a given seed is not announced as random

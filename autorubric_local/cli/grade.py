@@ -79,7 +79,9 @@ EXIT_FAILURES = 3
 @click.option("--explanation-first/--verdict-first", default=True, show_default=True,
               help="In explain mode, reason before the verdict (the verdict is read after the explanation), or give "
                    "the verdict first (score mode's verdict) and explain it after.")
-@click.option("--seed", type=int, default=None, help="Seed of the option shuffles (recorded).")
+@click.option("--seed", type=int, default=None,
+              help="Seed of the option shuffles, recorded with the run and printed at the end [default: a random "
+                   "seed; give one (the README's Python example uses 42) for the same shuffles every time].")
 @click.option("--no-shuffle", is_flag=True, help="Show multi-choice options in their original order.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Grade only the first N items.")
 @click.option("--run", "run_name", default=None, callback=run_name_option,
@@ -215,6 +217,7 @@ def grade(
         runner = EvalRunner(dataset, grader, config, data_path=str(data_path), on_chunk=on_chunk, executor=executor)
         load_seconds = 0.0
         stored = runner.finished_run()
+        graded_now = stored is None  # else read back: the grader's own seed was never used
         if stored is not None:
             console.print(f"run {stored.name} is finished in {db_path}: results read from the database "
                           "(no judge loaded; --no-resume grades again as a new run)", markup=False)
@@ -251,6 +254,9 @@ def grade(
         console.print(f"interrupted while printing; the run is stored in {db_path}", markup=False)
         raise SystemExit(130) from None
     console.print(summary_line(stored, tally, load_seconds, db_path), markup=False)
+    if graded_now and not grader.seed_given:
+        console.print(f"seed {grader.seed} (random; --seed {grader.seed} shuffles the options the same way again)",
+                      markup=False)
     if contextual_calibration:
         inputs = ", ".join(repr(text) for text in grader.content_free_inputs)
         console.print(f"contextual calibration: verdicts read from each judge's distribution divided by its label prior "
