@@ -27,6 +27,7 @@ from autorubric_local.engine.constrained import (
     split_string_body,
 )
 from autorubric_local.engine.transformers.backend import from_transformers
+from autorubric_local.engine.transformers.paths import forward, output_cache
 from autorubric_local.engine.user_text import mark, plain
 from autorubric_local.graders.prompts import (
     BINARY_LABELS,
@@ -190,8 +191,9 @@ def reference_decode(engine: Any, grammar: Any, request: GenerateRequest) -> lis
         step = engine.model(input_ids=torch.tensor([ids]), use_cache=True, logits_to_keep=1)
         while len(out) < request.max_new_tokens and not guide.is_finished():
             out.append(grammar.choose(guide, step.logits[0, -1]))
-            step = engine.model(input_ids=torch.tensor([[out[-1]]]), past_key_values=step.past_key_values,
-                                use_cache=True)
+            # forward passes the cache by the keyword this transformers takes (no deprecation warning)
+            step = forward(engine.model, input_ids=torch.tensor([[out[-1]]]), past_key_values=output_cache(step),
+                           use_cache=True)
     return out
 
 
