@@ -159,9 +159,10 @@ def pytest_configure(config: pytest.Config) -> None:
     it starts (a vLLM worker, a llama.cpp server, a Ray actor), to its own share of the cores.
 
     Unpinned, a worker's llama.cpp and OpenMP threads spun on the core the other worker was
-    using: llama.cpp's equivalence checks took 3.7-7.5x as long as in a one-process run (306 s
-    against 83 s for the slowest). Pinned, each backend's default ("every core this process may
-    use": ``os.sched_getaffinity``) is the worker's share, so no thread waits for a core.
+    using: llama.cpp's slowest SmolLM2 checks took 306 / 279 / 274 s against 198 / 85 / 74 s pinned
+    (scripts/results/suite_xdist_*_2cpu_2026-12-01.txt). Pinned, each backend's default ("every
+    core this process may use": ``os.sched_getaffinity``) is the worker's share, so no thread
+    waits for a core.
     """
     worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
