@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
 from autorubric_local.cli.common import (
@@ -23,6 +22,7 @@ from autorubric_local.cli.common import (
     fail,
     interrupted,
     load_rubric,
+    plain_console,
     ray_options,
     run_name_option,
     stops_on_termination,
@@ -195,7 +195,7 @@ def grade(
     from autorubric_local.runner import EvalConfig, EvalRunner
     from autorubric_local.runner.distributed import RayExecutor
 
-    console = Console(stderr=True)
+    console = plain_console(stderr=True)  # piped or redirected: no line wrapped mid-phrase
     if len(paths) > 2:
         raise click.UsageError(f"expected [RUBRIC] DATA, got {len(paths)} paths")
     if as_json and as_jsonl:
