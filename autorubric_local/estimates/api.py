@@ -155,7 +155,7 @@ def load_run(db: str | Path, run: str | None = None, *, labels_file: str | Path 
 def labelled_dataset(loaded: LoadedRun) -> tuple[Any, int]:
     """The run's dataset with each item's ground truth replaced by ``loaded.labels`` (a labels
     file or a stored source), for the analyses that read ground truth from the items
-    (``metrics``, ``calibrate``).
+    (``metrics --labels``).
 
     An item with every criterion labelled gets those labels; an item with none, or only some
     (the metrics compare whole items), gets no ground truth.
@@ -204,7 +204,7 @@ def estimate_row(target: TargetData, method: str, interval: methods.Interval, n_
     if target.bounds is not None:
         interval = methods.within_range(interval, *target.bounds, n_for_range, 1 - confidence)
     if method != "judge" and 0 < n_labelled < methods.MIN_LABELS_FOR_COVERAGE and interval.ci_low is not None:
-        interval = replace(interval, note="; ".join([*([interval.note] if interval.note else []), SMALL_N_NOTE]))
+        interval = methods.with_notes(interval, SMALL_N_NOTE)
     return Estimate(target.name, method, interval.estimate, interval.ci_low, interval.ci_high,
                     interval.std_error, n_labelled, n - n_labelled, confidence, sampling,
                     interval.lam, interval.n_effective, interval.note)
@@ -335,7 +335,7 @@ def estimate_targets(targets: Sequence[TargetData], *, confidence: float = 0.9,
             interval = intervals[method]
             extra = judge_notes if method == "judge" else notes
             if extra:
-                interval = replace(interval, note="; ".join([*([interval.note] if interval.note else []), *extra]))
+                interval = methods.with_notes(interval, *extra)
             rows.append(estimate_row(target, method, interval, n_labelled, len(target.f), confidence, sampling,
                                       n_for_range))
     return rows

@@ -115,6 +115,12 @@ class Interval:
     note: str | None = None
 
 
+def with_notes(interval: Interval, *notes: str) -> Interval:
+    """``interval`` with ``notes`` appended to its note (joined by ``"; "``)."""
+    joined = "; ".join([*([interval.note] if interval.note else []), *notes])
+    return replace(interval, note=joined or None)
+
+
 def _undefined(note: str) -> Interval:
     return Interval(estimate=math.nan, ci_low=None, ci_high=None, std_error=None, note=note)
 
