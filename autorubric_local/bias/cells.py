@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from autorubric_local.bias.grade_score import GradeScores
 from autorubric_local.bias.unrelated import UnrelatedOption
@@ -17,14 +17,21 @@ from autorubric_local.core.errors import InputError
 from autorubric_local.core.types import Criterion
 from autorubric_local.graders.execution import JudgmentResult
 
-__all__ = ["SweepCell", "SweepKind", "SweepSettings", "Variant"]
+if TYPE_CHECKING:
+    from autorubric_local.engine.requests import FormatChat
+    from autorubric_local.graders.planning import JudgmentTask
+
+__all__ = ["OwnRotations", "SweepCell", "SweepKind", "SweepSettings", "Variant"]
 
 
 class SweepKind(str, Enum):
-    """``rubric``: multi-choice criteria of a rubric; ``selection``: pick the best candidate."""
+    """``rubric``: multi-choice criteria of a rubric; ``selection``: pick the best candidate;
+    ``comparison``: two systems' responses in both slot orders (items that plan their own
+    rotations, :class:`OwnRotations`; :mod:`autorubric_local.comparisons.judging`)."""
 
     RUBRIC = "rubric"
     SELECTION = "selection"
+    COMPARISON = "comparison"
 
 
 class Variant(str, Enum):
@@ -32,6 +39,25 @@ class Variant(str, Enum):
 
     BASE = "base"
     UNRELATED = "unrelated"
+
+
+@runtime_checkable
+class OwnRotations(Protocol):
+    """An item of a ``comparison`` sweep: it plans its own rotations and says what of it a
+    stored sweep's content hash covers. Rooms above this one implement it (a comparison's pair
+    of responses, :class:`autorubric_local.comparisons.prompts.PairItem`), so the sweep pipeline
+    runs them without importing them."""
+
+    def rotation_tasks(self, item_index: int, judge_id: str, format_chat: FormatChat,
+                       system_prompt: str | None) -> list[JudgmentTask]:
+        """This item's judgment tasks for one judge, every rotation of every question
+        (``permutation_index`` the rotation); ``system_prompt`` None: the item's default."""
+        ...
+
+    def content(self) -> dict[str, Any]:
+        """JSON-ready content the stored sweep's item hash covers, beyond its id, submission,
+        query and reference."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ A sweep's plan is ``{"description": {...}, "items": [[item key, item hash], ...]
   ``sha256:v1:<hex>`` of every item's rubric in item order; None for selection sweeps, whose
   candidates are item content);
 - an item's hash (``sha256:v1:<hex>``) covers its key, submission, query, reference
-  submission and human preference, and for selection sweeps its candidates.
+  submission and human preference, for selection sweeps its candidates, and for comparison
+  sweeps what the item's ``content()`` names (its systems, responses and questions:
+  :class:`~.cells.OwnRotations`).
 
 The content hash is :func:`~autorubric_local.runner.checkpoint.canonical_hash` of the plan
 (the grading runner's scheme). How the work is cut into chunks is not part of it: chunk size
@@ -21,7 +23,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from autorubric_local.bias.cells import SweepKind, SweepSettings
+from autorubric_local.bias.cells import OwnRotations, SweepKind, SweepSettings
 from autorubric_local.core.errors import InputError
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
@@ -66,6 +68,7 @@ def sweep_plan(
             "reference_submission": item.reference_submission,
             "preferred": None if preferred is None else preferred[i],
             **({"rubric": _rubric_json(item)} if selection else {}),
+            **(item.content() if isinstance(item, OwnRotations) else {}),
         }
         entries.append([key, canonical_hash(content)])
     return {"description": description, "items": entries}

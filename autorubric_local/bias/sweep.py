@@ -13,8 +13,10 @@ cells per judge and criterion. :mod:`.stored` runs the same chunks with a commit
 resume.
 
 Rotations come from :func:`~autorubric_local.graders.planning.plan_tasks` with
-``permutations=CYCLIC`` (rubric sweeps) or :func:`.selection.plan_selection_tasks` (selection
-tasks), so ``JudgmentResult.task.permutation_index`` is the rotation number ``r`` and
+``permutations=CYCLIC`` (rubric sweeps), :func:`.selection.plan_selection_tasks` (selection
+tasks) or, for comparison sweeps, the items themselves (:class:`~.cells.OwnRotations`: a pair of
+systems' responses in both slot orders, :mod:`autorubric_local.comparisons.prompts`; there
+``option_order`` maps the shown answers to systems rather than rotating them), so ``JudgmentResult.task.permutation_index`` is the rotation number ``r`` and
 ``option_order[k] = base[(k + r) % N]``.
 """
 
@@ -27,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from autorubric_local.bias.aggregate import SweepAggregate, aggregate_cells
-from autorubric_local.bias.cells import SweepCell, SweepKind, SweepSettings, Variant
+from autorubric_local.bias.cells import OwnRotations, SweepCell, SweepKind, SweepSettings, Variant
 from autorubric_local.bias.grade_score import RotationOutcome, grade_scores
 from autorubric_local.bias.selection import plan_selection_tasks
 from autorubric_local.bias.unrelated import (
@@ -105,7 +107,10 @@ def plan_sweep(
         variants.append((Variant.UNRELATED, _variant_items(items, unrelated)))
     planned: list[PlannedRotation] = []
     for variant, variant_items in variants:
-        if settings.kind is SweepKind.SELECTION:
+        if settings.kind is SweepKind.COMPARISON:
+            tasks = [task for index, item in enumerate(variant_items)
+                     for task in _own_rotations(item, index).rotation_tasks(index, judge_id, format_chat, prompt)]
+        elif settings.kind is SweepKind.SELECTION:
             tasks = plan_selection_tasks(
                 variant_items, judge_id, format_chat, system_prompt=prompt,
                 shuffle_options=settings.shuffle_options, seed=settings.seed,
@@ -119,6 +124,13 @@ def plan_sweep(
         planned.extend((t, variant) for t in tasks if t.option_order is not None)
     planned.sort(key=lambda pair: pair[0].item_index)  # stable: each item's prefix in one run
     return planned
+
+
+def _own_rotations(item: GradeItem, index: int) -> OwnRotations:
+    if not isinstance(item, OwnRotations):
+        raise InputError(f"sweep: item {index} ({item.item_id!r}) of a comparison sweep does not plan its own "
+                         "rotations (autorubric_local.comparisons builds such items)")
+    return item
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from autorubric_local.cli import (
     backends,
     browse,
     calibrate,
+    compare,
     estimate,
     export,
     grade,
@@ -41,6 +42,8 @@ main.add_command(models.models)
 main.add_command(backends.backends)
 main.add_command(sweep_cli.sweep)
 main.add_command(sweep_cli.sweep_select)
+main.add_command(compare.compare)
+main.add_command(compare.ranking)
 main.add_command(metrics.metrics)
 main.add_command(calibrate.calibrate)
 main.add_command(indeterminacy.indeterminacy)

@@ -24,6 +24,7 @@ from autorubric_local.store.schema import refuse_newer_schema
 
 if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.core.rubric import Rubric
+    from autorubric_local.graders.criterion_grader import JudgeSpec
     from autorubric_local.store import Store
 
 MAX_NAME_LENGTH = 128
@@ -231,6 +232,25 @@ def open_run(db_path: Path, run: str) -> tuple[Store, dict[str, Any]]:
         known = ", ".join(repr(n) for n in dict.fromkeys(names)) if names else "none"
         raise click.ClickException(f"{db_path}: no run named or with id {run!r} (runs: {known})")
     return store, row
+
+
+def judge_specs(model: str, judges_path: Path | None) -> list[JudgeSpec]:
+    """The judges of ``--model`` (one judge, its id the model's name) or of ``--judges FILE``
+    (:func:`~autorubric_local.graders.panel_file.load_judges_file`), for sweeps and comparisons.
+
+    Raises
+    ------
+    InputError
+        As ``load_judges_file``: the file cannot be read or names a bad judge.
+    """
+    from autorubric_local.graders.criterion_grader import JudgeSpec
+    from autorubric_local.judges.config import LLMConfig
+
+    if judges_path is None:
+        return [JudgeSpec(LLMConfig(model=model), model)]
+    from autorubric_local.graders.panel_file import load_judges_file
+
+    return list(load_judges_file(judges_path).judges)
 
 
 def plain_console(stderr: bool = False) -> Console:

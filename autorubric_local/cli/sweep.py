@@ -22,6 +22,7 @@ from autorubric_local.cli.common import (
     distributed_config,
     fail,
     interrupted,
+    judge_specs,
     load_rubric,
     name_option,
     ray_options,
@@ -29,9 +30,8 @@ from autorubric_local.cli.common import (
     stops_on_termination,
 )
 from autorubric_local.core.errors import AutorubricError
-from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
-from autorubric_local.judges.config import DEFAULT_MODEL, LLMConfig
+from autorubric_local.judges.config import DEFAULT_MODEL
 from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
 
@@ -140,14 +140,6 @@ def sweep_select(data_path: Path, **options: Any) -> None:
     _run(SweepKind.SELECTION, items, [t.preferred for t in tasks], None, data_path, **options)
 
 
-def _judges(model: str, judges_path: Path | None) -> list[JudgeSpec]:
-    if judges_path is None:
-        return [JudgeSpec(LLMConfig(model=model), model)]
-    from autorubric_local.graders.panel_file import load_judges_file
-
-    return list(load_judges_file(judges_path).judges)
-
-
 @stops_on_termination
 def _run(
     kind: SweepKind, items: Sequence[GradeItem], preferred: Sequence[int | None] | None, rubric: Any,
@@ -173,7 +165,7 @@ def _run(
                       f"{failed} ({chunk.completed_items}/{chunk.total_items} items)", markup=False)
 
     try:
-        judges = _judges(model, judges_path)
+        judges = judge_specs(model, judges_path)
         settings = SweepSettings(kind=kind, seed=seed, shuffle_options=not no_shuffle,
                                  unrelated_option=unrelated_option, n_bootstrap=n_bootstrap)
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume,

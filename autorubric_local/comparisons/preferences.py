@@ -107,6 +107,11 @@ def swap_rule(verdict_ab: str, verdict_ba: str) -> str:
     return first if first == second and first != TIE else TIE
 
 
+def consistent(verdict_ab: str, verdict_ba: str) -> bool:
+    """Whether two orders' hard verdicts (slot labels) name the same system, or are both a tie."""
+    return _to_system(verdict_ab, swapped=False) == _to_system(verdict_ba, swapped=True)
+
+
 @dataclass(frozen=True)
 class PositionConsistency:
     """Position bias of a set of two-order comparisons.
@@ -157,20 +162,20 @@ def position_consistency(verdicts: Sequence[tuple[str, str]]) -> PositionConsist
     """
     if not verdicts:
         raise InputError("position consistency needs at least one comparison")
-    consistent = 0
+    agreeing = 0
     slot_one = slot_two = 0
     for ab, ba in verdicts:
-        if _to_system(ab, swapped=False) == _to_system(ba, swapped=True):
-            consistent += 1
+        if consistent(ab, ba):
+            agreeing += 1
             continue
         for verdict in (ab, ba):
             slot_one += verdict == "1"
             slot_two += verdict == "2"
     n = len(verdicts)
     decided = slot_one + slot_two
-    return PositionConsistency(n, consistent / n, 1.0 - consistent / n,
+    return PositionConsistency(n, agreeing / n, 1.0 - agreeing / n,
                                slot_one / decided if decided else None, slot_two / decided if decided else None)
 
 
-__all__ = ["LABELS", "PositionConsistency", "balanced_preference", "hard_verdict", "position_consistency",
+__all__ = ["LABELS", "PositionConsistency", "balanced_preference", "consistent", "hard_verdict", "position_consistency",
            "swap_rule", "system_probabilities"]

@@ -1,0 +1,248 @@
+"""``autorubric-local compare`` (judge pairs of systems in both orders, then rank them) and
+``autorubric-local ranking`` (rank a stored comparison again, with other settings, no judge).
+
+The judging goes through :func:`~autorubric_local.comparisons.judging.run_comparison`: chunks of
+whole pairs committed to the SQLite file one by one, so an interrupted comparison resumes with
+the same ``--run NAME``; the tables come from
+:mod:`~autorubric_local.comparisons.ranking`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.table import Table
+
+from autorubric_local.cli.common import (
+    database_option,
+    distributed_config,
+    fail,
+    interrupted,
+    judge_specs,
+    load_rubric,
+    open_store,
+    plain_console,
+    ray_options,
+    run_name_option,
+    stops_on_termination,
+)
+from autorubric_local.core.errors import AutorubricError, InputError
+from autorubric_local.judges.config import DEFAULT_MODEL
+from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from autorubric_local.comparisons.judging import StoredComparison
+
+
+def _ranking_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """How a comparison is ranked: shared by ``compare`` and ``ranking``."""
+    options = [
+        click.option("--question", default=None,
+                     help="Rank on this question: 'overall', a rubric criterion's name, or 'rubric' (the "
+                          "weighted-rubric preference). [default: overall when asked, else rubric]"),
+        click.option("--method", type=click.Choice(["soft", "swap"]), default="soft", show_default=True,
+                     help="soft: the judge's probabilities averaged over both orders (balanced position "
+                          "calibration); swap: MT-Bench's rule (a win only when both orders agree, else a tie)."),
+        click.option("--tie-model", type=click.Choice(["half", "davidson", "rao_kupper"]), default="half",
+                     show_default=True, help="Bradley-Terry's ties: half a win each, or a Davidson / Rao-Kupper model."),
+        click.option("--bootstrap", "n_bootstrap", type=click.IntRange(min=10), default=200, show_default=True,
+                     help="Cluster-bootstrap resamples over prompts for the intervals."),
+        click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.9, show_default=True,
+                     help="Confidence level of the intervals."),
+        click.option("--seed", type=int, default=0, show_default=True, help="Seeds the bootstrap."),
+        click.option("--json", "as_json", is_flag=True, help="Print the rankings as JSON instead of tables."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@click.command()
+@click.argument("data_path", metavar="DATA", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--rubric", "rubric_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also ask, for each criterion of this rubric file, which response better satisfies it.")
+@click.option("--overall/--no-overall", default=True, show_default=True,
+              help="Ask the overall question (which response is better).")
+@click.option("--baseline", default=None, help="Compare each system with this one only (Arena-Hard style).")
+@click.option("--pair", "pairs", multiple=True, metavar="A:B",
+              help="Compare only these pairs of systems (repeatable); default: all pairs.")
+@click.option("--model", "-m", default=DEFAULT_MODEL, show_default=True,
+              help="Judge: preset name, Hugging Face model folder, .gguf file, or Hugging Face id in the local HF cache.")
+@click.option("--judges", "judges_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="YAML/JSON file of several judges (replaces --model).")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), callback=database_option,
+              default=Path("results.sqlite"), show_default=True,
+              help="SQLite file for results (new, empty, or an autorubric-local database).")
+@click.option("--run", "run_name", default=None, callback=run_name_option,
+              help="Name of this comparison in the database; comparing again with the same name resumes it.")
+@click.option("--resume/--no-resume", default=True, show_default=True,
+              help="Continue the comparison named by --run (only missing pairs are judged), or start a new one.")
+@click.option("--chunk-judgments", type=click.IntRange(min=1), default=DEFAULT_CHUNK_JUDGMENTS, show_default=True,
+              help="Most judgments per engine chunk (whole pairs); each chunk is committed at once.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N prompts.")
+@_ranking_options
+@ray_options
+def compare(data_path: Path, rubric_path: Path | None, overall: bool, baseline: str | None,
+            pairs: tuple[str, ...], model: str, judges_path: Path | None, db_path: Path, run_name: str | None,
+            resume: bool, chunk_judgments: int, limit: int | None, ray_address: str | None, workers: int | None,
+            worker_cpus: float | None, worker_gpus: float | None, **ranking: Any) -> None:
+    """Judge which of two systems' responses is better, for every pair, in both slot orders.
+
+    DATA is JSONL, one prompt a line: {"id": "p1", "query": "...", "responses": {"sys-a": "...",
+    "sys-b": "..."}} ("reference" optional), or one line per response: {"id": "p1", "system":
+    "sys-a", "response": "...", "query": "..."}. Each pair is shown with either system as
+    "Response 1"; the judge's probabilities of 1 / 2 / tie in both orders give the preference
+    (their mean, mapped to systems), the MT-Bench swap verdict, and position consistency.
+    Systems are ranked by Bradley-Terry with cluster-bootstrap intervals over prompts.
+
+    Example:
+
+        autorubric-local compare examples/compare_responses.jsonl --run cmp
+
+    Results go to --db after every chunk; after a crash or Ctrl-C, run the same command with the
+    same --run NAME to judge only what is missing. `autorubric-local ranking NAME` ranks it again.
+    """
+    _judge(data_path, rubric_path, overall, baseline, pairs, model, judges_path, db_path, run_name, resume,
+           chunk_judgments, limit, ray_address, workers, worker_cpus, worker_gpus, ranking)
+
+
+@stops_on_termination
+def _judge(data_path: Path, rubric_path: Path | None, overall: bool, baseline: str | None, pairs: tuple[str, ...],
+           model: str, judges_path: Path | None, db_path: Path, run_name: str | None, resume: bool,
+           chunk_judgments: int, limit: int | None, ray_address: str | None, workers: int | None,
+           worker_cpus: float | None, worker_gpus: float | None, ranking: dict[str, Any]) -> None:
+    from autorubric_local.bias.stored import SweepChunkReport
+    from autorubric_local.comparisons.data import load_comparisons
+    from autorubric_local.comparisons.judging import run_comparison
+    from autorubric_local.comparisons.prompts import overall_question, rubric_questions
+    from autorubric_local.runner.config import EvalConfig
+
+    console = plain_console(stderr=True)
+    distributed = distributed_config(ray_address, workers, worker_cpus, worker_gpus)
+    chosen = [_pair(text) for text in pairs] or None
+    questions = [overall_question()] if overall else []
+    if rubric_path is not None:
+        try:
+            questions += rubric_questions(load_rubric(rubric_path).rubric)
+        except AutorubricError as exc:
+            raise fail(InputError(f"{rubric_path}: {exc}")) from exc
+    if not questions:
+        raise click.UsageError("nothing to ask: --no-overall needs --rubric")
+
+    def report(chunk: SweepChunkReport) -> None:
+        failed = f", {chunk.failed_rotations} failed" if chunk.failed_rotations else ""
+        console.print(f"judge {chunk.judge_id}: chunk {chunk.chunk_index + 1}: {chunk.rotations} judgments committed"
+                      f"{failed} ({chunk.completed_items}/{chunk.total_items} pairs)", markup=False)
+
+    try:
+        prompts = load_comparisons(data_path)[:limit]
+        judges = judge_specs(model, judges_path)
+        config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume, chunk_judgments=chunk_judgments,
+                            show_progress=False, distributed=distributed)
+        stored = run_comparison(prompts, judges, questions, config, baseline=baseline, pairs=chosen,
+                                data_path=str(data_path), on_chunk=report)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (stops_on_termination)
+        raise interrupted(exc, db_path) from None
+    except AutorubricError as exc:
+        raise fail(exc) from exc
+    failed = sum(1 for j in stored.judgments if not j.complete)
+    resumed = f"; {stored.resumed_rotations} judgments from the checkpoint" if stored.resumed_rotations else ""
+    failures = f"; {failed} pair judgments failed (left out of the rankings)" if failed else ""
+    console.print(f"comparison {stored.name} ({stored.sweep_id}): {len(stored.description['pairs'])} pairs of "
+                  f"{len(stored.systems)} systems, {len(stored.judgments)} pair judgments{resumed}{failures}; "
+                  f"results in {db_path}", markup=False)
+    _print(stored, **ranking)
+
+
+@click.command()
+@click.argument("run", metavar="RUN")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("results.sqlite"),
+              show_default=True, help="The results database.")
+@_ranking_options
+def ranking(run: str, db_path: Path, **options: Any) -> None:
+    """Rank the systems of a stored comparison RUN (its name or id) again, with no judge loaded.
+
+    Example:
+
+        autorubric-local ranking cmp --method swap --tie-model davidson
+    """
+    from autorubric_local.comparisons.judging import load_comparison
+
+    open_store(db_path).close()  # a clean error for a missing or foreign file
+    try:
+        stored = load_comparison(db_path, run)
+    except AutorubricError as exc:
+        raise fail(exc) from exc
+    _print(stored, **options)
+
+
+def _pair(text: str) -> tuple[str, str]:
+    a, sep, b = text.partition(":")
+    if not sep or not a or not b:
+        raise click.BadParameter(f"expected A:B (two system names), got {text!r}", param_hint="--pair")
+    return a, b
+
+
+def _print(stored: StoredComparison, *, question: str | None, method: str, tie_model: str, n_bootstrap: int,
+           confidence: float, seed: int, as_json: bool) -> None:
+    from autorubric_local.comparisons.ranking import RUBRIC, default_question, position_bias, rank_systems
+
+    question = question or default_question(stored)
+    names = [q["name"] for q in stored.questions]
+    out: dict[str, Any] = {"comparison": stored.name, "id": stored.sweep_id, "status": stored.status,
+                           "question": question, "method": method, "judges": {}}
+    console = plain_console()
+    for judge_id in stored.judge_ids:
+        try:
+            ranked = rank_systems(stored, judge_id=judge_id, question=question, method=method, tie_model=tie_model,
+                                  n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
+        except AutorubricError as exc:
+            raise fail(exc) from exc
+        biases = [position_bias(stored, judge_id=judge_id, question=name, n_bootstrap=n_bootstrap * 5,
+                                confidence=confidence, seed=seed)
+                  for name in names if name == question or question == RUBRIC]
+        if as_json:
+            out["judges"][judge_id] = {
+                "ranking": [vars(s) for s in ranked.systems],
+                "win_rates": [{"system": i, "against": j, "win_rate": v} for (i, j), v in ranked.win_matrix.items()],
+                "n_prompts": ranked.n_prompts, "n_comparisons": ranked.n_comparisons,
+                "confidence": ranked.confidence, "n_bootstrap": ranked.n_bootstrap,
+                "position_bias": [{"question": b.question, **vars(b.measures), "n_prompts": b.n_prompts,
+                                   "consistency_low": b.consistency_low, "consistency_high": b.consistency_high}
+                                  for b in biases],
+            }
+            continue
+        level = f"{confidence:.0%}"
+        table = Table(title=f"Ranking, judge {judge_id}, question {question} ({method}; Bradley-Terry, ties "
+                            f"{tie_model}; {level} intervals over {ranked.n_prompts} prompts)")
+        for column in ("rank", "system", "score", f"{level} interval", "win rate", "comparisons"):
+            table.add_column(column)
+        for place, s in enumerate(ranked.systems, 1):
+            table.add_row(str(place), s.system, f"{s.score:.0f}", f"[{s.score_low:.0f}, {s.score_high:.0f}]",
+                          f"{s.win_rate:.3f}", str(s.n_comparisons))
+        console.print(table)
+        matrix = Table(title="Win rate of the row's system against the column's (wins + ties / 2)")
+        systems = [s.system for s in ranked.systems]
+        matrix.add_column("")
+        for system in systems:
+            matrix.add_column(system)
+        for row in systems:
+            matrix.add_row(row, *("-" if (row, col) not in ranked.win_matrix else f"{ranked.win_matrix[(row, col)]:.2f}"
+                                  for col in systems))
+        console.print(matrix)
+        bias_table = Table(title=f"Position bias, judge {judge_id} (both orders of every pair)")
+        for column in ("question", "pairs", "consistency", f"{level} interval", "conflict rate", "slot 1 | slot 2 "
+                       "(of conflicts)"):
+            bias_table.add_column(column)
+        for b in biases:
+            m = b.measures
+            interval = "-" if b.consistency_low is None else f"[{b.consistency_low:.2f}, {b.consistency_high:.2f}]"
+            slots = "-" if m.primacy is None else f"{m.primacy:.2f} | {m.recency:.2f}"
+            bias_table.add_row(b.question, str(m.n), f"{m.consistency:.3f}", interval, f"{m.conflict_rate:.3f}", slots)
+        console.print(bias_table)
+    if as_json:
+        click.echo(json.dumps(out, indent=2))

@@ -1,0 +1,232 @@
+"""Comparison files: several systems' responses to the same prompts, and which pairs to judge.
+
+JSONL, one record a line (blank lines skipped), in either of two forms (they may not be mixed):
+
+- wide: ``{"id": "p1", "query": "...", "reference": "...", "responses": {"sys-a": "...", "sys-b": "..."}}``
+  (``reference`` optional; at least two systems a line);
+- long: ``{"id": "p1", "system": "sys-a", "response": "...", "query": "...", "reference": "..."}``,
+  one line per (prompt, system); the lines of one id must give the same query and reference.
+
+``id`` is a non-empty string or an integer, unique per prompt (wide) or per (prompt, system)
+(long). System names are non-empty strings. Every problem names the file, the 1-based line and
+the field, and the file is refused whole (``ProblemCollector``), before any judge loads.
+
+Which pairs (:func:`plan_pairs`): ``all`` pairs of the systems a prompt has (the default; the
+number of judgments grows as S(S-1)/2), ``baseline`` (each system against one baseline, as
+Arena-Hard-Auto does), or a given list of pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+
+from autorubric_local.core.checks import check_keys, jsonl_lines, parse_json
+from autorubric_local.core.errors import InputError
+from autorubric_local.data.validation import ProblemCollector, json_type_name, read_text_file
+from autorubric_local.engine.user_text import marker_problem
+
+__all__ = ["LONG_FIELDS", "WIDE_FIELDS", "ComparisonPrompt", "load_comparisons", "plan_pairs", "systems_of"]
+
+WIDE_FIELDS: tuple[str, ...] = ("id", "query", "reference", "responses")
+LONG_FIELDS: tuple[str, ...] = ("id", "system", "response", "query", "reference")
+
+
+@dataclass(frozen=True)
+class ComparisonPrompt:
+    """One prompt and every system's response to it.
+
+    Attributes
+    ----------
+    prompt_id : str
+    query : str
+    responses : mapping of str to str
+        System name -> response, in the file's order.
+    reference : str or None
+    """
+
+    prompt_id: str
+    query: str
+    responses: Mapping[str, str] = field(default_factory=dict)
+    reference: str | None = None
+
+
+def _text(row: Mapping[str, object], name: str, *, required: bool) -> str | None:
+    if name not in row or row[name] is None:
+        if required:
+            raise InputError(f"field {name!r}: missing")
+        return None
+    value = row[name]
+    if not isinstance(value, str):
+        raise InputError(f"field {name!r}: expected a string, got {json_type_name(value)}")
+    if required and not value.strip():
+        raise InputError(f"field {name!r}: empty")
+    if (reserved := marker_problem(value)) is not None:
+        raise InputError(f"field {name!r}: {reserved}")
+    return value
+
+
+def _identifier(row: Mapping[str, object]) -> str:
+    raw = row.get("id")
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return str(raw)
+    if isinstance(raw, str) and raw.strip():
+        return raw
+    raise InputError("field 'id': missing" if raw is None else
+                     f"field 'id': expected a non-empty string or an integer, got {raw!r}")
+
+
+def _wide(row: dict[str, object]) -> ComparisonPrompt:
+    check_keys(row, WIDE_FIELDS)
+    prompt_id = _identifier(row)
+    query = _text(row, "query", required=True)
+    reference = _text(row, "reference", required=False)
+    responses = row.get("responses")
+    if not isinstance(responses, dict):
+        raise InputError(f"field 'responses': expected an object of system name -> response, got "
+                         f"{json_type_name(responses)}")
+    if len(responses) < 2:
+        raise InputError(f"field 'responses': need at least 2 systems, got {len(responses)}")
+    texts: dict[str, str] = {}
+    for system, text in responses.items():
+        if not system.strip():
+            raise InputError("field 'responses': a system name is empty")
+        if not isinstance(text, str) or not text.strip():
+            got = "empty" if isinstance(text, str) else f"expected a string, got {json_type_name(text)}"
+            raise InputError(f"field 'responses': system {system!r}: {got}")
+        if (reserved := marker_problem(text)) is not None:
+            raise InputError(f"field 'responses': system {system!r}: {reserved}")
+        texts[system] = text
+    assert query is not None
+    return ComparisonPrompt(prompt_id, query, texts, reference)
+
+
+def load_comparisons(path: str | Path) -> list[ComparisonPrompt]:
+    """Read a comparison file (module docstring for the two forms).
+
+    Returns
+    -------
+    list of ComparisonPrompt
+        In order of each prompt's first line.
+
+    Raises
+    ------
+    InputError
+        Unreadable file, invalid JSON, a bad, missing or unknown field, a repeated id (wide) or
+        (id, system) (long), lines of one id with different queries, both forms in one file, or
+        no prompt; every line of the message names the file, the line and the field
+        (``pairs.jsonl: line 3: field 'responses': need at least 2 systems, got 1``).
+    """
+    source = str(path)
+    text = read_text_file(Path(path))
+    problems = ProblemCollector(source)
+    prompts: dict[str, ComparisonPrompt] = {}
+    first_line: dict[str, int] = {}
+    form: str | None = None
+    for number, line in jsonl_lines(text):
+        try:
+            row = parse_json(line)
+            if not isinstance(row, dict):
+                raise InputError(f"expected a JSON object, got {json_type_name(row)}")
+            this_form = "long" if "system" in row or "response" in row else "wide"
+            if form is not None and this_form != form:
+                raise InputError(f"a {this_form}-form line in a {form}-form file (the first line's form); "
+                                 "use one form per file")
+            form = this_form
+            if this_form == "wide":
+                prompt = _wide(row)
+                if prompt.prompt_id in prompts:
+                    raise InputError(f"field 'id': duplicate id {prompt.prompt_id!r} "
+                                     f"(first on line {first_line[prompt.prompt_id]})")
+                prompts[prompt.prompt_id] = prompt
+                first_line[prompt.prompt_id] = number
+            else:
+                _add_long(row, prompts, first_line, number)
+        except InputError as exc:
+            problems.add(f"line {number}", str(exc))
+    if form == "long":
+        for prompt_id, prompt in prompts.items():
+            if len(prompt.responses) < 2:
+                problems.add(f"line {first_line[prompt_id]}",
+                             f"field 'system': prompt {prompt_id!r} has only one system ({next(iter(prompt.responses))!r})")
+    problems.raise_if_any()
+    if not prompts:
+        raise InputError(f"{source}: no comparison prompts found")
+    return list(prompts.values())
+
+
+def _add_long(row: dict[str, object], prompts: dict[str, ComparisonPrompt], first_line: dict[str, int],
+              number: int) -> None:
+    check_keys(row, LONG_FIELDS)
+    prompt_id = _identifier(row)
+    system = _text(row, "system", required=True)
+    response = _text(row, "response", required=True)
+    query = _text(row, "query", required=prompt_id not in prompts)
+    reference = _text(row, "reference", required=False)
+    assert system is not None and response is not None
+    existing = prompts.get(prompt_id)
+    if existing is None:
+        assert query is not None
+        prompts[prompt_id] = ComparisonPrompt(prompt_id, query, {system: response}, reference)
+        first_line[prompt_id] = number
+        return
+    if query is not None and query != existing.query:
+        raise InputError(f"field 'query': differs from prompt {prompt_id!r}'s query on line {first_line[prompt_id]}")
+    if reference is not None and reference != existing.reference:
+        raise InputError(f"field 'reference': differs from prompt {prompt_id!r}'s reference on line "
+                         f"{first_line[prompt_id]}")
+    if system in existing.responses:
+        raise InputError(f"field 'system': prompt {prompt_id!r} already has a response of {system!r}")
+    prompts[prompt_id] = ComparisonPrompt(prompt_id, existing.query, {**existing.responses, system: response},
+                                          existing.reference)
+
+
+def systems_of(prompts: Iterable[ComparisonPrompt]) -> list[str]:
+    """Every system named, in order of first appearance."""
+    return list(dict.fromkeys(system for prompt in prompts for system in prompt.responses))
+
+
+def plan_pairs(prompts: Sequence[ComparisonPrompt], *, baseline: str | None = None,
+               pairs: Sequence[tuple[str, str]] | None = None) -> list[tuple[ComparisonPrompt, str, str]]:
+    """The comparisons to judge: ``(prompt, system a, system b)``, prompt-major.
+
+    Parameters
+    ----------
+    prompts : sequence of ComparisonPrompt
+    baseline : str, optional
+        Compare every other system with this one only (``a`` the other system, ``b`` the
+        baseline); a prompt without the baseline gives no comparison.
+    pairs : sequence of (str, str), optional
+        Only these pairs (either order in the file's data; judged as given). Exclusive with
+        ``baseline``. Default: all pairs of the systems each prompt has, in the file's order.
+
+    Raises
+    ------
+    InputError
+        Both ``baseline`` and ``pairs``; a baseline or a paired system no prompt has; a pair of a
+        system with itself; or no comparison at all.
+    """
+    if baseline is not None and pairs is not None:
+        raise InputError("give a baseline or a list of pairs, not both")
+    known = systems_of(prompts)
+    for name in ([baseline] if baseline is not None else []) + [s for pair in pairs or [] for s in pair]:
+        if name not in known:
+            raise InputError(f"system {name!r} is not in the data; its systems are {known}")
+    for a, b in pairs or []:
+        if a == b:
+            raise InputError(f"pair ({a!r}, {b!r}) compares a system with itself")
+    out: list[tuple[ComparisonPrompt, str, str]] = []
+    for prompt in prompts:
+        present = [s for s in known if s in prompt.responses]
+        if pairs is not None:
+            chosen = [(a, b) for a, b in pairs if a in prompt.responses and b in prompt.responses]
+        elif baseline is not None:
+            chosen = [(s, baseline) for s in present if s != baseline] if baseline in prompt.responses else []
+        else:
+            chosen = list(combinations(present, 2))
+        out.extend((prompt, a, b) for a, b in chosen)
+    if not out:
+        raise InputError("no comparison to judge: no prompt has both systems of any chosen pair")
+    return out

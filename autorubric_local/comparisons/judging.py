@@ -1,0 +1,278 @@
+"""Judging comparisons: every pair in both slot orders, on the stored sweep pipeline.
+
+:func:`run_comparison` turns the chosen pairs (:func:`~.data.plan_pairs`) into
+:class:`~.prompts.PairItem` s and runs them as a ``comparison`` sweep
+(:func:`~autorubric_local.bias.stored.run_stored_sweep`): chunks of whole pairs (both orders of
+every question of a pair go to the engine in one workload, over one shared prefix), each chunk
+committed in one transaction, resume by name (a killed comparison loses at most the chunk in
+flight), a lease against a second writer, Ray actors with ``EvalConfig.distributed``, score mode
+(label probabilities) or explain mode (a judge with ``thinking`` reasons before each verdict).
+
+The stored sweep's ``rubric_json`` holds the comparison's description
+(:func:`comparison_description`: systems, questions with weights, and each pair's prompt and
+systems), so :func:`load_comparison` reads a stored comparison back from the database alone:
+one :class:`PairJudgment` per (pair, question, judge) with both orders' label probabilities.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autorubric_local.bias.cells import SweepKind, SweepSettings
+from autorubric_local.bias.stored import StoredSweep, SweepChunkReport, run_stored_sweep
+from autorubric_local.comparisons.data import ComparisonPrompt, plan_pairs
+from autorubric_local.comparisons.preferences import balanced_preference, hard_verdict, swap_rule
+from autorubric_local.comparisons.prompts import PairItem, Question, overall_question
+from autorubric_local.core.errors import InputError
+from autorubric_local.graders.criterion_grader import JudgeSpec
+from autorubric_local.runner.config import EvalConfig
+from autorubric_local.store import Store
+
+__all__ = ["COMPARISON_FORMAT", "PairJudgment", "StoredComparison", "comparison_description", "comparison_items",
+           "load_comparison", "run_comparison"]
+
+COMPARISON_FORMAT = "autorubric-local/comparison-v1"
+"""``format`` of a comparison's description in ``sweeps.rubric_json``."""
+
+_SLOT_LABELS = ("1", "2", "tie")  # shown answer k -> slot label (prompts.ANSWER_LABELS)
+
+
+def comparison_items(chosen: Sequence[tuple[ComparisonPrompt, str, str]], questions: Sequence[Question]) -> list[PairItem]:
+    """One :class:`PairItem` per chosen ``(prompt, a, b)``, asking every question.
+
+    Item ids are ``"<prompt id> <a> vs <b>"``.
+
+    Raises
+    ------
+    InputError
+        No question, or two questions of the same name.
+    """
+    if not questions:
+        raise InputError("a comparison needs at least one question (the overall one, or a rubric's criteria)")
+    names = [q.name for q in questions]
+    if len(set(names)) != len(names):
+        raise InputError(f"question names must be unique, got {names}")
+    criteria = tuple(q.criterion() for q in questions)
+    return [PairItem(submission=prompt.query, rubric=criteria, reference_submission=prompt.reference,
+                     item_id=f"{prompt.prompt_id} {a} vs {b}", prompt_id=prompt.prompt_id, system_a=a, system_b=b,
+                     response_a=prompt.responses[a], response_b=prompt.responses[b])
+            for prompt, a, b in chosen]
+
+
+def comparison_description(items: Sequence[PairItem], questions: Sequence[Question]) -> dict[str, Any]:
+    """JSON-ready description stored as the sweep's ``rubric_json``: ``format``, ``systems`` (in
+    order of first appearance), ``questions`` (``name``, ``text``, ``weight``) and ``pairs``
+    (``item_id``, ``prompt_id``, ``a``, ``b``)."""
+    systems = list(dict.fromkeys(s for item in items for s in (item.system_a, item.system_b)))
+    return {
+        "format": COMPARISON_FORMAT, "systems": systems,
+        "questions": [{"name": q.name, "text": q.text, "weight": q.weight} for q in questions],
+        "pairs": [{"item_id": i.item_id, "prompt_id": i.prompt_id, "a": i.system_a, "b": i.system_b} for i in items],
+    }
+
+
+@dataclass(frozen=True)
+class PairJudgment:
+    """One judge's answers to one question about one pair, in both slot orders.
+
+    Attributes
+    ----------
+    item_id, prompt_id, system_a, system_b, judge_id, question : str
+    ab, ba : dict of str to float, or None
+        The judge's probabilities of the slot labels ``"1"``, ``"2"``, ``"tie"`` in order ``ab``
+        (``a`` in slot 1) and order ``ba``; None when that judgment failed.
+    errors : tuple of str
+        The failed orders' errors (empty when both have probabilities).
+    """
+
+    item_id: str
+    prompt_id: str
+    system_a: str
+    system_b: str
+    judge_id: str
+    question: str
+    ab: dict[str, float] | None
+    ba: dict[str, float] | None
+    errors: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Both orders have probabilities."""
+        return self.ab is not None and self.ba is not None
+
+    @property
+    def preference(self) -> dict[str, float] | None:
+        """Balanced position calibration (:func:`~.preferences.balanced_preference`):
+        ``{"a", "b", "tie"}``; None unless complete."""
+        return balanced_preference(self.ab, self.ba) if self.ab is not None and self.ba is not None else None
+
+    @property
+    def verdicts(self) -> tuple[str, str] | None:
+        """Each order's hard verdict (slot labels, :func:`~.preferences.hard_verdict`); None unless complete."""
+        if self.ab is None or self.ba is None:
+            return None
+        return hard_verdict(self.ab), hard_verdict(self.ba)
+
+    @property
+    def swap_verdict(self) -> str | None:
+        """The MT-Bench swap rule's verdict, ``"a"``, ``"b"`` or ``"tie"``; None unless complete."""
+        verdicts = self.verdicts
+        return None if verdicts is None else swap_rule(*verdicts)
+
+
+@dataclass(frozen=True)
+class StoredComparison:
+    """A stored comparison read back: its sweep id and name, description and judgments.
+
+    Attributes
+    ----------
+    sweep_id, name : str
+    description : dict
+        :func:`comparison_description`.
+    judge_ids : tuple of str
+    judgments : tuple of PairJudgment
+        By pair, question, then judge.
+    status : str
+        The sweep's status (``finished``, ``interrupted``, ``running``, ``failed``).
+    resumed_rotations : int
+        Rotation rows already stored when this session began (0 when read with :func:`load_comparison`).
+    """
+
+    sweep_id: str
+    name: str
+    description: dict[str, Any]
+    judge_ids: tuple[str, ...]
+    judgments: tuple[PairJudgment, ...]
+    status: str
+    resumed_rotations: int = 0
+
+    @property
+    def systems(self) -> tuple[str, ...]:
+        return tuple(self.description["systems"])
+
+    @property
+    def questions(self) -> tuple[dict[str, Any], ...]:
+        return tuple(self.description["questions"])
+
+
+def run_comparison(
+    prompts: Sequence[ComparisonPrompt],
+    judges: Sequence[JudgeSpec],
+    questions: Sequence[Question] | None = None,
+    config: EvalConfig | None = None,
+    *,
+    baseline: str | None = None,
+    pairs: Sequence[tuple[str, str]] | None = None,
+    system_prompt: str | None = None,
+    data_path: str | None = None,
+    on_chunk: Callable[[SweepChunkReport], None] | None = None,
+    stop: threading.Event | None = None,
+) -> StoredComparison:
+    """Judge every chosen pair of ``prompts`` in both orders and store it (module docstring).
+
+    Parameters
+    ----------
+    prompts : sequence of ComparisonPrompt
+        From :func:`~.data.load_comparisons`.
+    judges : sequence of JudgeSpec
+        A judge's ``system_prompt`` replaces ``system_prompt``; judges with ``thinking`` reason first.
+    questions : sequence of Question, optional
+        Default: the overall question only (:func:`~.prompts.overall_question`); with a rubric,
+        :func:`~.prompts.rubric_questions` (and the overall one, if wanted).
+    config : EvalConfig, optional
+        As for :func:`~autorubric_local.bias.stored.run_stored_sweep`: ``db_path``,
+        ``experiment_name`` (the comparison's name), ``resume``, ``chunk_judgments``,
+        ``distributed``, the lease timings.
+    baseline, pairs
+        Which pairs (:func:`~.data.plan_pairs`).
+    system_prompt : str, optional
+        Replaces :data:`~.prompts.PAIRWISE_SYSTEM_PROMPT`.
+    data_path : str, optional
+        Where the prompts came from (stored).
+    on_chunk, stop
+        As for :func:`~autorubric_local.bias.stored.run_stored_sweep`.
+
+    Returns
+    -------
+    StoredComparison
+        Read back from the database (:func:`load_comparison`), with ``resumed_rotations``.
+
+    Raises
+    ------
+    InputError
+        Bad pairs or questions; a stored comparison of that name whose content differs.
+    RunLockedError
+        Another live process is writing this comparison.
+    EvalInterruptedError
+        ``stop`` was set, or Ctrl-C; committed chunks are kept for a resume.
+    """
+    config = config or EvalConfig(show_progress=False)
+    questions = list(questions) if questions is not None else [overall_question()]
+    items = comparison_items(plan_pairs(prompts, baseline=baseline, pairs=pairs), questions)
+    settings = SweepSettings(kind=SweepKind.COMPARISON, shuffle_options=False, system_prompt=system_prompt,
+                             n_bootstrap=0)
+    stored: StoredSweep = run_stored_sweep(items, judges, settings, config, rubric=comparison_description(items, questions),
+                                           data_path=data_path, on_chunk=on_chunk, stop=stop)
+    path = config.database_path(stored.name)
+    result = load_comparison(path, stored.sweep_id)
+    return StoredComparison(result.sweep_id, result.name, result.description, result.judge_ids, result.judgments,
+                            result.status, stored.resumed_rotations)
+
+
+def load_comparison(path: str | Path, key: str) -> StoredComparison:
+    """Read the comparison ``key`` (its name or sweep id; the latest of a name) from the
+    database at ``path``.
+
+    Raises
+    ------
+    InputError
+        No sweep of that name or id, or a sweep that is not a comparison.
+    """
+    store = Store.open(path)
+    try:
+        row = store.find_sweep(key)
+        if row is None:
+            raise InputError(f"{path}: no comparison named {key!r}")
+        description = json.loads(row["rubric_json"]) if row.get("rubric_json") else None
+        if row.get("kind") != SweepKind.COMPARISON.value or not isinstance(description, dict) \
+                or description.get("format") != COMPARISON_FORMAT:
+            raise InputError(f"{path}: sweep {key!r} ({row['id']}) is a {row.get('kind')} sweep, not a comparison")
+        rows = store.sweep_judgments(row["id"])
+        judge_ids = tuple(j["judge_id"] for j in json.loads(row["judges_json"]))
+    finally:
+        store.close()
+    return StoredComparison(row["id"], row["name"], description, judge_ids,
+                            tuple(pair_judgments(description, judge_ids, rows)), row["status"])
+
+
+def pair_judgments(description: Mapping[str, Any], judge_ids: Sequence[str],
+                   rows: Sequence[Mapping[str, Any]]) -> list[PairJudgment]:
+    """One :class:`PairJudgment` per (pair, question, judge) of ``description`` whose two orders
+    are both stored (a pair not yet judged is left out), from ``sweep_judgments`` rows."""
+    by_key: dict[tuple[str, int, str, int], Mapping[str, Any]] = {
+        (r["item_id"], r["criterion_index"], r["judge_id"], r["rotation"]): r for r in rows if r["variant"] == "base"}
+    out = []
+    for pair in description["pairs"]:
+        for q_index, question in enumerate(description["questions"]):
+            for judge_id in judge_ids:
+                ab = by_key.get((pair["item_id"], q_index, judge_id, 0))
+                ba = by_key.get((pair["item_id"], q_index, judge_id, 1))
+                if ab is None or ba is None:
+                    continue
+                errors = tuple(r["error"] for r in (ab, ba) if r["error"] is not None)
+                out.append(PairJudgment(pair["item_id"], pair["prompt_id"], pair["a"], pair["b"], judge_id,
+                                        question["name"], _slot_probabilities(ab), _slot_probabilities(ba), errors))
+    return out
+
+
+def _slot_probabilities(row: Mapping[str, Any]) -> dict[str, float] | None:
+    """A stored rotation's probabilities, shown-answer order, as slot labels; None on error."""
+    if row["error"] is not None or not row["probabilities_json"]:
+        return None
+    values = json.loads(row["probabilities_json"])
+    return dict(zip(_SLOT_LABELS, (float(v) for v in values), strict=True))
