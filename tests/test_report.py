@@ -94,6 +94,9 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         done = invoke("sweep", RUBRIC_FILE, DATA_FILE, "--db", path, "--run", "bias", "--limit", "2",
                       "--bootstrap", "20")
         assert done.exit_code == 0, done.output
+        done = invoke("compare", EXAMPLES / "compare_responses.jsonl", "--db", path, "--run", "pairs", "--limit", "4",
+                      "--bootstrap", "20")
+        assert done.exit_code == 0, done.output
     return path
 
 
@@ -258,6 +261,19 @@ def test_sweeps_of_the_database_are_shown_with_heat_maps(pages: dict[str, Path])
     assert 'alt="grade-scores"' in text and 'alt="heatmap-smollm2-135m-instruct"' in text
 
 
+def test_a_comparison_of_the_database_is_shown_with_its_ranking_and_win_rates(db: Path, pages: dict[str, Path]) -> None:
+    from autorubric_local.comparisons.judging import load_comparison
+    from autorubric_local.comparisons.ranking import rank_systems
+
+    text = read(pages["plain"])
+    assert "Sweep pairs" in text and "Ranking, judge smollm2-135m-instruct, question overall" in text
+    assert 'alt="win rates"' in text
+    ranked = rank_systems(load_comparison(db, "pairs"), judge_id="smollm2-135m-instruct", question="overall",
+                          n_bootstrap=200)
+    shown = re.findall(r'<td class="num">(\d+)</td><td>(\w+)</td><td class="num">(\d+)</td>', text)
+    assert shown == [(str(k), r.system, f"{r.score:.0f}") for k, r in enumerate(ranked.systems, 1)]
+
+
 def test_run_settings(db: Path, pages: dict[str, Path]) -> None:
     row = Store.open(db).find_run("plain")
     text = read(pages["plain"])
@@ -294,7 +310,7 @@ def test_sweep_aggregates_rebuild_from_their_stored_summaries(db: Path) -> None:
     from autorubric_local.report.sweeps import aggregate_from_dict
 
     summaries = [json.loads(r["summary_json"]) for r in sqlite_utils.Database(db)["sweep_aggregates"].rows]
-    assert len(summaries) == 2  # technical_depth and use_case_advice, base variant
+    assert len(summaries) == 3  # sweep bias: technical_depth and use_case_advice; comparison pairs: overall
     for summary in summaries:
         assert aggregate_from_dict(summary).to_dict() == summary
 

@@ -225,6 +225,10 @@ def _print(stored: StoredComparison, *, question: str | None, method: str, tie_m
             table.add_row(str(place), s.system, f"{s.score:.0f}", f"[{s.score_low:.0f}, {s.score_high:.0f}]",
                           f"{s.win_rate:.3f}", str(s.n_comparisons))
         console.print(table)
+        if any(s.score_low == s.score_high for s in ranked.systems):
+            console.print("note: an interval of zero width: every bootstrap resample gave the same strengths (e.g. every "
+                          "comparison a tie, as the swap rule makes of a judge that always picks one slot); it shows "
+                          "no evidence of a difference, not a precise one", markup=False)
         matrix = Table(title="Win rate of the row's system against the column's (wins + ties / 2)")
         systems = [s.system for s in ranked.systems]
         matrix.add_column("")

@@ -34,7 +34,7 @@ from autorubric_local.runner.config import EvalConfig
 from autorubric_local.store import Store
 
 __all__ = ["COMPARISON_FORMAT", "PairJudgment", "StoredComparison", "comparison_description", "comparison_items",
-           "load_comparison", "run_comparison"]
+           "load_comparison", "pair_judgments", "read_comparison", "run_comparison"]
 
 COMPARISON_FORMAT = "autorubric-local/comparison-v1"
 """``format`` of a comparison's description in ``sweeps.rubric_json``."""
@@ -226,7 +226,7 @@ def run_comparison(
 
 def load_comparison(path: str | Path, key: str) -> StoredComparison:
     """Read the comparison ``key`` (its name or sweep id; the latest of a name) from the
-    database at ``path``.
+    database at ``path`` (:func:`read_comparison`).
 
     Raises
     ------
@@ -235,19 +235,30 @@ def load_comparison(path: str | Path, key: str) -> StoredComparison:
     """
     store = Store.open(path)
     try:
-        row = store.find_sweep(key)
-        if row is None:
-            raise InputError(f"{path}: no comparison named {key!r}")
-        description = json.loads(row["rubric_json"]) if row.get("rubric_json") else None
-        if row.get("kind") != SweepKind.COMPARISON.value or not isinstance(description, dict) \
-                or description.get("format") != COMPARISON_FORMAT:
-            raise InputError(f"{path}: sweep {key!r} ({row['id']}) is a {row.get('kind')} sweep, not a comparison")
-        rows = store.sweep_judgments(row["id"])
-        judge_ids = tuple(j["judge_id"] for j in json.loads(row["judges_json"]))
+        return read_comparison(store, key, where=str(path))
     finally:
         store.close()
-    return StoredComparison(row["id"], row["name"], description, judge_ids,
-                            tuple(pair_judgments(description, judge_ids, rows)), row["status"])
+
+
+def read_comparison(store: Store, key: str, where: str = "database") -> StoredComparison:
+    """Read the comparison ``key`` (its name or sweep id) from an open ``store``; ``where``
+    names the database in errors.
+
+    Raises
+    ------
+    InputError
+        No sweep of that name or id, or a sweep that is not a comparison.
+    """
+    row = store.find_sweep(key)
+    if row is None:
+        raise InputError(f"{where}: no comparison named {key!r}")
+    description = json.loads(row["rubric_json"]) if row.get("rubric_json") else None
+    if row.get("kind") != SweepKind.COMPARISON.value or not isinstance(description, dict) \
+            or description.get("format") != COMPARISON_FORMAT:
+        raise InputError(f"{where}: sweep {key!r} ({row['id']}) is a {row.get('kind')} sweep, not a comparison")
+    judge_ids = tuple(j["judge_id"] for j in json.loads(row["judges_json"]))
+    judgments = pair_judgments(description, judge_ids, store.sweep_judgments(row["id"]))
+    return StoredComparison(row["id"], row["name"], description, judge_ids, tuple(judgments), row["status"])
 
 
 def pair_judgments(description: Mapping[str, Any], judge_ids: Sequence[str],

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.metrics.result import MetricsResult
     from autorubric_local.metrics.types import GradedRun
 
-__all__ = ["data_uri", "metrics_figures", "score_histogram", "sweep_figures"]
+__all__ = ["data_uri", "metrics_figures", "score_histogram", "sweep_figures", "win_rate_heatmap"]
 
 HISTOGRAM_BINS = 10
 """Bins of the score histogram over [0, 1] (a wider range when scores fall outside it)."""
@@ -53,6 +53,36 @@ def score_histogram(scores: Sequence[float]) -> str:
     fig.tight_layout()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "scores.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return data_uri(path.read_bytes())
+
+
+def win_rate_heatmap(systems: Sequence[str], win_rates: dict[tuple[str, str], float], title: str) -> str:
+    """Heat map of a comparison's win rates (row system against column system, wins + ties / 2;
+    blank where a pair was not compared), systems in ``systems`` order, as a data URI."""
+    import numpy as np
+
+    plt = _pyplot()
+    grid = np.full((len(systems), len(systems)), np.nan)
+    for i, row in enumerate(systems):
+        for j, column in enumerate(systems):
+            if (row, column) in win_rates:
+                grid[i, j] = win_rates[(row, column)]
+    size = max(3.5, 0.7 * len(systems) + 2.0)
+    fig, ax = plt.subplots(figsize=(size + 1.0, size))
+    image = ax.imshow(grid, vmin=0.0, vmax=1.0, cmap="RdBu")
+    ax.set_xticks(range(len(systems)), labels=list(systems), rotation=45, ha="right")
+    ax.set_yticks(range(len(systems)), labels=list(systems))
+    for i in range(len(systems)):
+        for j in range(len(systems)):
+            if not np.isnan(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=8)
+    fig.colorbar(image, ax=ax, label="win rate of the row")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "win_rates.png"
         fig.savefig(path, dpi=100)
         plt.close(fig)
         return data_uri(path.read_bytes())

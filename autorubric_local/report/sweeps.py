@@ -15,10 +15,11 @@ from typing import Any
 
 from autorubric_local.bias.aggregate import SCORE_FIELDS, Estimate, SweepAggregate
 from autorubric_local.bias.cells import Variant
-from autorubric_local.report.figures import sweep_figures
+from autorubric_local.core.errors import AutorubricError
+from autorubric_local.report.figures import sweep_figures, win_rate_heatmap
 from autorubric_local.store import Store
 
-__all__ = ["aggregate_from_dict", "sweep_sections"]
+__all__ = ["aggregate_from_dict", "comparison_section", "sweep_sections"]
 
 OPTIONAL_ESTIMATES: tuple[str, ...] = ("agreement", "expected_agreement", "mode_agreement")
 
@@ -89,5 +90,48 @@ def sweep_sections(store: Store) -> list[dict[str, Any]]:
                 for row in rows
             ],
             "figures": sweep_figures(aggregates, sweep["name"]),
+            "comparison": comparison_section(store, sweep["id"]) if sweep["kind"] == "comparison" else None,
         })
     return sections
+
+
+def comparison_section(store: Store, sweep_id: str) -> dict[str, Any]:
+    """A stored comparison's rankings for the report: per judge, on the default question
+    (:func:`~autorubric_local.comparisons.ranking.default_question`), the Bradley-Terry ranking
+    with 90% intervals, the win-rate heat map and position consistency.
+
+    Returns
+    -------
+    dict
+        ``question``, ``judges`` (per judge: ``judge_id``, ``systems`` (rows of ``system``,
+        ``score``, ``low``, ``high``, ``win_rate``, ``n``), ``n_prompts``, ``consistency``,
+        ``consistency_low``, ``consistency_high``, ``conflict_rate``, ``primacy``, ``figure``
+        (data URI), ``error`` (why there is no ranking, e.g. too few comparisons; else None)).
+    """
+    from autorubric_local.comparisons.judging import read_comparison
+    from autorubric_local.comparisons.ranking import RUBRIC, default_question, position_bias, rank_systems
+
+    comparison = read_comparison(store, sweep_id)
+    question = default_question(comparison)
+    judges = []
+    for judge_id in comparison.judge_ids:
+        entry: dict[str, Any] = {"judge_id": judge_id, "error": None}
+        try:
+            ranked = rank_systems(comparison, judge_id=judge_id, question=question, n_bootstrap=200)
+            biased = question if question != RUBRIC else comparison.questions[0]["name"]
+            bias = position_bias(comparison, judge_id=judge_id, question=biased, n_bootstrap=1000)
+        except AutorubricError as exc:  # e.g. not yet judged, or systems not linked both ways
+            entry["error"] = str(exc)
+            judges.append(entry)
+            continue
+        entry.update(
+            systems=[{"system": r.system, "score": r.score, "low": r.score_low, "high": r.score_high,
+                      "win_rate": r.win_rate, "n": r.n_comparisons} for r in ranked.systems],
+            n_prompts=ranked.n_prompts, bias_question=biased, consistency=bias.measures.consistency,
+            consistency_low=bias.consistency_low, consistency_high=bias.consistency_high,
+            conflict_rate=bias.measures.conflict_rate, primacy=bias.measures.primacy,
+            figure=win_rate_heatmap([r.system for r in ranked.systems], ranked.win_matrix,
+                                    f"{comparison.name}, judge {judge_id}: win rates ({question})"),
+        )
+        judges.append(entry)
+    return {"question": question, "judges": judges}
