@@ -4,11 +4,18 @@
   is written to it, with both versions named. Before the mend `grade` exited 0, wrote a new run
   into it and switched it to WAL mode.
 - A file that is not a database gets the same clean message from every command that reads one;
-  `report`, `metrics`, `estimate` and `calibrate` printed sqlite3 tracebacks."""
+  `report`, `metrics`, `estimate` and `calibrate` printed sqlite3 tracebacks.
+- One in a folder this process cannot write is read by the commands that only read."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import sqlite3
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,7 +27,8 @@ from autorubric_local.cli import main
 from autorubric_local.core.errors import SchemaVersionError
 from autorubric_local.store.schema import SCHEMA_VERSION, open_db
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
 
 
 @pytest.fixture
@@ -71,3 +79,44 @@ def test_every_command_that_reads_a_database_says_a_file_is_not_one(tmp_path: Pa
     assert result.exit_code in (1, 2), result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception  # no traceback
     assert "not an SQLite" in result.output, result.output
+
+
+def _graded_database(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The bundled example graded (scripted judge) into ``folder / r.sqlite``, run ``r``."""
+    from test_report import policy
+
+    from autorubric_local.engine import ScriptedEngine
+    from autorubric_local.graders import criterion_grader
+
+    engine = ScriptedEngine(policy=policy)
+    monkeypatch.setattr(criterion_grader, "load_engine", lambda config: engine)
+    path = folder / "r.sqlite"
+    done = invoke(CliRunner(), "grade", EXAMPLES / "battery_rubric.yaml", EXAMPLES / "battery_submissions.jsonl",
+                  "--db", path, "--run", "r", "--no-progress")
+    assert done.exit_code == 0, done.output
+    return path
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to read as another user")
+def test_read_commands_work_on_a_database_in_a_read_only_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`runs`, `show` and `export` run as an unprivileged user (uid 65534) on a database in a
+    folder and a file it cannot write (a shared folder, an archive, a read-only mount): they
+    read it, and nothing in the folder changes. Before the mend all three refused it ("not
+    writable", exit 1)."""
+    folder = Path(tempfile.mkdtemp(prefix="read-only-db-", dir="/tmp"))
+    try:
+        path = _graded_database(folder, monkeypatch)
+        folder.chmod(0o755)
+        path.chmod(0o644)
+        before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+        env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(folder / "no-home")}
+        for command in (["runs"], ["show", "r"], ["export", "r", "--format", "jsonl"]):
+            done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                                   "autorubric_local.cli", *command, "--db", str(path)],
+                                  capture_output=True, text=True, env=env, cwd="/tmp", timeout=300)
+            assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
+            assert "r" in done.stdout
+        assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()} == before
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -140,12 +140,13 @@ def run_name_option(ctx: click.Context, param: click.Parameter, value: str | Non
     return value
 
 
-def check_database_path(path: Path) -> None:
+def check_database_path(path: Path, *, write: bool = True) -> None:
     """Refuse a results database path that cannot work, before any judge is loaded.
 
     An existing path must be a writable file that is empty or an SQLite database (its header
-    is read and it is opened read-only; nothing is created or migrated). A new path needs its
-    nearest existing folder to be a writable folder. ``":memory:"`` is always accepted.
+    is read and it is opened read-only; nothing is created or migrated); with ``write=False``
+    (the commands that only read) it need not be writable. A new path needs its nearest existing
+    folder to be a writable folder. ``":memory:"`` is always accepted.
 
     Raises
     ------
@@ -175,13 +176,14 @@ def check_database_path(path: Path) -> None:
     if header != SQLITE_HEADER:
         raise InputError(f"{path}: not an SQLite database (it does not start with 'SQLite format 3')")
     try:
-        with closing(sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)) as db:
+        immutable = "" if os.access(path.absolute().parent, os.W_OK | os.X_OK) else "&immutable=1"  # no -shm there
+        with closing(sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro{immutable}", uri=True)) as db:
             has_migrations = db.execute("SELECT count(*) FROM sqlite_master WHERE name = '_migrations'").fetchone()[0]
             newest = db.execute("SELECT max(number) FROM _migrations").fetchone()[0] if has_migrations else None
     except sqlite3.Error as exc:
         raise InputError(f"{path}: cannot be read as an SQLite database: {exc}") from None
     refuse_newer_schema(path, newest or 0)
-    if not os.access(path, os.W_OK):
+    if write and not os.access(path, os.W_OK):
         raise InputError(f"{path}: not writable")
 
 
@@ -195,7 +197,9 @@ def database_option(ctx: click.Context, param: click.Parameter, value: Path) -> 
 
 
 def open_store(db_path: Path) -> Store:
-    """The existing results database at ``db_path``, opened (and migrated) for reading.
+    """The existing results database at ``db_path``, opened for reading
+    (:meth:`~autorubric_local.store.Store.open_read_only`: migrated where it is writable; a
+    read-only file, folder or mount is read without writing to it).
 
     Raises
     ------
@@ -207,8 +211,8 @@ def open_store(db_path: Path) -> Store:
     if not db_path.is_file():
         raise click.ClickException(f"{db_path}: no such results database (grade writes one; see --db)")
     try:
-        check_database_path(db_path)
-        return Store.open(db_path)
+        check_database_path(db_path, write=False)
+        return Store.open_read_only(db_path)
     except (InputError, sqlite3.Error) as exc:
         message = str(exc)  # the path once, not twice
         raise click.ClickException(message if message.startswith(f"{db_path}:") else f"{db_path}: {message}") from None

@@ -29,7 +29,7 @@ from autorubric_local.store.indeterminacy import IndeterminacyTables
 from autorubric_local.store.labels import LabelTables
 from autorubric_local.store.metrics import MetricsTables
 from autorubric_local.store.runs import RUN_STATUSES, RunTables
-from autorubric_local.store.schema import MIGRATIONS, SCHEMA_VERSION, open_db
+from autorubric_local.store.schema import MIGRATIONS, SCHEMA_VERSION, open_db, open_db_read_only
 from autorubric_local.store.sweeps import SweepTables
 
 __all__ = ["MIGRATIONS", "RUN_STATUSES", "SCHEMA_VERSION", "Store", "open_db"]
@@ -59,6 +59,19 @@ class Store(RunTables, SweepTables, MetricsTables, CalibrationTables, Indetermin
             version wrote it.
         """
         return cls(open_db(path))
+
+    @classmethod
+    def open_read_only(cls, path: str | Path) -> Store:
+        """Open the existing database at ``path`` for reading
+        (:func:`~.schema.open_db_read_only`: a read-only file, folder or mount is read without
+        writing anything to it).
+
+        Raises
+        ------
+        InputError
+            As :func:`~.schema.open_db_read_only`.
+        """
+        return cls(open_db_read_only(path))
 
     def close(self) -> None:
         """Close the connection."""

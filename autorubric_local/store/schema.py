@@ -110,6 +110,7 @@ Tables (units in column names):
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -500,6 +501,57 @@ def open_db(path: str | Path, *, busy_timeout_seconds: float = DEFAULT_BUSY_TIME
                 continue
             migrate(db)
             db["_migrations"].insert({"number": number, "name": name, "applied_utc": utc_now()})
+    return db
+
+
+def writable_here(path: str | Path) -> bool:
+    """Whether this process may write the existing database file at ``path`` and make its
+    ``-wal``/``-shm`` files beside it (the file and its folder are writable)."""
+    absolute = Path(path).absolute()
+    return os.access(absolute, os.W_OK) and os.access(absolute.parent, os.W_OK | os.X_OK)
+
+
+def open_db_read_only(path: str | Path, *,
+                      busy_timeout_seconds: float = DEFAULT_BUSY_TIMEOUT_SECONDS) -> sqlite_utils.Database:
+    """Open an existing results database for the commands that only read it.
+
+    A file this process may write is opened as :func:`open_db` opens it (an older schema is
+    migrated in place). Otherwise (a read-only file, folder or mount: an archive, a shared
+    folder) it is opened with SQLite's ``mode=ro``, and ``immutable=1`` when its folder is not
+    writable either (no ``-shm`` file can be made there; SQLite then assumes no one changes
+    the file while it is open), and nothing is written: not WAL mode, not a migration.
+
+    Raises
+    ------
+    InputError
+        The file is not an SQLite database; or it is read-only here and written by an older
+        version (its migration needs write access: the message says to copy it with its
+        ``-wal``/``-shm`` files to a writable folder).
+    SchemaVersionError
+        A newer version wrote it.
+    sqlite3.OperationalError
+        SQLite cannot open the file at all.
+    """
+    if writable_here(path):
+        return open_db(path, busy_timeout_seconds=busy_timeout_seconds)
+    absolute = Path(path).absolute()
+    immutable = not os.access(absolute.parent, os.W_OK | os.X_OK)
+    uri = f"{absolute.as_uri()}?mode=ro" + ("&immutable=1" if immutable else "")
+    db = sqlite_utils.Database(sqlite3.connect(uri, uri=True))
+    set_busy_timeout(db, busy_timeout_seconds)
+    try:
+        _refuse_newer(db, path)
+        applied = _applied(db)
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        if isinstance(exc, sqlite3.OperationalError):
+            raise
+        raise InputError(f"{path}: not an SQLite results database ({exc})") from None
+    if not applied >= {number for number, _, _ in MIGRATIONS}:
+        db.close()
+        raise InputError(f"{path}: written by an older autorubric-local (schema {max(applied, default=0)}, this version "
+                         f"reads {SCHEMA_VERSION}) and read-only here: bringing it up to date needs write access. "
+                         "Copy it, with its -wal and -shm files if any, to a writable folder and open the copy")
     return db
 
 
