@@ -220,7 +220,7 @@ def _results_table(
                 verdict, probability = escape(label), ("" if p is None else f"{p:.2f}")
             first = index == 0
             cells = [escape(item_id) if first else "", score if first else "", name, weight,
-                     verdict, probability, f"{criterion.agreement:.2f}"]
+                     verdict, probability, "" if criterion.error else f"{criterion.agreement:.2f}"]
             if show_mass:
                 cells.append(_off_label_cell(criterion, off_label_threshold))
             if show_reasons:

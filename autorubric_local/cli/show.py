@@ -105,9 +105,12 @@ def _criteria_table(item_id: str, rows: list[dict[str, Any]]) -> Table:
     for row in rows:
         passed = {1: "yes", 0: "no", None: ""}[row["passed"]]
         note = f"[red]error: {escape(row['error'])}[/red]" if row["error"] else escape(row["explanation"] or "")
+        # A failed criterion has no verdict of its own (the stored one is the scoring's placeholder), and a
+        # failed item's contributions add up to no score.
+        verdict = "" if row["error"] else escape(row["verdict"] or "")
+        contribution = "" if score is None else _number(row["contribution"])
         table.add_row(escape(row["criterion_name"] or f"criterion {row['criterion_index'] + 1}"),
-                      f"{row['weight']:g}", escape(row["verdict"] or ""), _number(row["probability"], 2), passed,
-                      _number(row["contribution"]), note)
+                      f"{row['weight']:g}", verdict, _number(row["probability"], 2), passed, contribution, note)
     return table
 
 
