@@ -354,3 +354,84 @@ def test_every_comparison_prompt_scored_alone_matches_the_batched_pass(family: s
         assert result.error is None and alone.error is None
         assert max(abs(x - y) for x, y in zip(result.logprobs, alone.logprobs, strict=True)) <= 1e-4
     assert len(tasks) == 4 and {t.permutation_index for t in tasks} == {0, 1}
+
+
+# ---------------------------------------------------------------------------- judge-corrected win rates (PPI++)
+
+
+def soft(prompt: str, f: float) -> PairJudgment:
+    """A judgment of s1 vs s2 whose balanced preference for s1 is ``f`` (no tie)."""
+    return pj(prompt, "s1", "s2", "overall", (f, 1 - f, 0.0), (1 - f, f, 0.0))
+
+
+def test_preference_labels_are_read_strictly_and_must_name_judged_comparisons(tmp_path: Path) -> None:
+    from autorubric_local.comparisons.corrected import corrected_win_rates, load_preference_labels
+
+    bad = write(tmp_path / "bad.jsonl", [{"id": "p1", "a": "s1", "b": "s2", "winner": "s1"},
+                                         {"id": "p2", "a": "s1", "b": "s1", "winner": "a"},
+                                         {"id": "p3", "a": "s1", "winner": "a"},
+                                         {"id": "p4", "a": "s1", "b": "s2", "winner": "a", "note": "x"}])
+    with pytest.raises(InputError) as caught:
+        load_preference_labels(bad)
+    text = str(caught.value)
+    assert "line 1: field 'winner': expected 'a', 'b' or 'tie', got 's1'" in text
+    assert "line 2: field 'b': the same system as 'a'" in text and "line 3: field 'b': missing" in text
+    assert "line 4:" in text
+    good = write(tmp_path / "good.jsonl", [{"id": "p0", "a": "s2", "b": "s1", "winner": "a"},
+                                           {"id": "p1", "a": "s1", "b": "s2", "winner": "tie"},
+                                           {"id": "p2", "a": "s1", "b": "s2", "winner": "a"}])
+    stored = comparison([soft(f"p{i}", f) for i, f in enumerate([0.2, 0.6, 0.9, 0.7, 0.4])], [overall_question()])
+    (rate,) = corrected_win_rates(stored, load_preference_labels(good), judge_id="j")
+    y, fl, fu = np.array([0.0, 0.5, 1.0]), np.array([0.2, 0.6, 0.9]), np.array([0.7, 0.4])
+    from autorubric_local.estimates.methods import ppi_mean
+
+    expected = ppi_mean(y, fl, fu, 0.1)
+    assert (rate.system, rate.other, rate.n_labelled, rate.n_comparisons) == ("s1", "s2", 3, 5)
+    assert rate.ppi.estimate == pytest.approx(min(1.0, max(0.0, expected.estimate)))
+    assert rate.classical.estimate == pytest.approx(0.5) and rate.judge == pytest.approx(0.56)
+    stray = write(tmp_path / "stray.jsonl", [{"id": "p9", "a": "s1", "b": "s2", "winner": "a"}])
+    with pytest.raises(InputError, match="label of prompt 'p9'.*no complete judgment"):
+        corrected_win_rates(stored, load_preference_labels(stray), judge_id="j")
+
+
+def test_ppi_win_rate_intervals_cover_the_human_win_rate_and_are_not_wider_than_classical() -> None:
+    """300 comparisons of s1 and s2; a human prefers s1 with a prompt's own probability q ~
+    Beta(3, 2), or calls a tie (10%), so the true win rate is 0.1 * 0.5 + 0.9 * 0.6 = 0.59; the
+    judge's preference is q plus noise (sd 0.15). 60 random comparisons labelled; 90% intervals
+    over 300 seeded datasets."""
+    from autorubric_local.comparisons.corrected import PreferenceLabel, corrected_win_rates
+
+    rng = np.random.default_rng(7)
+    truth, trials = 0.59, 300
+    covered = {"ppi": 0, "classical": 0}
+    widths = {"ppi": [], "classical": []}
+    for _ in range(trials):
+        q = rng.beta(3, 2, size=300)
+        tie = rng.random(300) < 0.1
+        y = np.where(tie, 0.5, (rng.random(300) < q).astype(float))
+        f = np.clip(q + rng.normal(0, 0.15, 300), 0.01, 0.99)
+        stored = comparison([soft(f"p{i}", float(v)) for i, v in enumerate(f)], [overall_question()])
+        chosen = rng.choice(300, size=60, replace=False)
+        labels = [PreferenceLabel(f"p{i}", "s1", "s2", "tie" if y[i] == 0.5 else ("a" if y[i] == 1 else "b"))
+                  for i in chosen]
+        (rate,) = corrected_win_rates(stored, labels, judge_id="j")
+        for name, interval in (("ppi", rate.ppi), ("classical", rate.classical)):
+            covered[name] += interval.ci_low <= truth <= interval.ci_high
+            widths[name].append(interval.ci_high - interval.ci_low)
+    assert 0.87 <= covered["ppi"] / trials <= 0.93
+    assert 0.87 <= covered["classical"] / trials <= 0.93
+    assert np.mean(widths["ppi"]) <= 1.05 * np.mean(widths["classical"])
+
+
+def test_ranking_with_labels_prints_classical_and_ppi_win_rates(tmp_path: Path) -> None:
+    prompts = load_comparisons(EXAMPLE)
+    db = tmp_path / "r.sqlite"
+    run_comparison(prompts, [judge(ScriptedEngine("s", policy=quality_policy()))], config=config(db))
+    labels = write(tmp_path / "labels.jsonl", [{"id": p.prompt_id, "a": "careful", "b": "wrong", "winner": "a"}
+                                               for p in prompts[:5]])
+    done = CliRunner().invoke(main, ["ranking", "cmp", "--db", str(db), "--labels", str(labels), "--bootstrap", "20"])
+    assert done.exit_code == 0, done.output
+    assert "judge-corrected (PPI++)" in done.stdout
+    row = next(line for line in done.stdout.splitlines() if "careful" in line and "wrong" in line and "│ 8" in line)
+    assert "│ 5 " in row  # five labelled of eight comparisons
+    assert "every label has the same value" in done.stdout  # all five say careful: a Wilson interval, noted

@@ -162,22 +162,73 @@ def _judge(data_path: Path, rubric_path: Path | None, overall: bool, baseline: s
 @click.argument("run", metavar="RUN")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("results.sqlite"),
               show_default=True, help="The results database.")
+@click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Human preference labels (JSONL {\"id\", \"a\", \"b\", \"winner\": \"a\"|\"b\"|\"tie\"}) of a "
+                   "random sample of the comparisons: also print each pair's win rate from the labels alone "
+                   "and corrected by prediction-powered inference (PPI++).")
 @_ranking_options
-def ranking(run: str, db_path: Path, **options: Any) -> None:
+def ranking(run: str, db_path: Path, labels_path: Path | None, **options: Any) -> None:
     """Rank the systems of a stored comparison RUN (its name or id) again, with no judge loaded.
 
     Example:
 
         autorubric-local ranking cmp --method swap --tie-model davidson
     """
+    from autorubric_local.comparisons.corrected import load_preference_labels
     from autorubric_local.comparisons.judging import load_comparison
 
     open_store(db_path).close()  # a clean error for a missing or foreign file
     try:
         stored = load_comparison(db_path, run)
+        labels = None if labels_path is None else load_preference_labels(labels_path)
     except AutorubricError as exc:
         raise fail(exc) from exc
     _print(stored, **options)
+    if labels is not None:
+        _print_corrected(stored, labels, options["question"], options["confidence"], options["as_json"])
+
+
+def _print_corrected(stored: StoredComparison, labels: Any, question: str | None, confidence: float,
+                     as_json: bool) -> None:
+    from autorubric_local.comparisons.corrected import corrected_win_rates
+    from autorubric_local.comparisons.ranking import RUBRIC
+
+    question = question or "overall"
+    if question == RUBRIC:
+        raise click.UsageError("--labels: preference labels answer one question; give --question NAME")
+    level = f"{confidence:.0%}"
+    out: dict[str, Any] = {}
+    for judge_id in stored.judge_ids:
+        try:
+            rates = corrected_win_rates(stored, labels, judge_id=judge_id, question=question, confidence=confidence)
+        except AutorubricError as exc:
+            raise fail(exc) from exc
+        if as_json:
+            out[judge_id] = [{"system": r.system, "against": r.other, "comparisons": r.n_comparisons,
+                              "labelled": r.n_labelled, "judge": r.judge, "classical": vars(r.classical),
+                              "ppi": vars(r.ppi)} for r in rates]
+            continue
+        table = Table(title=f"Human win rates, judge {judge_id}, question {question}: labels alone (classical) and "
+                            f"judge-corrected (PPI++), {level} intervals")
+        for column in ("system", "against", "comparisons", "labelled", "judge alone", "classical", "PPI++", "lam"):
+            table.add_column(column)
+        notes: list[str] = []
+        for r in rates:
+            cells = []
+            for interval in (r.classical, r.ppi):
+                if interval.ci_low is None:
+                    cells.append("-")
+                else:
+                    cells.append(f"{interval.estimate:.3f} [{interval.ci_low:.3f}, {interval.ci_high:.3f}]")
+                if interval.note and interval.note not in notes:
+                    notes.append(interval.note)
+            lam = "-" if r.ppi.lam is None else f"{r.ppi.lam:.2f}"
+            table.add_row(r.system, r.other, str(r.n_comparisons), str(r.n_labelled), f"{r.judge:.3f}", *cells, lam)
+        plain_console().print(table)
+        for k, note in enumerate(notes, 1):
+            plain_console().print(f"note {k}: {note}", markup=False)
+    if as_json:
+        click.echo(json.dumps({"corrected_win_rates": out}, indent=2))
 
 
 def _pair(text: str) -> tuple[str, str]:
