@@ -32,6 +32,7 @@ the sweep ``interrupted``; run it again with the same name to resume.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -67,10 +68,11 @@ from autorubric_local.bias.unrelated import UnrelatedOption, sample_unrelated_op
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.runner.config import EvalConfig, auto_name
-from autorubric_local.runner.job import SWEEP_LEASE, drive_job, first_handbacks
+from autorubric_local.runner.job import SWEEP_LEASE, database_write_error, drive_job, first_handbacks, mark_end
 from autorubric_local.runner.runner import EvalInterruptedError
 from autorubric_local.store import Store
 from autorubric_local.store.leases import LeaseOwner
+from autorubric_local.store.transaction import is_write_failure
 
 __all__ = ["StoredSweep", "SweepChunkReport", "run_stored_sweep"]
 
@@ -297,7 +299,13 @@ def _sweep(
     except KeyboardInterrupt:
         status = "interrupted"
         raise
+    except sqlite3.OperationalError as exc:
+        if not is_write_failure(exc):
+            raise
+        status = "interrupted"
+        raise database_write_error(exc, f"sweep {name!r}", "the committed chunks") from exc
     finally:
-        store.finish_sweep(sweep_id, status, wall_seconds=time.perf_counter() - started, lease=owner)
+        mark_end(lambda: store.finish_sweep(sweep_id, status, wall_seconds=time.perf_counter() - started, lease=owner),
+                 f"sweep {name!r}", status)
     return SweepResult(settings=settings, judge_ids=judge_ids, items=tuple(items), cells=tuple(cells),
                        aggregates=tuple(aggregates), seconds=seconds)

@@ -77,6 +77,18 @@ def interrupted(exc: KeyboardInterrupt, db_path: Path) -> SystemExit:
     return SystemExit(128 + int(signum))
 
 
+EXIT_WRITE_FAILED = 4
+"""Exit status when the results database could not be written (a full disk, a read-only file)."""
+
+
+def write_failed(exc: BaseException, db_path: Path) -> SystemExit:
+    """Say that the results database could not be written, what is kept and how to resume, and
+    the exit to raise (:data:`EXIT_WRITE_FAILED`)."""
+    plain_console(stderr=True).print(f"error: {exc}\n(results database: {db_path}; move it only with its -wal and "
+                                     "-shm files, or make a copy with VACUUM INTO)", markup=False)
+    return SystemExit(EXIT_WRITE_FAILED)
+
+
 def fail(exc: BaseException) -> click.ClickException:
     """A library error as a clean CLI error (message only, exit status 1)."""
     return click.ClickException(str(exc))

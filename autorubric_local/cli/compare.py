@@ -29,8 +29,9 @@ from autorubric_local.cli.common import (
     ray_options,
     run_name_option,
     stops_on_termination,
+    write_failed,
 )
-from autorubric_local.core.errors import AutorubricError, InputError
+from autorubric_local.core.errors import AutorubricError, DatabaseWriteError, InputError
 from autorubric_local.judges.config import DEFAULT_MODEL
 from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
@@ -147,6 +148,8 @@ def _judge(data_path: Path, rubric_path: Path | None, overall: bool, baseline: s
                                 data_path=str(data_path), on_chunk=report)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (stops_on_termination)
         raise interrupted(exc, db_path) from None
+    except DatabaseWriteError as exc:
+        raise write_failed(exc, db_path) from None
     except AutorubricError as exc:
         raise fail(exc) from exc
     failed = sum(1 for j in stored.judgments if not j.complete)

@@ -26,6 +26,7 @@ from autorubric_local.cli.common import (
     ray_options,
     run_name_option,
     stops_on_termination,
+    write_failed,
 )
 from autorubric_local.cli.grade_output import (
     DEFAULT_OFF_LABEL_THRESHOLD,
@@ -34,7 +35,7 @@ from autorubric_local.cli.grade_output import (
     summary_line,
 )
 from autorubric_local.cli.heap import loaded_heap_frozen
-from autorubric_local.core.errors import AutorubricError, InputError
+from autorubric_local.core.errors import AutorubricError, DatabaseWriteError, InputError
 from autorubric_local.engine.vllm.args import check_engine_args
 from autorubric_local.graders.criterion_grader import CriterionGrader
 from autorubric_local.graders.panel_file import load_judges_file
@@ -188,6 +189,7 @@ def grade(
       1    bad input: a rubric, data or judges file, or a run that cannot start
       2    usage error: a bad option or argument (e.g. --run, --db, a directory as a file)
       3    some items or judgments failed (results kept; --allow-failures exits 0)
+      4    the results database could not be written (disk full, read-only); committed chunks are kept
       130  interrupted (Ctrl-C); committed chunks are kept
       143  stopped by SIGTERM (129: SIGHUP), handled as Ctrl-C; committed chunks are kept
     """
@@ -245,6 +247,8 @@ def grade(
                     frozen.close()  # unfrozen after the release: its collection walks only the run's objects
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (stops_on_termination)
         raise interrupted(exc, db_path) from None
+    except DatabaseWriteError as exc:
+        raise write_failed(exc, db_path) from None
     except AutorubricError as exc:
         raise fail(exc) from exc
     try:

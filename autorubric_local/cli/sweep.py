@@ -28,8 +28,9 @@ from autorubric_local.cli.common import (
     ray_options,
     run_name_option,
     stops_on_termination,
+    write_failed,
 )
-from autorubric_local.core.errors import AutorubricError
+from autorubric_local.core.errors import AutorubricError, DatabaseWriteError
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.judges.config import DEFAULT_MODEL
 from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
@@ -175,6 +176,8 @@ def _run(
                                       rubric=rubric, data_path=str(data_path), on_chunk=report)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (stops_on_termination)
         raise interrupted(exc, db_path) from None
+    except DatabaseWriteError as exc:
+        raise write_failed(exc, db_path) from None
     except AutorubricError as exc:
         raise fail(exc) from exc
     result = stored.result

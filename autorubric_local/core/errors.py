@@ -44,3 +44,9 @@ class SchemaVersionError(InputError):
     """A results database written by a newer version of autorubric-local (its schema has
     migrations this version does not know); it is refused rather than written to, and the
     message names both versions."""
+
+
+class DatabaseWriteError(AutorubricError):
+    """The results database could not be written (the disk or the database is full, the file
+    became read-only, an I/O error): the message says what failed, that what was committed
+    before is kept, and how to resume. Raised from the ``sqlite3.OperationalError`` it wraps."""

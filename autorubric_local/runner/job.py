@@ -21,14 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Self, TypeVar
 
-from autorubric_local.core.errors import RunLockedError
+from autorubric_local.core.errors import DatabaseWriteError, RunLockedError
 from autorubric_local.runner.config import MEMORY_DB, EvalConfig
 from autorubric_local.store import Store
 from autorubric_local.store.jobs import RUNS, SWEEPS, JobKind, find_job, stored_job_id
 from autorubric_local.store.leases import LeaseOwner, Takeover
+from autorubric_local.store.transaction import is_write_failure
 
-__all__ = ["RUN_LEASE", "SWEEP_LEASE", "Job", "JobLease", "LeaseHeartbeat", "claim_job", "drive_job",
-           "first_handbacks", "leased", "renew_after_load"]
+__all__ = ["RUN_LEASE", "SWEEP_LEASE", "Job", "JobLease", "LeaseHeartbeat", "claim_job", "database_write_error",
+           "drive_job", "first_handbacks", "leased", "mark_end", "renew_after_load"]
 
 logger = logging.getLogger(__name__)
 
@@ -219,6 +220,25 @@ def first_handbacks(handed: Iterable[tuple[int, T]], job: str) -> Iterator[tuple
             close()
 
 
+def database_write_error(exc: sqlite3.OperationalError, job: str, kept: str) -> DatabaseWriteError:
+    """The :class:`DatabaseWriteError` a job raises when SQLite refused its write (``exc``, a
+    :func:`~autorubric_local.store.transaction.is_write_failure`): ``job`` names it, ``kept``
+    says what was committed before."""
+    return DatabaseWriteError(f"{job}: the results database could not be written ({exc}) after {kept}; they are "
+                              "kept. Free space (or make the file writable) and run the same command again to resume")
+
+
+def mark_end(finish: Callable[[], None], job: str, status: str) -> None:
+    """Run ``finish`` (the job's last write: its status, its lease given back); when the storage
+    still refuses writes, log it and leave the job as it is (its lease runs out)."""
+    try:
+        finish()
+    except sqlite3.OperationalError as exc:
+        if not is_write_failure(exc):
+            raise
+        logger.warning("%s: could not mark it %s (%s); its lease runs out after the lease timeout", job, status, exc)
+
+
 @contextmanager
 def leased(store: Store, lease: JobLease, path: str | Path, job_id: str, owner: LeaseOwner,
            heartbeat_seconds: float) -> Iterator[None]:
@@ -227,8 +247,8 @@ def leased(store: Store, lease: JobLease, path: str | Path, job_id: str, owner: 
     try:
         with LeaseHeartbeat(path, job_id, owner, heartbeat_seconds, lease):
             yield
-    finally:
-        lease.release(store, job_id, owner)
+    finally:  # on a full disk the job's own error says what happened; the lease then runs out
+        mark_end(lambda: lease.release(store, job_id, owner), f"{lease.noun} {job_id}", "given back")
 
 
 class LeaseHeartbeat:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -77,12 +78,20 @@ from autorubric_local.runner.executors import (
     failed_item,
 )
 from autorubric_local.runner.heap import release_free_heap
-from autorubric_local.runner.job import RUN_LEASE, LeaseHeartbeat, drive_job, first_handbacks
+from autorubric_local.runner.job import (
+    RUN_LEASE,
+    LeaseHeartbeat,
+    database_write_error,
+    drive_job,
+    first_handbacks,
+    mark_end,
+)
 from autorubric_local.runner.progress import RunProgress
 from autorubric_local.runner.results import EvalResult
 from autorubric_local.runner.stored import StoredRun
 from autorubric_local.store import Store
 from autorubric_local.store.leases import LeaseOwner
+from autorubric_local.store.transaction import is_write_failure
 
 
 __all__ = ["RUN_TIME_ERRORS", "ChunkReport", "EvalAbortedError", "EvalInterruptedError", "EvalRunner",
@@ -401,8 +410,14 @@ class EvalRunner:
         except KeyboardInterrupt:
             status = "interrupted"
             raise
+        except sqlite3.OperationalError as exc:
+            if not is_write_failure(exc):
+                raise
+            status = "interrupted"
+            raise database_write_error(exc, f"run {name!r}", f"{completed} of {len(planned)} items were committed") from exc
         finally:
-            store.finish_run(run_id, status, wall_seconds=time.perf_counter() - started, lease=owner)
+            mark_end(lambda: store.finish_run(run_id, status, wall_seconds=time.perf_counter() - started, lease=owner),
+                     f"run {name!r}", status)
 
     def _commit(
         self,

@@ -59,3 +59,13 @@ def write_transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Databa
         if db.conn.in_transaction:
             db.conn.execute("ROLLBACK")
         raise
+
+
+WRITE_FAILURES: tuple[str, ...] = ("database or disk is full", "disk i/o error", "attempt to write a readonly database")
+"""SQLite's messages for a write the storage refused (SQLITE_FULL, SQLITE_IOERR, SQLITE_READONLY)."""
+
+
+def is_write_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite refusing a write for lack of space or access (:data:`WRITE_FAILURES`),
+    not a bug or a lock."""
+    return isinstance(exc, sqlite3.OperationalError) and any(text in str(exc).lower() for text in WRITE_FAILURES)
