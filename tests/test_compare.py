@@ -435,3 +435,27 @@ def test_ranking_with_labels_prints_classical_and_ppi_win_rates(tmp_path: Path) 
     row = next(line for line in done.stdout.splitlines() if "careful" in line and "wrong" in line and "│ 8" in line)
     assert "│ 5 " in row  # five labelled of eight comparisons
     assert "every label has the same value" in done.stdout  # all five say careful: a Wilson interval, noted
+
+
+def test_systems_files_are_joined_by_item_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import autorubric_local.cli.compare as compare_cli
+
+    rows = [json.loads(line) for line in EXAMPLE.read_text().splitlines()]
+    files = {}
+    for system in ("careful", "terse", "wrong"):
+        kept = rows if system != "wrong" else rows[:5]  # wrong answered five prompts only
+        files[system] = write(tmp_path / f"{system}.jsonl", [{"id": r["id"], "query": r["query"],
+                                                              "submission": r["responses"][system]} for r in kept])
+    monkeypatch.setattr(compare_cli, "judge_specs",
+                        lambda model, path: [judge(ScriptedEngine("s", policy=quality_policy()))])
+    db = tmp_path / "r.sqlite"
+    done = CliRunner().invoke(main, ["compare", *(f"--system={s}={p}" for s, p in files.items()), "--db", str(db),
+                                     "--run", "joined", "--json", "--bootstrap", "20"])
+    assert done.exit_code == 0, done.output
+    stored = load_comparison(db, "joined")
+    assert len(stored.description["pairs"]) == 8 + 5 + 5  # careful-terse on 8 prompts, each with wrong on 5
+    assert [s["system"] for s in json.loads(done.stdout)["judges"]["s"]["ranking"]] == ["careful", "terse", "wrong"]
+    clash = write(tmp_path / "clash.jsonl", [{"id": rows[0]["id"], "query": "another question", "submission": "x"}])
+    refused = CliRunner().invoke(main, ["compare", f"--system=careful={files['careful']}", f"--system=odd={clash}",
+                                        "--db", str(db)])
+    assert refused.exit_code == 1 and f"item {rows[0]['id']!r}: its query differs from the one in" in refused.output

@@ -63,7 +63,10 @@ def _ranking_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @click.command()
-@click.argument("data_path", metavar="DATA", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("data_path", metavar="[DATA]", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option("--system", "system_files", multiple=True, metavar="NAME=FILE",
+              help="Instead of DATA: one system's responses in any file grade reads (submissions JSONL, an "
+                   "AutoRubric dataset), joined with the other --system files by item id (repeat, two or more).")
 @click.option("--rubric", "rubric_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also ask, for each criterion of this rubric file, which response better satisfies it.")
 @click.option("--overall/--no-overall", default=True, show_default=True,
@@ -87,7 +90,7 @@ def _ranking_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N prompts.")
 @_ranking_options
 @ray_options
-def compare(data_path: Path, rubric_path: Path | None, overall: bool, baseline: str | None,
+def compare(data_path: Path | None, system_files: tuple[str, ...], rubric_path: Path | None, overall: bool, baseline: str | None,
             pairs: tuple[str, ...], model: str, judges_path: Path | None, db_path: Path, run_name: str | None,
             resume: bool, chunk_judgments: int, limit: int | None, ray_address: str | None, workers: int | None,
             worker_cpus: float | None, worker_gpus: float | None, **ranking: Any) -> None:
@@ -98,7 +101,9 @@ def compare(data_path: Path, rubric_path: Path | None, overall: bool, baseline: 
     "sys-a", "response": "...", "query": "..."}. Each pair is shown with either system as
     "Response 1"; the judge's probabilities of 1 / 2 / tie in both orders give the preference
     (their mean, mapped to systems), the MT-Bench swap verdict, and position consistency.
-    Systems are ranked by Bradley-Terry with cluster-bootstrap intervals over prompts.
+    Systems are ranked by Bradley-Terry with cluster-bootstrap intervals over prompts. Instead
+    of DATA, give each system's file as grade reads it, joined by item id: --system a=a.jsonl
+    --system b=b.jsonl.
 
     Example:
 
@@ -107,12 +112,12 @@ def compare(data_path: Path, rubric_path: Path | None, overall: bool, baseline: 
     Results go to --db after every chunk; after a crash or Ctrl-C, run the same command with the
     same --run NAME to judge only what is missing. `autorubric-local ranking NAME` ranks it again.
     """
-    _judge(data_path, rubric_path, overall, baseline, pairs, model, judges_path, db_path, run_name, resume,
+    _judge(data_path, system_files, rubric_path, overall, baseline, pairs, model, judges_path, db_path, run_name, resume,
            chunk_judgments, limit, ray_address, workers, worker_cpus, worker_gpus, ranking)
 
 
 @stops_on_termination
-def _judge(data_path: Path, rubric_path: Path | None, overall: bool, baseline: str | None, pairs: tuple[str, ...],
+def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: Path | None, overall: bool, baseline: str | None, pairs: tuple[str, ...],
            model: str, judges_path: Path | None, db_path: Path, run_name: str | None, resume: bool,
            chunk_judgments: int, limit: int | None, ray_address: str | None, workers: int | None,
            worker_cpus: float | None, worker_gpus: float | None, ranking: dict[str, Any]) -> None:
@@ -126,11 +131,14 @@ def _judge(data_path: Path, rubric_path: Path | None, overall: bool, baseline: s
     distributed = distributed_config(ray_address, workers, worker_cpus, worker_gpus)
     chosen = [_pair(text) for text in pairs] or None
     questions = [overall_question()] if overall else []
-    if rubric_path is not None:
+    rubric = load_rubric(rubric_path) if rubric_path is not None else None
+    if rubric is not None:
         try:
-            questions += rubric_questions(load_rubric(rubric_path).rubric)
+            questions += rubric_questions(rubric.rubric)
         except AutorubricError as exc:
             raise fail(InputError(f"{rubric_path}: {exc}")) from exc
+    if (data_path is None) == (not system_files):
+        raise click.UsageError("give DATA (a comparison file) or two or more --system NAME=FILE, not both")
     if not questions:
         raise click.UsageError("nothing to ask: --no-overall needs --rubric")
 
@@ -140,12 +148,13 @@ def _judge(data_path: Path, rubric_path: Path | None, overall: bool, baseline: s
                       f"{failed} ({chunk.completed_items}/{chunk.total_items} pairs)", markup=False)
 
     try:
-        prompts = load_comparisons(data_path)[:limit]
+        prompts = (load_comparisons(data_path) if data_path is not None else _joined(system_files, rubric))[:limit]
         judges = judge_specs(model, judges_path)
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume, chunk_judgments=chunk_judgments,
                             show_progress=False, distributed=distributed)
         stored = run_comparison(prompts, judges, questions, config, baseline=baseline, pairs=chosen,
-                                data_path=str(data_path), on_chunk=report)
+                                data_path=str(data_path) if data_path is not None else " ".join(system_files),
+                                on_chunk=report)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (stops_on_termination)
         raise interrupted(exc, db_path) from None
     except DatabaseWriteError as exc:
@@ -232,6 +241,24 @@ def _print_corrected(stored: StoredComparison, labels: Any, question: str | None
             plain_console().print(f"note {k}: {note}", markup=False)
     if as_json:
         click.echo(json.dumps({"corrected_win_rates": out}, indent=2))
+
+
+def _joined(system_files: tuple[str, ...], rubric: Any) -> list[Any]:
+    """The prompts of ``--system NAME=FILE`` files joined by item id (a submissions file needs a
+    rubric to be read; without --rubric the overall question's stands in)."""
+    from autorubric_local.comparisons.data import prompts_from_datasets
+    from autorubric_local.core.rubric import Rubric
+    from autorubric_local.core.types import Criterion
+    from autorubric_local.data.submissions import load_grading_data
+
+    reading = rubric or Rubric([Criterion(name="overall", requirement="Which response is better overall")])
+    named = []
+    for text in system_files:
+        name, sep, file = text.partition("=")
+        if not sep or not name or not file:
+            raise click.BadParameter(f"expected NAME=FILE, got {text!r}", param_hint="--system")
+        named.append((name, file, load_grading_data(file, reading)))
+    return prompts_from_datasets(named)
 
 
 def _pair(text: str) -> tuple[str, str]:

@@ -11,6 +11,9 @@ JSONL, one record a line (blank lines skipped), in either of two forms (they may
 (long). System names are non-empty strings. Every problem names the file, the 1-based line and
 the field, and the file is refused whole (``ProblemCollector``), before any judge loads.
 
+Or several systems' files in any form ``grade`` reads (submissions JSONL, AutoRubric datasets),
+joined by item id (:func:`prompts_from_datasets`).
+
 Which pairs (:func:`plan_pairs`): ``all`` pairs of the systems a prompt has (the default; the
 number of judgments grows as S(S-1)/2), ``baseline`` (each system against one baseline, as
 Arena-Hard-Auto does), or a given list of pairs.
@@ -25,10 +28,12 @@ from pathlib import Path
 
 from autorubric_local.core.checks import check_keys, jsonl_lines, parse_json
 from autorubric_local.core.errors import InputError
+from autorubric_local.data.dataset import RubricDataset
 from autorubric_local.data.validation import ProblemCollector, json_type_name, read_text_file
 from autorubric_local.engine.user_text import marker_problem
 
-__all__ = ["LONG_FIELDS", "WIDE_FIELDS", "ComparisonPrompt", "load_comparisons", "plan_pairs", "systems_of"]
+__all__ = ["LONG_FIELDS", "WIDE_FIELDS", "ComparisonPrompt", "load_comparisons", "plan_pairs", "prompts_from_datasets",
+           "systems_of"]
 
 WIDE_FIELDS: tuple[str, ...] = ("id", "query", "reference", "responses")
 LONG_FIELDS: tuple[str, ...] = ("id", "system", "response", "query", "reference")
@@ -181,6 +186,61 @@ def _add_long(row: dict[str, object], prompts: dict[str, ComparisonPrompt], firs
         raise InputError(f"field 'system': prompt {prompt_id!r} already has a response of {system!r}")
     prompts[prompt_id] = ComparisonPrompt(prompt_id, existing.query, {**existing.responses, system: response},
                                           existing.reference)
+
+
+def prompts_from_datasets(named: Sequence[tuple[str, str, RubricDataset]]) -> list[ComparisonPrompt]:
+    """Join several systems' graded-data files by item id: each file's submission is that
+    system's response, its query (the dataset's prompt, or the item's own) the prompt's query.
+
+    Parameters
+    ----------
+    named : sequence of (system, file name, RubricDataset)
+        From :func:`~autorubric_local.data.submissions.load_grading_data`, one per system.
+
+    Returns
+    -------
+    list of ComparisonPrompt
+        One per item id of at least two systems, in order of first appearance.
+
+    Raises
+    ------
+    InputError
+        Fewer than two systems, a system named twice, an item with no query, the same id with
+        different queries or references in two files (both named), or no id in two files.
+    """
+    if len(named) < 2:
+        raise InputError(f"compare needs at least two systems' files, got {len(named)}")
+    systems = [system for system, _, _ in named]
+    if len(set(systems)) != len(systems):
+        raise InputError(f"system names must be unique, got {systems}")
+    problems: list[str] = []
+    found: dict[str, ComparisonPrompt] = {}
+    where: dict[str, str] = {}
+    for system, source, dataset in named:
+        for index, item in enumerate(dataset.items):
+            item_id = item.id or f"item-{index}"
+            query = dataset.get_item_query(index)
+            reference = dataset.get_item_reference_submission(index)
+            if not query:
+                problems.append(f"{source}: item {item_id!r}: no query (a dataset's prompt, or the item's 'query')")
+                continue
+            known = found.get(item_id)
+            if known is None:
+                found[item_id] = ComparisonPrompt(item_id, query, {system: item.submission}, reference)
+                where[item_id] = source
+                continue
+            if known.query != query or known.reference != reference:
+                what = "query" if known.query != query else "reference"
+                problems.append(f"{source}: item {item_id!r}: its {what} differs from the one in {where[item_id]}")
+                continue
+            found[item_id] = ComparisonPrompt(item_id, known.query, {**known.responses, system: item.submission},
+                                              known.reference)
+    if problems:
+        raise InputError("\n".join(problems[:20]))
+    prompts = [p for p in found.values() if len(p.responses) >= 2]
+    if not prompts:
+        raise InputError("no item id is in two of the systems' files: nothing to compare")
+    return prompts
 
 
 def systems_of(prompts: Iterable[ComparisonPrompt]) -> list[str]:
