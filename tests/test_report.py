@@ -479,3 +479,15 @@ def test_a_long_run_is_paged_with_every_item_once_in_order(db: Path, tmp_path: P
     assert seen == stored
     again = invoke("report", "plain", "--db", db, "--out", tmp_path / "r")  # default 100 a page: stale pages go
     assert again.exit_code == 0 and [f.name for f in (tmp_path / "r").glob("*.html")] == ["index.html"]
+
+
+def test_the_first_page_leads_with_results_and_marks_penalties(pages: dict[str, Path]) -> None:
+    """Issue 51: the summary, scores and verdict rates come before the settings; a MET on a
+    negative criterion reads as a penalty, with the criterion's weight beside its rates."""
+    text = read(pages["plain"])
+    order = [text.index(f'id="{anchor}"') for anchor in ("summary", "scores", "criteria", "settings", "items-heading")]
+    assert order == sorted(order)
+    assert "of 9 items graded" in text and "mean score" in text.split('id="scores"')[0]
+    assert "lfp_density_error <span class=\"muted\">(weight -15: a penalty when MET)</span>" in text
+    item_table = text.split('id="items-heading"', 1)[1]
+    assert "MET (penalty)" in item_table or "UNMET (no penalty)" in item_table

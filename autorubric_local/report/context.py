@@ -231,13 +231,15 @@ def criterion_rates(judgments: Iterable[Mapping[str, Any]],
     Returns
     -------
     list of dict
-        In criterion order: ``name``, ``scale`` (``binary`` or ``multi``), ``n`` (judgments),
+        In criterion order: ``name``, ``weight`` (the rubric's; None when it does not name the
+        criterion), ``scale`` (``binary`` or ``multi``), ``n`` (judgments),
         ``answered``, ``errors`` and ``labels``, a list of ``{"label", "count", "rate"}``
         (``rate`` None when nothing was answered). Binary criteria list MET, UNMET,
         CANNOT_ASSESS; multi-choice ones their options in rubric order, then any other label
         given.
     """
     options = {c.get("name"): [o.get("label") for o in c.get("options") or []] for c in rubric}
+    weights = {c.get("name"): c.get("weight") for c in rubric}
     groups: dict[tuple[int, str], _CriterionCount] = {}
     for j in judgments:  # counted as they come: ``judgments`` may be a stream of a large run's rows
         count = groups.setdefault((int(j["criterion_index"]), j["criterion_name"]), _CriterionCount())
@@ -254,6 +256,7 @@ def criterion_rates(judgments: Iterable[Mapping[str, Any]],
         labels += [label for label in count.given if label not in labels and label is not None]
         out.append({
             "name": name,
+            "weight": weights.get(name),
             "scale": "binary" if binary else "multi",
             "n": count.n,
             "answered": answered,
@@ -323,12 +326,14 @@ def item_entries(store: Store, items: Sequence[Mapping[str, Any]],
     for item in items:
         report = _json(item.get("report_json")) or {}
         finals = [_final(c) for c in report.get("report") or []]
+        weights = [((c.get("criterion") or {}).get("weight")) for c in report.get("report") or []]
         criteria: dict[tuple[int, str], dict[str, Any]] = {}
         for j in by_item.get(item["item_id"], []):
             index = int(j["criterion_index"])
             entry = criteria.setdefault((index, j["criterion_name"]), {
                 "name": j["criterion_name"],
                 "final": finals[index] if index < len(finals) else None,
+                "weight": weights[index] if index < len(weights) else None,
                 "judgments": [],
             })
             entry["judgments"].append(_judgment(store, j))
