@@ -459,3 +459,42 @@ def test_systems_files_are_joined_by_item_id(tmp_path: Path, monkeypatch: pytest
     refused = CliRunner().invoke(main, ["compare", f"--system=careful={files['careful']}", f"--system=odd={clash}",
                                         "--db", str(db)])
     assert refused.exit_code == 1 and f"item {rows[0]['id']!r}: its query differs from the one in" in refused.output
+
+
+# ---------------------------------------------------------------------------- N-way
+
+
+def test_an_nway_comparison_shows_each_system_in_each_slot_once_and_ranks_by_luce(tmp_path: Path) -> None:
+    from autorubric_local.comparisons.judging import nway_items
+
+    prompts = load_comparisons(EXAMPLE)
+    (item,) = nway_items(prompts[:1], [overall_question()])
+    tasks = item.rotation_tasks(0, "j", ScriptedEngine().format_chat, None)
+    assert [t.option_order for t in tasks] == [(0, 1, 2), (1, 2, 0), (2, 0, 1)]
+    assert len({t.prefix for t in tasks}) == 1
+    for task in tasks:  # slot k shows the response of system option_order[k]
+        block = task.criterion_block
+        positions = [block.index(item.responses[k]) for k in task.option_order]
+        assert positions == sorted(positions)
+
+    def best_of_n(request: ScoreRequest) -> list[float]:  # prefers quality, plus a pull to slot 1
+        texts = re.findall(r"<response \d+>\n(.*?)\n</response \d+>", request.suffix, re.S)
+        return log_softmax([TEXT_QUALITY[t] + (0.5 if k == 0 else 0.0) for k, t in enumerate(texts)])
+
+    engine = ScriptedEngine("s", policy=best_of_n)
+    stored = run_comparison(prompts, [judge(engine)], config=config(tmp_path / "r.sqlite"), n_way=True)
+    assert len(engine.history) == 8 * 3 and len(stored.nway) == 8 and not stored.judgments
+    first = stored.nway[0]
+    shown = [(0, 1, 2), (1, 2, 0), (2, 0, 1)]
+    for rotation, order in zip(first.rotations, shown, strict=True):  # by hand: softmax of quality + slot pull
+        logits = [QUALITY[first.systems[k]] + (0.5 if slot == 0 else 0.0) for slot, k in enumerate(order)]
+        expected = dict(zip((first.systems[k] for k in order), map(math.exp, log_softmax(logits))))
+        assert rotation == pytest.approx(expected)
+    p = first.preference
+    (careful_terse,) = [o for o in outcomes(stored, judge_id="s", question="overall")
+                        if o.prompt_id == first.prompt_id and (o.a, o.b) == ("careful", "terse")]
+    assert careful_terse.wins == pytest.approx(p["careful"] / (p["careful"] + p["terse"]))
+    ranked = rank_systems(stored, judge_id="s", question="overall", n_bootstrap=20)
+    assert [s.system for s in ranked.systems] == ["careful", "terse", "wrong"]
+    bias = position_bias(stored, judge_id="s", question="overall", n_bootstrap=0)
+    assert bias.measures.consistency == 1.0  # a 0.5 pull never beats a quality gap of 1

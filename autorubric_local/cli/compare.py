@@ -71,6 +71,9 @@ def _ranking_options(command: Callable[..., Any]) -> Callable[..., Any]:
               help="Also ask, for each criterion of this rubric file, which response better satisfies it.")
 @click.option("--overall/--no-overall", default=True, show_default=True,
               help="Ask the overall question (which response is better).")
+@click.option("--n-way", "n_way", is_flag=True,
+              help="Show every system of a prompt in one judgment, in each of the N rotations of the slots, "
+                   "instead of pairs in both orders (the judge picks the best; rankings by Luce's choice axiom).")
 @click.option("--baseline", default=None, help="Compare each system with this one only (Arena-Hard style).")
 @click.option("--pair", "pairs", multiple=True, metavar="A:B",
               help="Compare only these pairs of systems (repeatable); default: all pairs.")
@@ -90,7 +93,8 @@ def _ranking_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N prompts.")
 @_ranking_options
 @ray_options
-def compare(data_path: Path | None, system_files: tuple[str, ...], rubric_path: Path | None, overall: bool, baseline: str | None,
+def compare(data_path: Path | None, system_files: tuple[str, ...], rubric_path: Path | None, overall: bool,
+            n_way: bool, baseline: str | None,
             pairs: tuple[str, ...], model: str, judges_path: Path | None, db_path: Path, run_name: str | None,
             resume: bool, chunk_judgments: int, limit: int | None, ray_address: str | None, workers: int | None,
             worker_cpus: float | None, worker_gpus: float | None, **ranking: Any) -> None:
@@ -112,12 +116,13 @@ def compare(data_path: Path | None, system_files: tuple[str, ...], rubric_path: 
     Results go to --db after every chunk; after a crash or Ctrl-C, run the same command with the
     same --run NAME to judge only what is missing. `autorubric-local ranking NAME` ranks it again.
     """
-    _judge(data_path, system_files, rubric_path, overall, baseline, pairs, model, judges_path, db_path, run_name, resume,
+    _judge(data_path, system_files, rubric_path, overall, n_way, baseline, pairs, model, judges_path, db_path, run_name, resume,
            chunk_judgments, limit, ray_address, workers, worker_cpus, worker_gpus, ranking)
 
 
 @stops_on_termination
-def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: Path | None, overall: bool, baseline: str | None, pairs: tuple[str, ...],
+def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: Path | None, overall: bool,
+           n_way: bool, baseline: str | None, pairs: tuple[str, ...],
            model: str, judges_path: Path | None, db_path: Path, run_name: str | None, resume: bool,
            chunk_judgments: int, limit: int | None, ray_address: str | None, workers: int | None,
            worker_cpus: float | None, worker_gpus: float | None, ranking: dict[str, Any]) -> None:
@@ -152,7 +157,7 @@ def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: P
         judges = judge_specs(model, judges_path)
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume, chunk_judgments=chunk_judgments,
                             show_progress=False, distributed=distributed)
-        stored = run_comparison(prompts, judges, questions, config, baseline=baseline, pairs=chosen,
+        stored = run_comparison(prompts, judges, questions, config, baseline=baseline, pairs=chosen, n_way=n_way,
                                 data_path=str(data_path) if data_path is not None else " ".join(system_files),
                                 on_chunk=report)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (stops_on_termination)
@@ -161,11 +166,13 @@ def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: P
         raise write_failed(exc, db_path) from None
     except AutorubricError as exc:
         raise fail(exc) from exc
-    failed = sum(1 for j in stored.judgments if not j.complete)
+    judged = stored.nway or stored.judgments
+    failed = sum(1 for j in judged if not j.complete)
+    what = "N-way prompts" if stored.nway else "pairs"
     resumed = f"; {stored.resumed_rotations} judgments from the checkpoint" if stored.resumed_rotations else ""
-    failures = f"; {failed} pair judgments failed (left out of the rankings)" if failed else ""
-    console.print(f"comparison {stored.name} ({stored.sweep_id}): {len(stored.description['pairs'])} pairs of "
-                  f"{len(stored.systems)} systems, {len(stored.judgments)} pair judgments{resumed}{failures}; "
+    failures = f"; {failed} {what} judgments failed (left out of the rankings)" if failed else ""
+    console.print(f"comparison {stored.name} ({stored.sweep_id}): {len(stored.description['pairs'])} {what} of "
+                  f"{len(stored.systems)} systems, {len(judged)} judgments of them{resumed}{failures}; "
                   f"results in {db_path}", markup=False)
     _print(stored, **ranking)
 

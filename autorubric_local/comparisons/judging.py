@@ -27,14 +27,15 @@ from autorubric_local.bias.cells import SweepKind, SweepSettings
 from autorubric_local.bias.stored import StoredSweep, SweepChunkReport, run_stored_sweep
 from autorubric_local.comparisons.data import ComparisonPrompt, plan_pairs
 from autorubric_local.comparisons.preferences import balanced_preference, hard_verdict, swap_rule
-from autorubric_local.comparisons.prompts import PairItem, Question, overall_question
+from autorubric_local.comparisons.prompts import NWayItem, PairItem, Question, nway_criterion, overall_question
 from autorubric_local.core.errors import InputError
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.runner.config import EvalConfig
 from autorubric_local.store import Store
 
-__all__ = ["COMPARISON_FORMAT", "PairJudgment", "StoredComparison", "comparison_description", "comparison_items",
-           "load_comparison", "pair_judgments", "read_comparison", "run_comparison"]
+__all__ = ["COMPARISON_FORMAT", "NWayJudgment", "PairJudgment", "StoredComparison", "comparison_description",
+           "comparison_items", "load_comparison", "nway_items", "nway_judgments", "pair_judgments", "read_comparison",
+           "run_comparison"]
 
 COMPARISON_FORMAT = "autorubric-local/comparison-v1"
 """``format`` of a comparison's description in ``sweeps.rubric_json``."""
@@ -64,15 +65,41 @@ def comparison_items(chosen: Sequence[tuple[ComparisonPrompt, str, str]], questi
             for prompt, a, b in chosen]
 
 
-def comparison_description(items: Sequence[PairItem], questions: Sequence[Question]) -> dict[str, Any]:
-    """JSON-ready description stored as the sweep's ``rubric_json``: ``format``, ``systems`` (in
-    order of first appearance), ``questions`` (``name``, ``text``, ``weight``) and ``pairs``
-    (``item_id``, ``prompt_id``, ``a``, ``b``)."""
-    systems = list(dict.fromkeys(s for item in items for s in (item.system_a, item.system_b)))
+def nway_items(prompts: Sequence[ComparisonPrompt], questions: Sequence[Question]) -> list[NWayItem]:
+    """One :class:`NWayItem` per prompt with every system it has, asking every question; item ids
+    are the prompt ids.
+
+    Raises
+    ------
+    InputError
+        No question, or two questions of the same name.
+    """
+    comparison_items([], questions)  # the same checks of the questions
+    return [NWayItem(submission=p.query, rubric=tuple(nway_criterion(q, tuple(p.responses)) for q in questions),
+                     reference_submission=p.reference, item_id=p.prompt_id, prompt_id=p.prompt_id,
+                     systems=tuple(p.responses), responses=tuple(p.responses.values()))
+            for p in prompts]
+
+
+def comparison_description(items: Sequence[PairItem | NWayItem], questions: Sequence[Question]) -> dict[str, Any]:
+    """JSON-ready description stored as the sweep's ``rubric_json``: ``format``, ``mode``
+    (``pairs`` or ``nway``), ``systems`` (in order of first appearance), ``questions``
+    (``name``, ``text``, ``weight``) and ``pairs``: per item ``item_id``, ``prompt_id`` and
+    ``a``, ``b`` (pairs) or ``systems`` (N-way, in the item's slot order of rotation 0)."""
+    nway = bool(items) and isinstance(items[0], NWayItem)
+    entries: list[dict[str, Any]] = []
+    systems: list[str] = []
+    for item in items:
+        if isinstance(item, NWayItem):
+            entries.append({"item_id": item.item_id, "prompt_id": item.prompt_id, "systems": list(item.systems)})
+            systems += item.systems
+        else:
+            entries.append({"item_id": item.item_id, "prompt_id": item.prompt_id, "a": item.system_a, "b": item.system_b})
+            systems += (item.system_a, item.system_b)
     return {
-        "format": COMPARISON_FORMAT, "systems": systems,
+        "format": COMPARISON_FORMAT, "mode": "nway" if nway else "pairs", "systems": list(dict.fromkeys(systems)),
         "questions": [{"name": q.name, "text": q.text, "weight": q.weight} for q in questions],
-        "pairs": [{"item_id": i.item_id, "prompt_id": i.prompt_id, "a": i.system_a, "b": i.system_b} for i in items],
+        "pairs": entries,
     }
 
 
@@ -126,6 +153,50 @@ class PairJudgment:
 
 
 @dataclass(frozen=True)
+class NWayJudgment:
+    """One judge's answers to one question about one prompt's N systems, in every rotation.
+
+    Attributes
+    ----------
+    item_id, prompt_id, judge_id, question : str
+    systems : tuple of str
+    rotations : tuple of (dict of str to float, or None)
+        Per rotation, the judge's probability that each system is the best (mapped back from
+        slots); None where that rotation failed.
+    chosen_slots : tuple of (int or None)
+        Per rotation, the slot (0-based) of the most probable answer.
+    errors : tuple of str
+    """
+
+    item_id: str
+    prompt_id: str
+    systems: tuple[str, ...]
+    judge_id: str
+    question: str
+    rotations: tuple[dict[str, float] | None, ...]
+    chosen_slots: tuple[int | None, ...]
+    errors: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Every rotation has probabilities."""
+        return all(r is not None for r in self.rotations)
+
+    @property
+    def preference(self) -> dict[str, float] | None:
+        """The mean over rotations of each system's probability (every system in every slot once:
+        balanced position calibration over N slots); None unless complete."""
+        if not self.complete:
+            return None
+        return {s: sum(r[s] for r in self.rotations if r is not None) / len(self.rotations) for s in self.systems}
+
+    @property
+    def chosen(self) -> tuple[str | None, ...]:
+        """The system chosen (most probable) in each rotation."""
+        return tuple(None if r is None else max(self.systems, key=r.__getitem__) for r in self.rotations)
+
+
+@dataclass(frozen=True)
 class StoredComparison:
     """A stored comparison read back: its sweep id and name, description and judgments.
 
@@ -136,7 +207,9 @@ class StoredComparison:
         :func:`comparison_description`.
     judge_ids : tuple of str
     judgments : tuple of PairJudgment
-        By pair, question, then judge.
+        By pair, question, then judge (pairwise comparisons; empty for an N-way one).
+    nway : tuple of NWayJudgment
+        By prompt, question, then judge (N-way comparisons; empty for a pairwise one).
     status : str
         The sweep's status (``finished``, ``interrupted``, ``running``, ``failed``).
     resumed_rotations : int
@@ -150,6 +223,7 @@ class StoredComparison:
     judgments: tuple[PairJudgment, ...]
     status: str
     resumed_rotations: int = 0
+    nway: tuple[NWayJudgment, ...] = ()
 
     @property
     def systems(self) -> tuple[str, ...]:
@@ -172,6 +246,7 @@ def run_comparison(
     data_path: str | None = None,
     on_chunk: Callable[[SweepChunkReport], None] | None = None,
     stop: threading.Event | None = None,
+    n_way: bool = False,
 ) -> StoredComparison:
     """Judge every chosen pair of ``prompts`` in both orders and store it (module docstring).
 
@@ -196,6 +271,10 @@ def run_comparison(
         Where the prompts came from (stored).
     on_chunk, stop
         As for :func:`~autorubric_local.bias.stored.run_stored_sweep`.
+    n_way : bool, default False
+        Show every system of a prompt in one judgment, in each of the N rotations of the slots
+        (:class:`~.prompts.NWayItem`), instead of pairs in both orders; ``baseline`` and
+        ``pairs`` do not apply.
 
     Returns
     -------
@@ -213,7 +292,11 @@ def run_comparison(
     """
     config = config or EvalConfig(show_progress=False)
     questions = list(questions) if questions is not None else [overall_question()]
-    items = comparison_items(plan_pairs(prompts, baseline=baseline, pairs=pairs), questions)
+    if n_way and (baseline is not None or pairs is not None):
+        raise InputError("an N-way comparison shows every system at once: no baseline or pairs")
+    items: Sequence[PairItem | NWayItem] = (nway_items(prompts, questions) if n_way else
+                                            comparison_items(plan_pairs(prompts, baseline=baseline, pairs=pairs),
+                                                             questions))
     settings = SweepSettings(kind=SweepKind.COMPARISON, shuffle_options=False, system_prompt=system_prompt,
                              n_bootstrap=0)
     stored: StoredSweep = run_stored_sweep(items, judges, settings, config, rubric=comparison_description(items, questions),
@@ -221,7 +304,7 @@ def run_comparison(
     path = config.database_path(stored.name)
     result = load_comparison(path, stored.sweep_id)
     return StoredComparison(result.sweep_id, result.name, result.description, result.judge_ids, result.judgments,
-                            result.status, stored.resumed_rotations)
+                            result.status, stored.resumed_rotations, result.nway)
 
 
 def load_comparison(path: str | Path, key: str) -> StoredComparison:
@@ -257,8 +340,43 @@ def read_comparison(store: Store, key: str, where: str = "database") -> StoredCo
             or description.get("format") != COMPARISON_FORMAT:
         raise InputError(f"{where}: sweep {key!r} ({row['id']}) is a {row.get('kind')} sweep, not a comparison")
     judge_ids = tuple(j["judge_id"] for j in json.loads(row["judges_json"]))
-    judgments = pair_judgments(description, judge_ids, store.sweep_judgments(row["id"]))
+    rows = store.sweep_judgments(row["id"])
+    if description.get("mode") == "nway":
+        return StoredComparison(row["id"], row["name"], description, judge_ids, (), row["status"],
+                                nway=tuple(nway_judgments(description, judge_ids, rows)))
+    judgments = pair_judgments(description, judge_ids, rows)
     return StoredComparison(row["id"], row["name"], description, judge_ids, tuple(judgments), row["status"])
+
+
+def nway_judgments(description: Mapping[str, Any], judge_ids: Sequence[str],
+                   rows: Sequence[Mapping[str, Any]]) -> list[NWayJudgment]:
+    """One :class:`NWayJudgment` per (prompt, question, judge) whose N rotations are all stored,
+    from ``sweep_judgments`` rows (probabilities in slot order, mapped to systems by
+    ``option_order_json``)."""
+    by_key = {(r["item_id"], r["criterion_index"], r["judge_id"], r["rotation"]): r for r in rows if r["variant"] == "base"}
+    out = []
+    for entry in description["pairs"]:
+        systems = tuple(entry["systems"])
+        for q_index, question in enumerate(description["questions"]):
+            for judge_id in judge_ids:
+                found = [by_key.get((entry["item_id"], q_index, judge_id, r)) for r in range(len(systems))]
+                if any(f is None for f in found):
+                    continue
+                rotations, slots, errors = [], [], []
+                for f in found:
+                    assert f is not None
+                    if f["error"] is not None or not f["probabilities_json"]:
+                        rotations.append(None)
+                        slots.append(None)
+                        errors.append(f["error"] or "no probabilities")
+                        continue
+                    order = json.loads(f["option_order_json"])
+                    values = json.loads(f["probabilities_json"])
+                    rotations.append({systems[order[k]]: float(values[k]) for k in range(len(systems))})
+                    slots.append(f["chosen_position"])
+                out.append(NWayJudgment(entry["item_id"], entry["prompt_id"], systems, judge_id, question["name"],
+                                        tuple(rotations), tuple(slots), tuple(errors)))
+    return out
 
 
 def pair_judgments(description: Mapping[str, Any], judge_ids: Sequence[str],

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from autorubric_local.comparisons.bradley_terry import ARENA_SCALE, bootstrap_bradley_terry, pair_counts
-from autorubric_local.comparisons.judging import PairJudgment, StoredComparison
+from autorubric_local.comparisons.judging import NWayJudgment, PairJudgment, StoredComparison
 from autorubric_local.comparisons.preferences import PositionConsistency, consistent, position_consistency
 from autorubric_local.core.errors import InputError
 from autorubric_local.estimates.methods import bounded_mean_interval
@@ -90,6 +90,8 @@ def outcomes(comparison: StoredComparison, *, judge_id: str, question: str, meth
         wanted = {question: 1.0}
     else:
         raise InputError(f"question {question!r} is not among the comparison's {[*weights, RUBRIC]}")
+    if comparison.nway:
+        return _nway_outcomes(comparison, judge_id, wanted, method)
     by_pair: dict[str, dict[str, PairJudgment]] = defaultdict(dict)
     for judgment in comparison.judgments:
         if judgment.judge_id == judge_id and judgment.question in wanted and judgment.complete:
@@ -102,6 +104,51 @@ def outcomes(comparison: StoredComparison, *, judge_id: str, question: str, meth
         parts = np.array([np.array(_one(answers[name], method)) * w for name, w in wanted.items()]).sum(axis=0) / total
         first = next(iter(answers.values()))
         out.append(Outcome(first.prompt_id, first.system_a, first.system_b, *map(float, parts)))
+    return out
+
+
+def _nway_one(judgment: NWayJudgment, method: str) -> dict[tuple[str, str], tuple[float, float, float]]:
+    """Each pair of an N-way judgment's systems as (wins, ties, losses) of the first. ``soft``:
+    Luce's choice axiom, ``P(s beats t) = p_s / (p_s + p_t)`` with ``p`` the preference balanced
+    over rotations (Luce, *Individual Choice Behavior*, 1959; under it best-of-N choices follow
+    the Bradley-Terry model of the pairs). ``swap``: the system chosen in every rotation beats each
+    other one and the other pairs are ties; rotations that disagree make every pair a tie (the
+    MT-Bench rule over N orders)."""
+    out: dict[tuple[str, str], tuple[float, float, float]] = {}
+    systems = judgment.systems
+    p = judgment.preference
+    assert p is not None
+    chosen = set(judgment.chosen)
+    winner = next(iter(chosen)) if len(chosen) == 1 else None
+    for i, s in enumerate(systems):
+        for t in systems[i + 1:]:
+            if method == "soft":
+                total = p[s] + p[t]
+                out[(s, t)] = (p[s] / total, 0.0, p[t] / total) if total > 0 else (0.0, 1.0, 0.0)
+            elif winner == s:
+                out[(s, t)] = (1.0, 0.0, 0.0)
+            elif winner == t:
+                out[(s, t)] = (0.0, 0.0, 1.0)
+            else:
+                out[(s, t)] = (0.0, 1.0, 0.0)
+    return out
+
+
+def _nway_outcomes(comparison: StoredComparison, judge_id: str, wanted: dict[str, float], method: str) -> list[Outcome]:
+    by_item: dict[str, dict[str, NWayJudgment]] = defaultdict(dict)
+    for judgment in comparison.nway:
+        if judgment.judge_id == judge_id and judgment.question in wanted and judgment.complete:
+            by_item[judgment.item_id][judgment.question] = judgment
+    total = sum(wanted.values())
+    out = []
+    for answers in by_item.values():
+        if len(answers) < len(wanted):
+            continue
+        first = next(iter(answers.values()))
+        parts = {name: _nway_one(answers[name], method) for name in wanted}
+        for pair in parts[next(iter(wanted))]:
+            value = sum(np.array(parts[name][pair]) * w for name, w in wanted.items()) / total
+            out.append(Outcome(first.prompt_id, pair[0], pair[1], *map(float, value)))
     return out
 
 
@@ -247,6 +294,8 @@ def position_bias(comparison: StoredComparison, *, judge_id: str, question: str,
     names = [q["name"] for q in comparison.questions]
     if question not in names:
         raise InputError(f"question {question!r} is not among the comparison's {names}")
+    if comparison.nway:
+        return _nway_bias(comparison, judge_id, question, n_bootstrap, confidence, seed)
     chosen = [j for j in comparison.judgments if j.judge_id == judge_id and j.question == question and j.complete]
     if not chosen:
         raise InputError(f"judge {judge_id!r}, question {question!r}: no complete judgment")
@@ -259,3 +308,27 @@ def position_bias(comparison: StoredComparison, *, judge_id: str, question: str,
                         None if interval is None else interval[0], None if interval is None else interval[1],
                         confidence)
 
+
+
+def _nway_bias(comparison: StoredComparison, judge_id: str, question: str, n_bootstrap: int, confidence: float,
+               seed: int) -> PositionBias:
+    """Position consistency of N-way judgments: the share whose N rotations all chose the same
+    system (the N-slot form of Shi et al.'s measure); among the others' choices, the shares in
+    slot 1 (primacy) and in the last slot (recency)."""
+    chosen = [j for j in comparison.nway if j.judge_id == judge_id and j.question == question and j.complete]
+    if not chosen:
+        raise InputError(f"judge {judge_id!r}, question {question!r}: no complete judgment")
+    agree = [len(set(j.chosen)) == 1 for j in chosen]
+    slots = [slot for j, same in zip(chosen, agree, strict=True) if not same for slot in j.chosen_slots]
+    first = sum(slot == 0 for slot in slots)
+    last = sum(slot == len(j.systems) - 1 for j, same in zip(chosen, agree, strict=True) if not same
+               for slot in j.chosen_slots)
+    n = len(chosen)
+    share = sum(agree) / n
+    measures = PositionConsistency(n, share, 1.0 - share, first / len(slots) if slots else None,
+                                   last / len(slots) if slots else None)
+    interval = consistency_interval([j.prompt_id for j in chosen], agree, n_bootstrap=n_bootstrap,
+                                    confidence=confidence, seed=seed)
+    return PositionBias(judge_id, question, measures, len({j.prompt_id for j in chosen}),
+                        None if interval is None else interval[0], None if interval is None else interval[1],
+                        confidence)

@@ -39,6 +39,16 @@ def _pyplot() -> Any:
     return plt
 
 
+def _figure_uri(plt: Any, fig: Any) -> str:
+    """``fig`` laid out, drawn as a 100-dpi PNG and closed: its data URI."""
+    fig.tight_layout()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "figure.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return data_uri(path.read_bytes())
+
+
 def score_histogram(scores: Sequence[float]) -> str:
     """Histogram of item scores (``HISTOGRAM_BINS`` bins over [0, 1], widened to cover every
     score, e.g. un-normalised or negative ones), as a data URI."""
@@ -50,12 +60,7 @@ def score_histogram(scores: Sequence[float]) -> str:
     ax.set_ylabel("items")
     ax.yaxis.get_major_locator().set_params(integer=True)  # counts: no 0.5-item ticks
     ax.set_title(f"Score distribution (n={len(scores)})")
-    fig.tight_layout()
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "scores.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        return data_uri(path.read_bytes())
+    return _figure_uri(plt, fig)
 
 
 def win_rate_heatmap(systems: Sequence[str], win_rates: dict[tuple[str, str], float], title: str) -> str:
@@ -80,12 +85,7 @@ def win_rate_heatmap(systems: Sequence[str], win_rates: dict[tuple[str, str], fl
                 ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=8)
     fig.colorbar(image, ax=ax, label="win rate of the row")
     ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "win_rates.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        return data_uri(path.read_bytes())
+    return _figure_uri(plt, fig)
 
 
 def _read_all(paths: Sequence[Path]) -> list[dict[str, str]]:
