@@ -316,3 +316,27 @@ def test_a_stored_sweep_on_two_actors_stores_what_a_local_sweep_stores(
         assert rows("ray") == rows("local") and rows("local"), table
     assert db.execute("select count(*) from sweep_judgments where sweep_id = ?", [ids["ray"]]).fetchone()[0] == \
         sweeps.N_ITEMS * sweeps.ROTATIONS_PER_ITEM
+
+
+def test_a_comparison_on_two_actors_stores_what_a_local_comparison_stores(
+    tmp_path: Path, tiny_model_dir: Path, ray_address: str
+) -> None:
+    """A comparison (issue 50) runs on the sweep pipeline's Ray executor: its items plan their own
+    rotations on the actors, and the pair judgments read back equal a local comparison's."""
+    from autorubric_local.comparisons.data import load_comparisons
+    from autorubric_local.comparisons.judging import run_comparison
+    from autorubric_local.graders.criterion_grader import JudgeSpec
+
+    prompts = load_comparisons(Path(__file__).resolve().parent.parent / "examples" / "compare_responses.jsonl")[:1]
+    judges = [JudgeSpec(LLMConfig(model=str(tiny_model_dir), device="cpu", backend="transformers"), "tiny")]
+    db_path = tmp_path / "compare.sqlite"
+
+    def compare(name: str, distributed: DistributedConfig | None) -> Any:
+        settings = EvalConfig(db_path=db_path, experiment_name=name, chunk_judgments=2, show_progress=False,
+                              distributed=distributed)
+        return run_comparison(prompts, judges, config=settings)
+
+    local = compare("local", None)
+    distributed = compare("ray", DistributedConfig(workers=2))
+    assert len(local.judgments) == 3 and all(j.complete for j in local.judgments)  # 3 pairs, one a chunk
+    assert [(j.item_id, j.ab, j.ba) for j in distributed.judgments] == [(j.item_id, j.ab, j.ba) for j in local.judgments]
