@@ -100,23 +100,33 @@ def _graded_database(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None,
                     reason="needs root and setpriv to read as another user")
 def test_read_commands_work_on_a_database_in_a_read_only_folder(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`runs`, `show` and `export` run as an unprivileged user (uid 65534) on a database in a
+    """`runs`, `show`, `export` and `ranking` run as an unprivileged user (uid 65534) on a database in a
     folder and a file it cannot write (a shared folder, an archive, a read-only mount): they
     read it, and nothing in the folder changes. Before the mend all three refused it ("not
     writable", exit 1)."""
     folder = Path(tempfile.mkdtemp(prefix="read-only-db-", dir="/tmp"))
     try:
         path = _graded_database(folder, monkeypatch)
+        from test_compare import config as comparison_config
+        from test_compare import judge, quality_policy
+
+        from autorubric_local.comparisons.data import load_comparisons
+        from autorubric_local.comparisons.judging import run_comparison
+        from autorubric_local.engine import ScriptedEngine as Scripted
+
+        run_comparison(load_comparisons(EXAMPLES / "compare_responses.jsonl"),
+                       [judge(Scripted("s", policy=quality_policy()))], config=comparison_config(path, "pairs"))
         folder.chmod(0o755)
         path.chmod(0o644)
         before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
         env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(folder / "no-home")}
-        for command in (["runs"], ["show", "r"], ["export", "r", "--format", "jsonl"]):
+        expected = {"runs": "finished", "show": "score", "export": "item_id", "ranking": "Ranking, judge s"}
+        for command in (["runs"], ["show", "r"], ["export", "r", "--format", "jsonl"], ["ranking", "pairs"]):
             done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
                                    "autorubric_local.cli", *command, "--db", str(path)],
                                   capture_output=True, text=True, env=env, cwd="/tmp", timeout=300)
             assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
-            assert "r" in done.stdout
+            assert expected[command[0]] in done.stdout, (command, done.stdout[-1000:])
         assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()} == before
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -316,7 +316,7 @@ def load_comparison(path: str | Path, key: str) -> StoredComparison:
     InputError
         No sweep of that name or id, or a sweep that is not a comparison.
     """
-    store = Store.open(path)
+    store = Store.open_read_only(path)  # a read-only file, folder or mount is read without writing to it
     try:
         return read_comparison(store, key, where=str(path))
     finally:
