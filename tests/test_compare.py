@@ -498,3 +498,16 @@ def test_an_nway_comparison_shows_each_system_in_each_slot_once_and_ranks_by_luc
     assert [s.system for s in ranked.systems] == ["careful", "terse", "wrong"]
     bias = position_bias(stored, judge_id="s", question="overall", n_bootstrap=0)
     assert bias.measures.consistency == 1.0  # a 0.5 pull never beats a quality gap of 1
+
+
+def test_explain_mode_reasons_first_then_scores_the_verdict_after_the_reasoning(tmp_path: Path) -> None:
+    """A judge with ``thinking`` writes its reasoning before each verdict (explain mode): one
+    generation and one verdict request per order, the verdict scored after the reasoning."""
+    engine = ScriptedEngine("s", policy=quality_policy(), explanation="Response 1 names the fact.")
+    thinker = JudgeSpec(LLMConfig(model="scripted", engine=engine, thinking=16), "s")
+    stored = run_comparison(load_comparisons(EXAMPLE)[:1], [thinker], config=config(tmp_path / "r.sqlite"))
+    generated = [r for r in engine.history if not isinstance(r, ScoreRequest)]
+    scored = [r for r in engine.history if isinstance(r, ScoreRequest)]
+    assert len(generated) == len(scored) == 3 * 2
+    assert all("Response 1 names the fact." in r.suffix for r in scored)  # the verdict follows the reasoning
+    assert all(j.complete for j in stored.judgments) and len(stored.judgments) == 3
