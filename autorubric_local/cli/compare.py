@@ -217,6 +217,7 @@ def _print_corrected(stored: StoredComparison, labels: Any, question: str | None
         raise click.UsageError("--labels: preference labels answer one question; give --question NAME")
     level = f"{confidence:.0%}"
     out: dict[str, Any] = {}
+    console = plain_console()
     for judge_id in stored.judge_ids:
         try:
             rates = corrected_win_rates(stored, labels, judge_id=judge_id, question=question, confidence=confidence)
@@ -243,9 +244,9 @@ def _print_corrected(stored: StoredComparison, labels: Any, question: str | None
                     notes.append(interval.note)
             lam = "-" if r.ppi.lam is None else f"{r.ppi.lam:.2f}"
             table.add_row(r.system, r.other, str(r.n_comparisons), str(r.n_labelled), f"{r.judge:.3f}", *cells, lam)
-        plain_console().print(table)
+        console.print(table)
         for k, note in enumerate(notes, 1):
-            plain_console().print(f"note {k}: {note}", markup=False)
+            console.print(f"note {k}: {note}", markup=False)
     if as_json:
         click.echo(json.dumps({"corrected_win_rates": out}, indent=2))
 

@@ -53,16 +53,20 @@ def comparison_items(chosen: Sequence[tuple[ComparisonPrompt, str, str]], questi
     InputError
         No question, or two questions of the same name.
     """
-    if not questions:
-        raise InputError("a comparison needs at least one question (the overall one, or a rubric's criteria)")
-    names = [q.name for q in questions]
-    if len(set(names)) != len(names):
-        raise InputError(f"question names must be unique, got {names}")
+    _check_questions(questions)
     criteria = tuple(q.criterion() for q in questions)
     return [PairItem(submission=prompt.query, rubric=criteria, reference_submission=prompt.reference,
                      item_id=f"{prompt.prompt_id} {a} vs {b}", prompt_id=prompt.prompt_id, system_a=a, system_b=b,
                      response_a=prompt.responses[a], response_b=prompt.responses[b])
             for prompt, a, b in chosen]
+
+
+def _check_questions(questions: Sequence[Question]) -> None:
+    if not questions:
+        raise InputError("a comparison needs at least one question (the overall one, or a rubric's criteria)")
+    names = [q.name for q in questions]
+    if len(set(names)) != len(names):
+        raise InputError(f"question names must be unique, got {names}")
 
 
 def nway_items(prompts: Sequence[ComparisonPrompt], questions: Sequence[Question]) -> list[NWayItem]:
@@ -74,7 +78,7 @@ def nway_items(prompts: Sequence[ComparisonPrompt], questions: Sequence[Question
     InputError
         No question, or two questions of the same name.
     """
-    comparison_items([], questions)  # the same checks of the questions
+    _check_questions(questions)
     return [NWayItem(submission=p.query, rubric=tuple(nway_criterion(q, tuple(p.responses)) for q in questions),
                      reference_submission=p.reference, item_id=p.prompt_id, prompt_id=p.prompt_id,
                      systems=tuple(p.responses), responses=tuple(p.responses.values()))

@@ -294,14 +294,15 @@ def position_bias(comparison: StoredComparison, *, judge_id: str, question: str,
     names = [q["name"] for q in comparison.questions]
     if question not in names:
         raise InputError(f"question {question!r} is not among the comparison's {names}")
-    if comparison.nway:
-        return _nway_bias(comparison, judge_id, question, n_bootstrap, confidence, seed)
-    chosen = [j for j in comparison.judgments if j.judge_id == judge_id and j.question == question and j.complete]
+    pool: Sequence[PairJudgment | NWayJudgment] = comparison.nway or comparison.judgments
+    chosen = [j for j in pool if j.judge_id == judge_id and j.question == question and j.complete]
     if not chosen:
         raise InputError(f"judge {judge_id!r}, question {question!r}: no complete judgment")
-    verdicts = [j.verdicts for j in chosen]
-    measures = position_consistency([v for v in verdicts if v is not None])
-    agree = [consistent(*v) for v in verdicts if v is not None]
+    if comparison.nway:
+        measures, agree = _nway_consistency([j for j in chosen if isinstance(j, NWayJudgment)])
+    else:
+        verdicts = [j.verdicts for j in chosen if isinstance(j, PairJudgment) and j.verdicts is not None]
+        measures, agree = position_consistency(verdicts), [consistent(*v) for v in verdicts]
     interval = consistency_interval([j.prompt_id for j in chosen], agree, n_bootstrap=n_bootstrap,
                                     confidence=confidence, seed=seed)
     return PositionBias(judge_id, question, measures, len({j.prompt_id for j in chosen}),
@@ -309,26 +310,15 @@ def position_bias(comparison: StoredComparison, *, judge_id: str, question: str,
                         confidence)
 
 
-
-def _nway_bias(comparison: StoredComparison, judge_id: str, question: str, n_bootstrap: int, confidence: float,
-               seed: int) -> PositionBias:
+def _nway_consistency(chosen: Sequence[NWayJudgment]) -> tuple[PositionConsistency, list[bool]]:
     """Position consistency of N-way judgments: the share whose N rotations all chose the same
     system (the N-slot form of Shi et al.'s measure); among the others' choices, the shares in
-    slot 1 (primacy) and in the last slot (recency)."""
-    chosen = [j for j in comparison.nway if j.judge_id == judge_id and j.question == question and j.complete]
-    if not chosen:
-        raise InputError(f"judge {judge_id!r}, question {question!r}: no complete judgment")
+    slot 1 (primacy) and in the last slot (recency). Also each judgment's consistency."""
     agree = [len(set(j.chosen)) == 1 for j in chosen]
-    slots = [slot for j, same in zip(chosen, agree, strict=True) if not same for slot in j.chosen_slots]
-    first = sum(slot == 0 for slot in slots)
-    last = sum(slot == len(j.systems) - 1 for j, same in zip(chosen, agree, strict=True) if not same
-               for slot in j.chosen_slots)
-    n = len(chosen)
-    share = sum(agree) / n
-    measures = PositionConsistency(n, share, 1.0 - share, first / len(slots) if slots else None,
-                                   last / len(slots) if slots else None)
-    interval = consistency_interval([j.prompt_id for j in chosen], agree, n_bootstrap=n_bootstrap,
-                                    confidence=confidence, seed=seed)
-    return PositionBias(judge_id, question, measures, len({j.prompt_id for j in chosen}),
-                        None if interval is None else interval[0], None if interval is None else interval[1],
-                        confidence)
+    slots = [(slot, len(j.systems)) for j, same in zip(chosen, agree, strict=True) if not same
+             for slot in j.chosen_slots]
+    first = sum(slot == 0 for slot, _ in slots)
+    last = sum(slot == n - 1 for slot, n in slots)
+    share = sum(agree) / len(chosen)
+    return PositionConsistency(len(chosen), share, 1.0 - share, first / len(slots) if slots else None,
+                               last / len(slots) if slots else None), agree
