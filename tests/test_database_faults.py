@@ -130,3 +130,30 @@ def test_read_commands_work_on_a_database_in_a_read_only_folder(monkeypatch: pyt
         assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()} == before
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_run_another_process_is_grading_is_refused_before_the_judge_loads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the mend the refusal came after the judge had loaded (18.4 s for the default)."""
+    from autorubric_local.graders import criterion_grader
+    from autorubric_local.store import Store
+    from autorubric_local.store.leases import LeaseOwner
+
+    db = tmp_path / "r.sqlite"
+    store = Store.open(db)
+    holder = LeaseOwner.for_this_process()  # a live writer: this process, another owner token
+    store.start_run(name="busy", judges=[], grader={}, rubric=None, data_path=None, lease=holder)
+    store.close()
+
+    def no_judge(config: object) -> object:
+        raise AssertionError("the judge was loaded")
+
+    monkeypatch.setattr(criterion_grader, "load_engine", no_judge)
+    done = CliRunner().invoke(main, ["grade", str(EXAMPLES / "battery_rubric.yaml"),
+                                     str(EXAMPLES / "battery_submissions.jsonl"), "--db", str(db), "--run", "busy",
+                                     "--no-progress"])
+    assert done.exit_code == 1, done.output
+    assert "run 'busy'" in done.output and f"is being graded by another process: pid {os.getpid()}" in done.output
+    store = Store.open(db)
+    assert store.lease_holder(store.find_run("busy")["id"]).owner == holder.owner  # type: ignore[index,union-attr]
+    store.close()

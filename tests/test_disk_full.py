@@ -7,7 +7,10 @@ mend it exited 1 with three chained `sqlite3.OperationalError` tracebacks, the r
 
 from __future__ import annotations
 
+import errno
 import sqlite3
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from test_report import policy
 
-from autorubric_local.cli import main
+from autorubric_local.cli import common, main
 from autorubric_local.engine import ScriptedEngine
 from autorubric_local.graders import criterion_grader
 from autorubric_local.store import Store
@@ -57,3 +60,55 @@ def test_a_full_database_stops_the_run_cleanly_and_it_resumes(tmp_path: Path, mo
     with sqlite3.connect(db) as con:
         assert con.execute("select status from runs").fetchone()[0] == "finished"
         assert con.execute("select count(*) from items where report_json is not null").fetchone()[0] == 8
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 256 KiB tmpfs filled to the last byte (needs the right to mount: root in the suite's
+    container; skipped where it is refused)."""
+    mount = tmp_path / "full"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        try:
+            with (mount / "filler").open("wb", buffering=0) as filler:
+                while True:
+                    filler.write(b"\0" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def _no_judge(config: Any) -> Any:
+    raise AssertionError("the judge was loaded")
+
+
+def test_a_disk_full_at_start_is_refused_before_the_judge_loads(full_disk: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(criterion_grader, "load_engine", _no_judge)
+    db = full_disk / "r.sqlite"
+    done = CliRunner().invoke(main, ["grade", *ARGS, "--db", str(db)])
+    assert done.exit_code == 2, done.output  # a usage error, said before the judge loads
+    assert f"{db}: its disk is full (0 KiB free in {full_disk}" in " ".join(done.output.split())
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]  # nothing created
+
+
+def test_a_database_that_cannot_be_created_leaves_nothing_behind(full_disk: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk fills between the check and the first write (the check let through: free space
+    taken by another process meanwhile): exit 4 and SQLite's reason, no 4 KB file without
+    tables and no -wal/-shm left (before: a traceback from open_db, and those files)."""
+    monkeypatch.setattr(common, "MIN_FREE_BYTES", 0)
+    monkeypatch.setattr(criterion_grader, "load_engine", lambda config: ScriptedEngine(policy=policy))
+    db = full_disk / "r.sqlite"
+    done = CliRunner().invoke(main, ["grade", *ARGS, "--db", str(db)])
+    assert done.exit_code == 4, done.output
+    assert done.exception is None or isinstance(done.exception, SystemExit)  # no traceback
+    text = " ".join(done.output.split())
+    assert "could not be written (database or disk is full); nothing was graded and the half-made file was removed" \
+        in text
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import signal
 import sqlite3
 import sys
@@ -31,6 +32,9 @@ MAX_NAME_LENGTH = 128
 """Longest ``--run`` / ``--name`` accepted."""
 SQLITE_HEADER = b"SQLite format 3\x00"
 MEMORY_DB = ":memory:"
+MIN_FREE_BYTES = 2**20
+"""Free space a writing command needs on the database's filesystem before any judge loads: a
+new results database takes about 0.2 MB (its tables) and its write-ahead log as much again."""
 
 
 class Terminated(KeyboardInterrupt):
@@ -158,7 +162,8 @@ def check_database_path(path: Path, *, write: bool = True) -> None:
     An existing path must be a writable file that is empty or an SQLite database (its header
     is read and it is opened read-only; nothing is created or migrated); with ``write=False``
     (the commands that only read) it need not be writable. A new path needs its nearest existing
-    folder to be a writable folder. ``":memory:"`` is always accepted.
+    folder to be a writable folder. A command that writes needs :data:`MIN_FREE_BYTES` free on
+    the file's filesystem. ``":memory:"`` is always accepted.
 
     Raises
     ------
@@ -175,6 +180,8 @@ def check_database_path(path: Path, *, write: bool = True) -> None:
             folder = folder.parent
         if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
             raise InputError(f"{path}: cannot be created ({folder} is not a writable folder)")
+        if write:
+            _refuse_full_disk(path, folder)
         return
     if not path.is_file():
         raise InputError(f"{path}: not a regular file")
@@ -183,8 +190,10 @@ def check_database_path(path: Path, *, write: bool = True) -> None:
             header = handle.read(len(SQLITE_HEADER))
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if not header:
-        return  # SQLite makes an empty file a new database
+    if not header:  # SQLite makes an empty file a new database
+        if write:
+            _refuse_full_disk(path, path.absolute().parent)
+        return
     if header != SQLITE_HEADER:
         raise InputError(f"{path}: not an SQLite database (it does not start with 'SQLite format 3')")
     try:
@@ -197,6 +206,18 @@ def check_database_path(path: Path, *, write: bool = True) -> None:
     refuse_newer_schema(path, newest or 0)
     if write and not os.access(path, os.W_OK):
         raise InputError(f"{path}: not writable")
+    if write:
+        _refuse_full_disk(path, path.absolute().parent)
+
+
+def _refuse_full_disk(path: Path, folder: Path) -> None:
+    """Refuse to write ``path`` when its filesystem (that of ``folder``) has less than
+    :data:`MIN_FREE_BYTES` free: said before a judge loads, not as SQLite's ``database or disk
+    is full`` once it has."""
+    free = shutil.disk_usage(folder).free
+    if free < MIN_FREE_BYTES:
+        raise InputError(f"{path}: its disk is full ({free // 1024} KiB free in {folder}; a run needs at least "
+                         f"{MIN_FREE_BYTES // 2**20} MiB): free some space, or give --db a file on another disk")
 
 
 def database_option(ctx: click.Context, param: click.Parameter, value: Path) -> Path:

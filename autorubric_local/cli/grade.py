@@ -224,6 +224,7 @@ def grade(
             console.print(f"run {stored.name} is finished in {db_path}: results read from the database "
                           "(no judge loaded; --no-resume grades again as a new run)", markup=False)
         else:
+            runner.refuse_if_locked()  # before the judges load: a second writer waits for nothing
             started = time.perf_counter()
             names = ", ".join(sorted({j.llm_config.model for j in grader.judges}))
             frozen = contextlib.ExitStack()

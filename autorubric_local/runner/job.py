@@ -29,7 +29,7 @@ from autorubric_local.store.leases import LeaseOwner, Takeover
 from autorubric_local.store.transaction import is_write_failure
 
 __all__ = ["RUN_LEASE", "SWEEP_LEASE", "Job", "JobLease", "LeaseHeartbeat", "claim_job", "database_write_error",
-           "drive_job", "first_handbacks", "leased", "mark_end", "renew_after_load"]
+           "drive_job", "first_handbacks", "leased", "mark_end", "open_or_remove", "probe_lease", "renew_after_load"]
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ def drive_job(job: Job[LoadedT, DoneT, ResultT], lease: JobLease, name: str, pat
     if str(path) != MEMORY_DB:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     owner = LeaseOwner.for_this_process()
-    store = Store.open(path)
+    store = open_or_remove(path, f"{lease.noun} {name!r}")
     try:
         if fresh is not None:
             (loaded,) = fresh
@@ -160,6 +160,57 @@ def drive_job(job: Job[LoadedT, DoneT, ResultT], lease: JobLease, name: str, pat
             resumed = job.reopen(store, stored_id, loaded)
             done = job.work(store, stored_id, loaded, owner, resumed)
         return job.result(store, stored_id, done, resumed)
+    finally:
+        store.close()
+
+
+def open_or_remove(path: str | Path, job: str) -> Store:
+    """The store at ``path`` (:meth:`~autorubric_local.store.Store.open`, creating it if needed).
+
+    When SQLite cannot write a file this call created (a disk already full, an I/O error), the
+    half-made file and its ``-wal``/``-shm``/``-journal`` files are removed, so nothing is left
+    that a later command would take for a results database.
+
+    Raises
+    ------
+    DatabaseWriteError
+        SQLite refused to create or migrate the file (:func:`~autorubric_local.store.transaction.is_write_failure`);
+        the message names ``job`` and says that nothing was written.
+    """
+    created = str(path) != MEMORY_DB and not Path(path).exists()
+    try:
+        return Store.open(path)
+    except sqlite3.OperationalError as exc:
+        if not is_write_failure(exc):
+            raise
+        if created:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        left = "the half-made file was removed" if created else "the file is as it was"
+        raise DatabaseWriteError(f"{job}: the results database {path} could not be written ({exc}); nothing was "
+                                 f"graded and {left}. Free space (or make the folder writable) and run the same "
+                                 "command again") from None
+
+
+def probe_lease(path: str | Path, lease: JobLease, name: str, config: EvalConfig) -> None:
+    """Refuse, before any judge loads, the stored job ``name`` at ``path`` while another live
+    writer holds its lease: the lease is taken (a stale one taken over, as :func:`claim_job`
+    does) and given back at once, so the refusal is the one :func:`drive_job` would give after
+    loading. A new job, ``config.resume`` off, or an in-memory database: nothing to check.
+
+    Raises
+    ------
+    RunLockedError
+        Another live writer holds the job's lease (the message names its pid, host and heartbeat).
+    """
+    existing = stored_job_id(path, lease.kind, name) if config.resume else None
+    if existing is None:
+        return
+    owner = LeaseOwner.for_this_process()
+    store = Store.open(path)
+    try:
+        lease.acquire(store, existing, owner, config.lease_timeout_seconds)
+        lease.release(store, existing, owner)
     finally:
         store.close()
 

@@ -85,6 +85,7 @@ from autorubric_local.runner.job import (
     drive_job,
     first_handbacks,
     mark_end,
+    probe_lease,
 )
 from autorubric_local.runner.progress import RunProgress
 from autorubric_local.runner.results import EvalResult
@@ -200,6 +201,20 @@ class EvalRunner:
         planned = plan_dataset(self.dataset, self.grader.judgment_count)
         with self._executor() as executor:
             return self._run_on(executor, planned)
+
+    def refuse_if_locked(self) -> None:
+        """Refuse now, before a caller loads the judges itself, a stored run of this name that
+        another live process is grading (:func:`~.job.probe_lease`); :meth:`run_to_store` checks
+        this again under the lease. Nothing is created.
+
+        Raises
+        ------
+        RunLockedError
+            Another live writer holds the run's lease (the message names its pid, host and heartbeat).
+        """
+        name = self.config.experiment_name
+        if name is not None:
+            probe_lease(self.config.database_path(name), RUN_LEASE, name, self.config)
 
     def _executor(self) -> ChunkExecutor:
         if self.executor is not None:
