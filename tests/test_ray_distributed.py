@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -340,3 +341,36 @@ def test_a_comparison_on_two_actors_stores_what_a_local_comparison_stores(
     distributed = compare("ray", DistributedConfig(workers=2))
     assert len(local.judgments) == 3 and all(j.complete for j in local.judgments)  # 3 pairs, one a chunk
     assert [(j.item_id, j.ab, j.ba) for j in distributed.judgments] == [(j.item_id, j.ab, j.ba) for j in local.judgments]
+
+
+def test_sigterm_stops_a_ray_run_as_ctrl_c_does_and_its_actors_end(
+        tmp_path: Path, tiny_model_dir: Path, ray_address: str) -> None:
+    """`grade --ray` under SIGTERM (issue 52): exit 143 with the interrupted message, the run
+    `interrupted`, its lease given back, and none of its actors left alive on the cluster."""
+    rubric = tmp_path / "rubric.json"
+    rubric.write_text(json.dumps([{"name": "cites", "weight": 1.0, "requirement": "Cites a source"}]), encoding="utf-8")
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"id": f"i{k}", "submission": f"Answer {k}."}) + "\n" for k in range(400)),
+                    encoding="utf-8")
+    db_path = tmp_path / "results.sqlite"
+    repo = Path(__file__).resolve().parent.parent
+    process = subprocess.Popen(
+        [sys.executable, "-m", "autorubric_local.cli", "grade", str(rubric), str(data), "--model", str(tiny_model_dir),
+         "--backend", "transformers", "--db", str(db_path), "--run", "stopped", "--chunk-judgments", "2", "--jsonl",
+         "--no-progress", "--ray", ray_address, "--workers", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=second_driver_env(PYTHONPATH=str(repo), OMP_NUM_THREADS="1"))
+    assert process.stdout is not None and process.stderr is not None
+    first = process.stdout.readline()  # the first committed chunk: the actors are up and grading
+    assert first.startswith("{"), process.stderr.read()
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, err[-2000:]
+    assert "interrupted by SIGTERM: committed chunks are kept in" in " ".join(err.split()), err[-2000:]
+    db = sqlite_utils.Database(db_path)
+    assert next(iter(db["runs"].rows))["status"] == "interrupted"
+    assert db["run_leases"].count == 0
+    deadline = time.monotonic() + 60  # the actors' CPUs come back to the cluster once they have ended
+    while ray.available_resources().get("CPU", 0) < ray.cluster_resources()["CPU"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert ray.available_resources().get("CPU", 0) == ray.cluster_resources()["CPU"]

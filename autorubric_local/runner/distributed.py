@@ -23,11 +23,13 @@ A Ray head this package starts itself (``--ray local``: :func:`start_local_ray`)
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import ipaddress
 import logging
 import math
 import os
+import signal
 import socket
 import threading
 import time
@@ -186,6 +188,25 @@ def _no_progress(_: int) -> None:
     return None
 
 
+@contextlib.contextmanager
+def _signal_handlers_kept() -> Iterator[None]:
+    """Keep this process's SIGTERM and SIGHUP handlers across ``ray.init``, which sets its own
+    SIGTERM handler (``sys.exit(15)``): a driver stopped by ``kill`` would then exit 15 with no
+    message, its run left ``running`` and its lease held, where the CLI's handler
+    (``cli.common.stops_on_termination``) stops it as Ctrl-C does. Off the main thread (where
+    no handler can be set) it changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kept = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in kept.items():
+            if handler is not None:
+                signal.signal(s, handler)
+
+
 class RayActors:
     """A pool of ``settings.workers`` Ray actors of one class and a bounded queue of chunks to
     them; a context manager: the actors are killed on exit, and a Ray head this pool started is
@@ -262,16 +283,20 @@ class RayActors:
         if not ray.is_initialized():
             address = self.settings.address
             try:
-                if address == RAY_LOCAL:
-                    start_local_ray(max(1, math.ceil(self.settings.workers * self.settings.num_cpus)),
-                                    math.ceil(self.settings.workers * self.settings.num_gpus))
-                else:
-                    ray.init(address=None if address == RAY_AUTO else address, logging_level=logging.WARNING)
+                with _signal_handlers_kept():
+                    self._init(ray, address)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise EngineError(f"Ray: could not connect to {address!r}: {exc}") from exc
             self._started_ray = address == RAY_LOCAL
         self._ray = ray
         return ray
+
+    def _init(self, ray: Any, address: str) -> None:
+        if address == RAY_LOCAL:
+            start_local_ray(max(1, math.ceil(self.settings.workers * self.settings.num_cpus)),
+                            math.ceil(self.settings.workers * self.settings.num_gpus))
+        else:
+            ray.init(address=None if address == RAY_AUTO else address, logging_level=logging.WARNING)
 
     def start(self, worker_class: type, *args: Any) -> list[tuple[str, int, Any]]:
         """Start the actors (``worker_class(*args)`` in each, sent by value: a restarted actor is
