@@ -10,7 +10,7 @@ import random
 import pytest
 from scipy.stats import entropy as scipy_entropy
 
-from autorubric_local.bias.aggregate import bootstrap_mean
+from autorubric_local.bias.aggregate import IntervalMethod, bootstrap_mean
 from autorubric_local.bias.grade_score import (
     RotationOutcome,
     grade_scores,
@@ -18,6 +18,7 @@ from autorubric_local.bias.grade_score import (
     normalized_entropy,
 )
 from autorubric_local.core.errors import InputError
+from autorubric_local.estimates.methods import bounded_mean_interval
 from autorubric_local.graders.planning import cyclic_rotations
 
 
@@ -216,6 +217,29 @@ def test_bootstrap_mean_is_seeded_and_brackets_the_mean() -> None:
 def test_bootstrap_mean_degenerate_inputs() -> None:
     assert bootstrap_mean([], n_bootstrap=100, confidence=0.95, seed=0, key="k").mean is None
     single = bootstrap_mean([0.7], n_bootstrap=100, confidence=0.95, seed=0, key="k")
-    assert (single.mean, single.ci_low, single.ci_high, single.n) == (0.7, 0.7, 0.7, 1)
+    assert (single.mean, single.n, single.method) == (0.7, 1, IntervalMethod.WILSON)
+    assert (single.ci_low, single.ci_high) == pytest.approx(bounded_mean_interval(0.7, 1, 0.0, 1.0, 0.05))
     none = bootstrap_mean([0.2, 0.4], n_bootstrap=0, confidence=0.95, seed=0, key="k")
-    assert none.mean == pytest.approx(0.3) and none.ci_low is None
+    assert none.mean == pytest.approx(0.3) and none.ci_low is None and none.method is None
+
+
+@pytest.mark.parametrize(("values", "confidence"), [([0.0] * 6, 0.95), ([0.58] * 6, 0.95), ([1.0] * 3, 0.9)])
+def test_equal_scores_get_the_wilson_interval_never_a_zero_width_one(values: list[float], confidence: float) -> None:
+    """Six items with the same Grade Score gave [0.58, 0.58] (issue 51): every resample alike."""
+    estimate = bootstrap_mean(values, n_bootstrap=500, confidence=confidence, seed=0, key="k")
+    assert estimate.method is IntervalMethod.WILSON and estimate.mean == pytest.approx(values[0])
+    assert estimate.ci_low is not None and estimate.ci_high is not None
+    assert 0.0 <= estimate.ci_low <= values[0] <= estimate.ci_high <= 1.0
+    assert estimate.ci_high - estimate.ci_low > 0.1
+    z = 1.959963984540054 if confidence == 0.95 else 1.6448536269514722
+    n = len(values)
+    if values[0] == 0.0:  # Wilson at a share of 0: [0, z^2 / (n + z^2)]
+        assert (estimate.ci_low, estimate.ci_high) == pytest.approx((0.0, z * z / (n + z * z)))
+    if values[0] == 1.0:
+        assert (estimate.ci_low, estimate.ci_high) == pytest.approx((n / (n + z * z), 1.0))
+
+
+def test_varied_scores_keep_the_bootstrap_interval() -> None:
+    estimate = bootstrap_mean([0.1, 0.4, 0.9], n_bootstrap=200, confidence=0.95, seed=0, key="k")
+    assert estimate.method is IntervalMethod.BOOTSTRAP
+    assert estimate.to_dict()["method"] == "bootstrap"

@@ -25,6 +25,7 @@ from autorubric_local.bias import (
     load_selection_tasks,
     run_sweep,
 )
+from autorubric_local.bias.aggregate import IntervalMethod
 from autorubric_local.bias.records import sweep_records
 from autorubric_local.bias.report import sweep_to_dict
 from autorubric_local.cli import main
@@ -131,7 +132,9 @@ def test_same_content_judge_scores_1_everywhere() -> None:
         assert s.mode_option == labels.index(min(labels))
     for aggregate in result.aggregates:
         assert aggregate.grade_score.mean == pytest.approx(1.0)
-        assert aggregate.grade_score.ci_low == pytest.approx(1.0)
+        # every item scores 1: no zero-width [1, 1] but the Wilson interval of 5 items
+        assert aggregate.grade_score.method is IntervalMethod.WILSON and aggregate.grade_score.ci_high == pytest.approx(1.0)
+        assert aggregate.grade_score.ci_low == pytest.approx(5 / (5 + 1.959963984540054 ** 2))
         n = len(aggregate.shown_vs_chosen)
         assert all(aggregate.shown_vs_chosen[k][j] == (len(ITEMS) if k == j else 0) for k in range(n) for j in range(n))
 

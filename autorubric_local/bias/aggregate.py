@@ -8,6 +8,13 @@ per-trial scores). Intervals are percentile bootstrap intervals of the mean over
 (judge, criterion, variant, metric) is seeded from ``(seed, that key)``, so intervals are
 reproducible and do not depend on what else was aggregated.
 
+When every resample gives the same mean (one item, or every item with the same score, as a
+judge that always picks the same position gives), the percentile interval has zero width: it
+says nothing about the judge beyond these items, and excludes every other value. It is then
+replaced by the bounded-range (Wilson) score interval of the mean of values in [0, 1] with the
+number of items as n (:func:`~autorubric_local.estimates.methods.bounded_mean_interval`, as
+``estimate`` and a comparison's position consistency do), and :attr:`Estimate.method` says so.
+
 Items may differ in their number of options (per-item rubrics, selection tasks with varying
 candidates): vectors indexed by position or option are padded to the largest N; the
 position profile averages each position over the items that have it.
@@ -16,57 +23,92 @@ position profile averages each position over the items that have it.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import numpy as np
 
 from autorubric_local.bias.cells import SweepCell, SweepSettings, Variant
 
-__all__ = ["Estimate", "SweepAggregate", "aggregate_cells", "bootstrap_mean"]
+__all__ = ["Estimate", "IntervalMethod", "SweepAggregate", "aggregate_cells", "bootstrap_mean"]
 
 SCORE_FIELDS: tuple[str, ...] = (
     "llm_score", "choice_score", "grade_score",
     "expected_llm_score", "expected_choice_score", "expected_grade_score",
 )
+OPTIONAL_ESTIMATES: tuple[str, ...] = ("agreement", "expected_agreement", "mode_agreement")
+"""The estimates of an aggregate with human preferences only (selection sweeps)."""
+
+
+class IntervalMethod(str, Enum):
+    """How an :class:`Estimate`'s interval was computed: ``bootstrap``, the percentile bootstrap
+    over items; ``wilson``, the bounded-range (Wilson) score interval, used where the bootstrap
+    interval would have zero width (module docstring)."""
+
+    BOOTSTRAP = "bootstrap"
+    WILSON = "wilson"
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean over items with its bootstrap interval (``None`` where undefined).
+    """A mean over items with its interval (``None`` where undefined).
 
     Attributes
     ----------
     mean : float or None
         None when ``n == 0``.
     ci_low, ci_high : float or None
-        None when ``n == 0`` or ``n_bootstrap == 0``; equal to the mean when ``n == 1``.
+        None when ``n == 0`` or ``n_bootstrap == 0``. Never of zero width: where the bootstrap
+        interval would be (one item, or all items alike), the bounded-range interval.
     n : int
         Items the mean is over.
+    method : IntervalMethod or None
+        How the interval was computed; None when there is none.
     """
 
     mean: float | None
     ci_low: float | None
     ci_high: float | None
     n: int
+    method: IntervalMethod | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"mean", "ci_low", "ci_high", "n"}``."""
-        return {"mean": self.mean, "ci_low": self.ci_low, "ci_high": self.ci_high, "n": self.n}
+        """``{"mean", "ci_low", "ci_high", "n", "method"}``."""
+        return {"mean": self.mean, "ci_low": self.ci_low, "ci_high": self.ci_high, "n": self.n,
+                "method": None if self.method is None else self.method.value}
 
 
-def bootstrap_mean(values: Sequence[float], *, n_bootstrap: int, confidence: float, seed: int, key: str) -> Estimate:
-    """Mean of ``values`` and its percentile bootstrap interval (module docstring).
+def bootstrap_mean(values: Sequence[float], *, n_bootstrap: int, confidence: float, seed: int, key: str,
+                   value_range: tuple[float, float] = (0.0, 1.0)) -> Estimate:
+    """Mean of ``values`` and its percentile bootstrap interval, or, where that interval would
+    have zero width, the bounded-range (Wilson) interval (module docstring).
 
     Parameters
     ----------
     values : sequence of float, shape (n,)
+        Each within ``value_range``.
     n_bootstrap : int, >= 0
+        0: no interval.
     confidence : float in (0, 1)
     seed : int
     key : str
         Names the quantity; with ``seed`` it seeds the resampling generator.
+    value_range : (float, float), default (0.0, 1.0)
+        The range the values (every score of a sweep) can take; the fallback interval lies in it.
+
+    Returns
+    -------
+    Estimate
+        ``method`` ``bootstrap``, or ``wilson`` when every resample gave the same mean (for one
+        value of 0.7 at 95%, about [0.10, 0.98] instead of [0.7, 0.7]).
+
+    References
+    ----------
+    B. Efron and R. J. Tibshirani, *An Introduction to the Bootstrap*, Chapman & Hall 1993,
+    ch. 13 (percentile intervals); E. B. Wilson, JASA 1927 (the fallback,
+    :func:`~autorubric_local.estimates.methods.bounded_mean_interval`).
     """
     data = np.asarray(values, dtype=float)
     if data.size == 0:
@@ -79,7 +121,13 @@ def bootstrap_mean(values: Sequence[float], *, n_bootstrap: int, confidence: flo
     means = data[rng.integers(0, data.size, size=(n_bootstrap, data.size))].mean(axis=1)
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return Estimate(mean, float(low), float(high), int(data.size))
+    lowest, highest = value_range
+    if high - low <= 1e-12 * (highest - lowest):  # every resample alike: no zero-width interval
+        from autorubric_local.estimates.methods import bounded_mean_interval  # scipy: only when needed
+
+        low, high = bounded_mean_interval(mean, data.size, lowest, highest, 1.0 - confidence)
+        return Estimate(mean, low, high, int(data.size), IntervalMethod.WILSON)
+    return Estimate(mean, float(low), float(high), int(data.size), IntervalMethod.BOOTSTRAP)
 
 
 @dataclass(frozen=True)
@@ -135,7 +183,8 @@ class SweepAggregate:
     mode_agreement: Estimate | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: score fields hold the mean, ``<field>_ci`` the interval."""
+        """JSON-ready dict: score fields hold the mean, ``<field>_ci`` the interval and
+        ``<field>_ci_method`` how it was computed (:class:`IntervalMethod`; None without one)."""
         out: dict[str, Any] = {
             "judge_id": self.judge_id,
             "criterion_index": self.criterion_index,
@@ -145,10 +194,11 @@ class SweepAggregate:
             "n_rotations": self.n_rotations,
             "n_dropped": self.n_dropped,
         }
-        for name in SCORE_FIELDS + ("agreement", "expected_agreement", "mode_agreement"):
+        for name in SCORE_FIELDS + OPTIONAL_ESTIMATES:
             estimate: Estimate | None = getattr(self, name)
             out[name] = None if estimate is None else estimate.mean
             out[f"{name}_ci"] = None if estimate is None else [estimate.ci_low, estimate.ci_high]
+            out[f"{name}_ci_method"] = None if estimate is None or estimate.method is None else estimate.method.value
         out.update(
             position_histogram=list(self.position_histogram),
             option_histogram=list(self.option_histogram),
@@ -157,6 +207,47 @@ class SweepAggregate:
             unrelated_rate=self.unrelated_rate,
         )
         return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SweepAggregate:
+        """The aggregate whose :meth:`to_dict` is ``data`` (a stored ``sweep_aggregates.summary_json``).
+
+        ``to_dict`` keeps means and intervals but not the item count behind each estimate:
+        ``Estimate.n`` is set to ``n_items``. Rows written before ``<field>_ci_method`` existed
+        read as ``bootstrap`` where they have an interval.
+
+        Raises
+        ------
+        KeyError, ValueError
+            ``data`` lacks a field or has an unknown variant.
+        """
+        n = int(data["n_items"])
+
+        def estimate(name: str) -> Estimate | None:
+            if name not in data or (data[name] is None and data.get(f"{name}_ci") is None):
+                return None
+            low, high = data.get(f"{name}_ci") or (None, None)
+            method = data.get(f"{name}_ci_method") or (None if low is None else IntervalMethod.BOOTSTRAP.value)
+            return Estimate(data[name], low, high, n if data[name] is not None else 0,
+                            None if method is None else IntervalMethod(method))
+
+        scores = {name: estimate(name) or Estimate(None, None, None, 0) for name in SCORE_FIELDS}
+        return cls(
+            judge_id=data["judge_id"],
+            criterion_index=int(data["criterion_index"]),
+            criterion_name=data["criterion"],
+            variant=Variant(data["variant"]),
+            n_items=n,
+            n_rotations=int(data["n_rotations"]),
+            n_dropped=int(data["n_dropped"]),
+            position_histogram=tuple(data["position_histogram"]),
+            option_histogram=tuple(data["option_histogram"]),
+            position_profile=tuple(data["position_profile"]),
+            shown_vs_chosen=tuple(tuple(row) for row in data["shown_vs_chosen"]),
+            unrelated_rate=data.get("unrelated_rate"),
+            **scores,  # type: ignore[arg-type]
+            **{name: estimate(name) for name in OPTIONAL_ESTIMATES},  # type: ignore[arg-type]
+        )
 
 
 def _histograms(cells: Sequence[SweepCell], width: int) -> tuple[list[int], list[int], list[float], list[list[int]]]:

@@ -2,9 +2,8 @@
 
 A sweep is not tied to a run (``autorubric-local sweep`` writes its own rows), so a run's report
 shows every sweep of the same database, whatever its status. Each aggregate is rebuilt from its
-stored ``sweep_aggregates.summary_json`` (:meth:`SweepAggregate.to_dict`), which keeps means and
-intervals but not the item count behind each estimate: ``Estimate.n`` is set to the
-aggregate's ``n_items``. The plots only read means, intervals and the heat-map counts.
+stored ``sweep_aggregates.summary_json`` (:meth:`SweepAggregate.from_dict`). The plots only read
+means, intervals and the heat-map counts.
 """
 
 from __future__ import annotations
@@ -13,50 +12,24 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from autorubric_local.bias.aggregate import SCORE_FIELDS, Estimate, SweepAggregate
-from autorubric_local.bias.cells import Variant
+from autorubric_local.bias.aggregate import SweepAggregate
 from autorubric_local.core.errors import AutorubricError
 from autorubric_local.report.figures import sweep_figures, win_rate_heatmap
 from autorubric_local.store import Store
 
 __all__ = ["aggregate_from_dict", "comparison_section", "sweep_sections"]
 
-OPTIONAL_ESTIMATES: tuple[str, ...] = ("agreement", "expected_agreement", "mode_agreement")
-
 
 def aggregate_from_dict(data: Mapping[str, Any]) -> SweepAggregate:
-    """The :class:`SweepAggregate` whose :meth:`~SweepAggregate.to_dict` is ``data``.
+    """The :class:`SweepAggregate` whose :meth:`~SweepAggregate.to_dict` is ``data``
+    (:meth:`SweepAggregate.from_dict`, where ``show`` reads a stored sweep too).
 
     Raises
     ------
     KeyError, ValueError
         ``data`` lacks a field or has an unknown variant.
     """
-    n = int(data["n_items"])
-
-    def estimate(name: str) -> Estimate | None:
-        if name not in data or (data[name] is None and data.get(f"{name}_ci") is None):
-            return None
-        low, high = data.get(f"{name}_ci") or (None, None)
-        return Estimate(data[name], low, high, n if data[name] is not None else 0)
-
-    scores = {name: estimate(name) or Estimate(None, None, None, 0) for name in SCORE_FIELDS}
-    return SweepAggregate(
-        judge_id=data["judge_id"],
-        criterion_index=int(data["criterion_index"]),
-        criterion_name=data["criterion"],
-        variant=Variant(data["variant"]),
-        n_items=n,
-        n_rotations=int(data["n_rotations"]),
-        n_dropped=int(data["n_dropped"]),
-        position_histogram=tuple(data["position_histogram"]),
-        option_histogram=tuple(data["option_histogram"]),
-        position_profile=tuple(data["position_profile"]),
-        shown_vs_chosen=tuple(tuple(row) for row in data["shown_vs_chosen"]),
-        unrelated_rate=data.get("unrelated_rate"),
-        **scores,  # type: ignore[arg-type]
-        **{name: estimate(name) for name in OPTIONAL_ESTIMATES},  # type: ignore[arg-type]
-    )
+    return SweepAggregate.from_dict(data)
 
 
 def sweep_sections(store: Store) -> list[dict[str, Any]]:
