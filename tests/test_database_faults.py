@@ -157,3 +157,39 @@ def test_a_run_another_process_is_grading_is_refused_before_the_judge_loads(
     store = Store.open(db)
     assert store.lease_holder(store.find_run("busy")["id"]).owner == holder.owner  # type: ignore[index,union-attr]
     store.close()
+
+
+def test_backup_copies_commits_still_in_the_wal_into_one_file(tmp_path: Path) -> None:
+    """`backup` (issue 52: "offer one"): the copy holds a commit that is only in the -wal file
+    (a plain copy of the .sqlite file misses it), is one file in rollback-journal mode that
+    `runs` reads on its own, and an existing DEST is refused untouched."""
+    from autorubric_local.store import Store
+
+    source = tmp_path / "r.sqlite"
+    store = Store.open(source)
+    store.start_run(name="before", judges=[], grader={}, rubric=None, data_path=None)
+    writer = sqlite3.connect(source)
+    writer.execute("pragma wal_autocheckpoint = 0")  # the next commit stays in r.sqlite-wal
+    writer.execute("update runs set name = 'after'")
+    writer.commit()
+    plain = tmp_path / "plain.sqlite"
+    shutil.copyfile(source, plain)
+    with sqlite3.connect(plain) as db:  # every commit is still in the -wal: the file alone has no tables
+        assert db.execute("select count(*) from sqlite_master where name = 'runs'").fetchone()[0] == 0
+    copy = tmp_path / "archive" / "copy.sqlite"
+    copy.parent.mkdir()
+    done = CliRunner().invoke(main, ["backup", str(copy), "--db", str(source)])
+    assert done.exit_code == 0, done.output
+    writer.close()
+    store.close()
+    assert sorted(p.name for p in copy.parent.iterdir()) == ["copy.sqlite"]
+    with sqlite3.connect(copy) as db:
+        assert db.execute("select name from runs").fetchall() == [("after",)]
+        assert db.execute("pragma journal_mode").fetchone()[0] == "delete"
+        assert db.execute("pragma integrity_check").fetchone()[0] == "ok"
+    listed = CliRunner().invoke(main, ["runs", "--db", str(copy)])
+    assert listed.exit_code == 0 and "after" in listed.output, listed.output
+    copy.write_bytes(b"keep me")
+    again = CliRunner().invoke(main, ["backup", str(copy), "--db", str(source)])
+    assert again.exit_code == 1 and "exists" in again.output
+    assert copy.read_bytes() == b"keep me"

@@ -9,6 +9,7 @@ import click
 # stays the module.
 from autorubric_local.cli import (
     backends,
+    backup,
     browse,
     calibrate,
     compare,
@@ -54,3 +55,4 @@ main.add_command(report.report)
 main.add_command(estimate.estimate)
 main.add_command(label.label)
 main.add_command(browse.browse)
+main.add_command(backup.backup)

@@ -118,10 +118,11 @@ from pathlib import Path
 
 import sqlite_utils
 
-from autorubric_local.core.errors import InputError, SchemaVersionError
+from autorubric_local.core.errors import DatabaseWriteError, InputError, SchemaVersionError
 from autorubric_local.store.provenance import utc_now
 from autorubric_local.store.transaction import (
     DEFAULT_BUSY_TIMEOUT_SECONDS,
+    is_write_failure,
     set_busy_timeout,
     write_transaction,
 )
@@ -553,6 +554,46 @@ def open_db_read_only(path: str | Path, *,
                          f"reads {SCHEMA_VERSION}) and read-only here: bringing it up to date needs write access. "
                          "Copy it, with its -wal and -shm files if any, to a writable folder and open the copy")
     return db
+
+
+def copy_db(source: str | Path, dest: str | Path) -> None:
+    """Write a self-contained copy of the results database ``source`` to the new file ``dest``.
+
+    SQLite's online backup API (``sqlite3.Connection.backup``) copies a consistent snapshot:
+    commits still in ``source``'s ``-wal`` file are in it, and a run may go on writing meanwhile
+    (the copy is of one moment). ``source`` is opened as :func:`open_db_read_only` opens it, so
+    a read-only file, folder or mount can be copied. The copy is in rollback-journal mode: one
+    file, with no ``-wal``/``-shm`` to carry along (the next writer switches it to WAL again).
+    Missing folders of ``dest`` are made.
+
+    Raises
+    ------
+    InputError
+        ``dest`` exists (nothing is overwritten); or as :func:`open_db_read_only` for ``source``.
+    DatabaseWriteError
+        SQLite could not write ``dest`` (a full disk, a read-only folder); the partial copy is removed.
+    """
+    target_path = Path(dest)
+    if target_path.exists():
+        raise InputError(f"{dest}: exists; give the copy a new file name")
+    db = open_db_read_only(source)
+    try:
+        target_path.parent.mkdir(parents=True, exist_ok=True)
+        target = sqlite3.connect(target_path)
+        try:
+            db.conn.backup(target)
+            target.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            target.close()
+    except sqlite3.OperationalError as exc:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            Path(f"{target_path}{suffix}").unlink(missing_ok=True)
+        if not is_write_failure(exc):
+            raise
+        raise DatabaseWriteError(f"{dest}: the copy could not be written ({exc}); the partial copy was removed, "
+                                 f"{source} is as it was") from None
+    finally:
+        db.close()
 
 
 def _refuse_newer(db: sqlite_utils.Database, path: str | Path) -> None:
