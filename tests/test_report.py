@@ -250,9 +250,9 @@ def test_agreement_only_where_there_is_ground_truth(pages: dict[str, Path]) -> N
     labelled, plain = Page(read(pages["labelled"])), Page(read(pages["plain"]))
     assert "agreement" in labelled.ids and "agreement" not in plain.ids
     text = read(pages["labelled"])
-    assert "3 items with ground truth" in text
+    assert "against the labels of 3 labelled items" in text and "Labels: the dataset&#39;s ground truth." in text
     assert 'alt="confusion_nmc_energy_density"' in text and 'alt="reliability"' in text and 'alt="scores"' in text
-    assert "Agreement with the ground truth" not in read(pages["plain"])
+    assert "Agreement with human labels" not in read(pages["plain"])
 
 
 def test_sweeps_of_the_database_are_shown_with_heat_maps(pages: dict[str, Path]) -> None:
@@ -491,3 +491,204 @@ def test_the_first_page_leads_with_results_and_marks_penalties(pages: dict[str, 
     assert "lfp_density_error <span class=\"muted\">(weight -15: a penalty when MET)</span>" in text
     item_table = text.split('id="items-heading"', 1)[1]
     assert "MET (penalty)" in item_table or "UNMET (no penalty)" in item_table
+
+
+# ------------------------------------------------------------------------------- human labels and warnings (issue 51)
+
+
+class HumanCells(HTMLParser):
+    """Each item's human-label cells: ``{item_id: {criterion: (label, agrees)}}`` (``data-human``
+    and ``data-agrees``, "" when unlabelled or not compared)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.cells: dict[str, dict[str, tuple[str, str]]] = {}
+        self._item = ""
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "tr" and a.get("class") == "item":
+            self._item = a.get("data-item-id") or ""
+            self.cells[self._item] = {}
+        if tag == "td" and (a.get("class") or "").split()[:1] == ["human"]:
+            self.cells[self._item][a["data-criterion"] or ""] = (a["data-human"] or "", a["data-agrees"] or "")
+
+
+def agreement_rows(text: str) -> dict[str, list[str]]:
+    """The per-criterion agreement table: ``{criterion: [labelled, pairs, accuracy, kappa]}``."""
+    rows = re.findall(r'<tr class="agreement" data-criterion="([^"]+)"><td>[^<]*</td><td>[^<]*</td>'
+                      r'<td class="num">(\d+)</td><td class="num">(\d+)</td>\s*<td class="num">([^<]*)</td>'
+                      r'<td class="num">([^<]*)</td></tr>', text)
+    return {name: list(cells) for name, *cells in rows}
+
+
+def finals(db: Path, run: str) -> dict[tuple[str, int], str | None]:
+    """``(item_id, criterion_index) -> final verdict or option label`` from ``item_criteria``."""
+    database = sqlite_utils.Database(db)
+    (run_id,) = [r["id"] for r in database["runs"].rows_where("name = ?", [run])]
+    return {(r["item_id"], r["criterion_index"]): r["verdict"] or r["selected_label"]
+            for r in database["item_criteria"].rows_where("run_id = ?", [run_id])}
+
+
+def metrics_json(db: Path, run: str, *args: str) -> dict[str, Any]:
+    done = invoke("metrics", db, "--run", run, "--json", "--no-save", *args)
+    assert done.exit_code == 0, done.output
+    return json.loads(done.stdout)
+
+
+def assert_agreement_is_the_metrics(text: str, metrics: dict[str, Any]) -> None:
+    shown = agreement_rows(text)
+    assert list(shown) == [c["name"] for c in metrics["per_criterion"]]
+    for c in metrics["per_criterion"]:
+        accuracy = "n/a" if c["accuracy"] is None else f"{c['accuracy']:.1%}"
+        kappa = "n/a" if c["kappa"] is None else f"{c['kappa']:.3f}"
+        assert shown[c["name"]] == [str(c["support"] + c["n_excluded"]), str(c["support"]), accuracy, kappa]
+    summary = text.split('id="summary"', 1)[1].split("</p>", 1)[0]
+    assert (f"on {metrics['n_items']} labelled items: accuracy {metrics['criterion_accuracy']:.1%}, "
+            f"mean Cohen's kappa {metrics['mean_kappa']:.2f}") in summary
+
+
+def test_the_dataset_label_is_beside_each_verdict_with_agreement_marked(db: Path, pages: dict[str, Path]) -> None:
+    """Issue 51: each item's criteria show the human label beside the final verdict, marked as
+    agreeing or not; the summary's agreement per criterion is the metrics command's."""
+    text = read(pages["labelled"])
+    store = Store.open(db)
+    final = finals(db, "labelled")
+    expected = {}
+    for row in store.item_rows(store.find_run("labelled")["id"]):
+        truth = json.loads(row["ground_truth_json"])
+        names = [n for (i, _), n in sorted(
+            ((r["item_id"], r["criterion_index"]), r["criterion_name"])
+            for r in sqlite_utils.Database(db)["item_criteria"].rows_where("run_id = ?", [row["run_id"]])
+            if r["item_id"] == row["item_id"])]
+        expected[row["item_id"]] = {
+            name: (label, "yes" if final[(row["item_id"], k)] == label else "no")
+            for k, (name, label) in enumerate(zip(names, truth, strict=True))}
+    assert HumanCells(text).cells == expected
+    marks = [agrees for cells in expected.values() for _, agrees in cells.values()]
+    assert "yes" in marks and "no" in marks  # both marks are exercised
+    assert text.count("&#10003; agrees") == marks.count("yes") and text.count("&#10007; differs") == marks.count("no")
+    assert_agreement_is_the_metrics(text, metrics_json(db, "labelled"))
+    order = [text.index(f'id="{anchor}"') for anchor in ("summary", "scores", "criteria", "agreement", "settings",
+                                                         "items-heading")]
+    assert order == sorted(order)
+    assert HumanCells(read(pages["plain"])).cells == {item: {} for item in Page(read(pages["plain"])).item_ids}
+
+
+@pytest.fixture(scope="module")
+def stored_labels(db: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[str]]:
+    """A copy of the database whose run ``plain`` has labels imported by ``metrics --labels``:
+    three items labelled whole, one on two criteria only. Returns the database, the labels file
+    and the run's item ids."""
+    folder = tmp_path_factory.mktemp("stored-labels")
+    copy = folder / "r.sqlite"
+    shutil.copy(db, copy)
+    ids = [row["item_id"] for row in Store.open(copy).item_rows(Store.open(copy).find_run("plain")["id"])]
+    labels = folder / "labelled.jsonl"
+    lines = [
+        {"id": ids[0], "ground_truth": ["MET", "MET", "UNMET", "UNMET", "MET", "UNMET",
+                                        "3 - Solid, several correct figures", "Matches the trade-offs"]},
+        {"id": ids[1], "ground_truth": ["UNMET", "MET", "MET", "MET", "UNMET", "UNMET",
+                                        "2 - Basic, one or two facts", "NA - No advice given"]},
+        {"id": ids[2], "ground_truth": ["MET", "UNMET", "MET", "MET", "UNMET", "MET",
+                                        "1 - Vague, no figures", "Contradicts the trade-offs"]},
+        {"id": ids[3], "ground_truth": ["MET", None, None, None, None, "UNMET", None, None]},
+    ]
+    labels.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    done = invoke("metrics", copy, "--run", "plain", "--labels", labels, "--no-save")
+    assert done.exit_code == 0, done.output
+    return copy, labels, ids
+
+
+def test_labels_imported_by_metrics_are_beside_the_verdicts(stored_labels: tuple[Path, Path, list[str]],
+                                                            tmp_path: Path) -> None:
+    """Issue 51: labels stored by ``metrics --labels`` / ``estimate --labels`` (not the dataset's)
+    are shown beside the verdicts and compared as ``metrics --label-source`` compares them."""
+    copy, labels, ids = stored_labels
+    done = invoke("report", "plain", "--db", copy, "--out", tmp_path / "r")
+    assert done.exit_code == 0, done.output
+    text = read(tmp_path / "r" / "index.html")
+    source = str(labels.resolve())
+    assert f"Labels: human labels imported from {source}." in text
+    assert "1 partly labelled items left out (the metrics compare whole items)" in text
+    assert_agreement_is_the_metrics(text, metrics_json(copy, "plain", "--label-source", source))
+    cells = HumanCells(text).cells
+    final = finals(copy, "plain")
+    stored = {(r["item_id"], r["criterion_index"]): r["label"] for r in sqlite_utils.Database(copy)["labels"].rows}
+    for item_id, shown in cells.items():
+        for k, (name, (label, agrees)) in enumerate(shown.items()):
+            want = stored.get((item_id, k))
+            assert label == (want or "")
+            assert agrees == ("" if want is None or final[(item_id, k)] is None
+                              else "yes" if final[(item_id, k)] == want else "no"), (item_id, name)
+    assert [label for label, _ in cells[ids[3]].values()] == ["MET", "", "", "", "", "UNMET", "", ""]
+    assert all(label == "" for item in ids[4:] for label, _ in cells[item].values())
+    assert text.count(">no label<") == 8 * (len(ids) - 4) + 6
+
+
+def test_a_second_label_source_is_named_and_can_be_chosen(stored_labels: tuple[Path, Path, list[str]],
+                                                          tmp_path: Path) -> None:
+    copy, labels, ids = stored_labels
+    copy = shutil.copy(copy, tmp_path / "two.sqlite")
+    second = tmp_path / "second.jsonl"
+    second.write_text(json.dumps({"id": ids[5], "ground_truth": ["UNMET"] * 6 + [
+        "1 - Vague, no figures", "Contradicts the trade-offs"]}) + "\n", encoding="utf-8")
+    assert invoke("metrics", copy, "--run", "plain", "--labels", second, "--no-save").exit_code == 0
+    first, latest = str(labels.resolve()), str(second.resolve())
+    done = invoke("report", "plain", "--db", copy, "--out", tmp_path / "latest")
+    assert done.exit_code == 0, done.output
+    text = read(tmp_path / "latest" / "index.html")
+    assert (f"Labels: human labels imported from {latest} (the latest imported of this run&#39;s label sources); "
+            f"other sources: {first} (choose one with --label-source).") in text
+    assert {k for k, cells in HumanCells(text).cells.items() if any(label for label, _ in cells.values())} == {ids[5]}
+    done = invoke("report", "plain", "--db", copy, "--out", tmp_path / "first", "--label-source", labels)
+    assert done.exit_code == 0, done.output
+    chosen = HumanCells(read(tmp_path / "first" / "index.html")).cells
+    assert {k for k, cells in chosen.items() if any(label for label, _ in cells.values())} == set(ids[:4])
+    refused = CliRunner().invoke(main, ["report", "plain", "--db", str(copy), "--label-source", "dataset",
+                                        "--out", str(tmp_path / "none")])
+    assert refused.exit_code == 1
+    assert refused.output == f"Error: run 'plain' has no labels from 'dataset' (sources: {first}, {latest})\n"
+    assert not (tmp_path / "none").exists()
+
+
+def off_label_policy(request: ScoreRequest) -> LabelScores:
+    """``policy``'s answers, with off-label mass 0.8 on the energy-density criterion and 0.1 elsewhere."""
+    answer = policy(request)
+    assert isinstance(answer, list)
+    mass = 0.8 if "NMC cell-level energy density" in request.prefix + request.suffix else 0.1
+    return LabelScores(tuple(answer), off_label_mass=mass)
+
+
+def test_a_criterion_with_high_off_label_mass_is_warned_about_first(pages: dict[str, Path], tmp_path: Path) -> None:
+    """Issue 51: the summary names each criterion whose judgments put more than the threshold
+    outside the allowed labels, with the figures; criteria at 0.1 are not named, and a run
+    without such judgments has no warning."""
+    rubric = Rubric.from_file(str(RUBRIC_FILE))
+    flagged = [c.name for c in rubric.rubric if "NMC cell-level energy density" in c.requirement]
+    assert flagged == ["nmc_energy_density"]
+    path = tmp_path / "r.sqlite"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(criterion_grader, "load_engine", lambda config: ScriptedEngine(policy=off_label_policy))
+        done = invoke("grade", RUBRIC_FILE, DATA_FILE, "--db", path, "--run", "off", "--seed", "3", "--limit", "3",
+                      "--no-progress")
+    assert done.exit_code == 0, done.output
+    assert invoke("report", "off", "--db", path, "--out", tmp_path / "r").exit_code == 0
+    text = read(tmp_path / "r" / "index.html")
+    warnings = re.findall(r'<p class="warning">([^<]*)</p>', text)
+    assert warnings == [
+        "nmc_energy_density: 3 of 3 judgments (100%) put more than 50% of the first-step probability outside the "
+        "allowed labels (mean off-label mass 0.80): the judge did not keep to the answer format there, so its "
+        "label probabilities and verdicts on this criterion mean less than they seem"]
+    order = [text.index(f'id="{anchor}"') for anchor in ("summary", "warnings", "scores", "criteria", "settings")]
+    assert order == sorted(order)
+    assert "mean off-label mass 0.10<" in text and "mean off-label mass 0.80, 3 above 50%<" in text
+    higher = invoke("report", "off", "--db", path, "--out", tmp_path / "h", "--off-label-threshold", "0.9")
+    assert higher.exit_code == 0, higher.output
+    assert 'id="warnings"' not in read(tmp_path / "h" / "index.html")
+    lower = invoke("report", "off", "--db", path, "--out", tmp_path / "l", "--off-label-threshold", "0.05")
+    assert lower.exit_code == 0, lower.output
+    assert len(re.findall(r'<p class="warning">', read(tmp_path / "l" / "index.html"))) == 8
+    for page in pages.values():  # judgments without a reported off-label mass: no warning, no figure
+        assert 'id="warnings"' not in read(page) and "off-label" not in read(page)

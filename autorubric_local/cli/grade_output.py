@@ -23,6 +23,7 @@ from rich.table import Table
 
 from autorubric_local.cli.common import plain_console
 from autorubric_local.core.reports import (
+    OFF_LABEL_THRESHOLD,
     EnsembleCriterionReport,
     EnsembleEvaluationReport,
     JudgeVote,
@@ -31,7 +32,7 @@ from autorubric_local.core.reports import (
 from autorubric_local.runner.results import timing_stats
 from autorubric_local.runner.stored import GradedReport, StoredRun
 
-DEFAULT_OFF_LABEL_THRESHOLD = 0.5
+DEFAULT_OFF_LABEL_THRESHOLD = OFF_LABEL_THRESHOLD
 """Default of ``--off-label-threshold``: a judgment whose off-label mass exceeds it is flagged."""
 
 TABLE_ITEMS = 1000

@@ -63,6 +63,7 @@ from autorubric_local.core.types import (
 
 __all__ = [
     "BINARY_PROBABILITY_KEYS",
+    "OFF_LABEL_THRESHOLD",
     "PROBABILITY_SUM_TOLERANCE",
     "CriterionReport",
     "EnsembleCriterionReport",
@@ -78,6 +79,12 @@ BINARY_PROBABILITY_KEYS: tuple[str, ...] = tuple(v.value for v in CriterionVerdi
 
 PROBABILITY_SUM_TOLERANCE = 1e-4
 """Largest accepted ``|sum(label_probabilities) - 1|``."""
+
+OFF_LABEL_THRESHOLD = 0.5
+"""Off-label mass above which a judgment is flagged: the judge put more than half of its
+first-step probability outside the allowed labels, so its renormalised label probabilities rest
+on the smaller part of what it said (``grade --off-label-threshold`` and ``report``'s warning
+default to it)."""
 
 
 @dataclass(frozen=True)

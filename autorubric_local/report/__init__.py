@@ -1,7 +1,10 @@
 """Static HTML reports of a stored grading run (``autorubric-local report``).
 
-- :mod:`.context`: what a report shows, read from the store into a plain dict (run settings,
-  score distribution, verdict rates, agreement with the ground truth, sweeps, items);
+- :mod:`.context`: what a report shows, read from the store into a plain dict (summary,
+  warnings such as off-label mass, score distribution, verdict rates, agreement with human
+  labels, sweeps, settings, items with the human label beside each verdict);
+- :mod:`.labels`: which human labels a report compares with (the dataset's ground truth or
+  labels imported by ``estimate``/``metrics --labels``) and reading them a page at a time;
 - :mod:`.figures`: the package's plots as PNG data URIs (matplotlib, Agg backend);
 - :mod:`.sweeps`: the database's position-bias sweeps and their plots;
 - :mod:`.html`: rendering with Jinja2 (autoescaping on, no script, nothing fetched) and

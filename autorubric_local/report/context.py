@@ -7,6 +7,16 @@ database, and one entry per item with its submission and every judgment (verdict
 explanation, and the exact prompt where the store keeps it). Figures are PNG data URIs
 (:mod:`.figures`). :mod:`.html` renders the dict.
 
+Human labels (:mod:`.labels`): the dataset's ground truth or labels imported by ``estimate
+--labels`` / ``metrics --labels``, one source chosen as :func:`.labels.choose_labels` says. The
+agreement figures are :func:`~autorubric_local.metrics.compute_metrics`'s on that source, and
+each item's criteria carry the human label beside the judges' final verdict.
+
+Off-label mass: each criterion counts its judgments whose backend reported an off-label mass
+(the first-step probability outside the allowed labels), their mean, and those above the
+threshold (:data:`~autorubric_local.core.reports.OFF_LABEL_THRESHOLD`, as ``grade`` flags
+them); the summary warns about every criterion with a judgment above it.
+
 Verdict rates are counted over judgment rows: every judge's vote in every option order is one
 judgment. A criterion's rate of a label is ``count(label) / answered``, where ``answered`` is
 its judgments without an error; failed judgments are counted apart (``errors``).
@@ -21,12 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from autorubric_local.core.errors import AutorubricError, InputError
+from autorubric_local.core.reports import OFF_LABEL_THRESHOLD
 from autorubric_local.report.figures import metrics_figures, score_histogram
+from autorubric_local.report.labels import LabelChoice, LabelledItems, choose_labels, page_labels, relabelled
 from autorubric_local.report.sweeps import sweep_sections
 from autorubric_local.store import Store
 
-__all__ = ["BINARY_LABELS", "ITEMS_PER_PAGE", "criterion_rates", "find_report_run", "item_page", "report_context",
-           "report_summary"]
+__all__ = ["BINARY_LABELS", "ITEMS_PER_PAGE", "criterion_rates", "find_report_run", "item_page", "off_label_warnings",
+           "report_context", "report_summary"]
 
 BINARY_LABELS: tuple[str, ...] = ("MET", "UNMET", "CANNOT_ASSESS")
 """Verdict labels of a binary criterion, in the order the report lists them."""
@@ -40,7 +52,8 @@ GRADER_HIDDEN: frozenset[str] = frozenset({"judges"})
 
 
 def report_context(
-    store: Store, run: str, db_path: str | Path, *, page: int = 1, per_page: int | None = None
+    store: Store, run: str, db_path: str | Path, *, page: int = 1, per_page: int | None = None,
+    label_source: str | None = None, off_label_threshold: float = OFF_LABEL_THRESHOLD,
 ) -> dict[str, Any]:
     """Everything the report of ``run`` shows, as a plain dict: the run's summary and one page
     of its items (:func:`report_summary` and :func:`item_page`).
@@ -57,12 +70,19 @@ def report_context(
         Which page of items (1-based).
     per_page : int or None
         Items a page; default :data:`ITEMS_PER_PAGE`.
+    label_source : str or None
+        The human labels to compare with (:func:`.labels.choose_labels`): ``"dataset"`` or a
+        stored source; default the dataset's ground truth, else the run's stored labels.
+    off_label_threshold : float in [0, 1], default 0.5
+        Off-label mass above which a judgment is counted in the warnings.
 
     Returns
     -------
     dict
         Keys ``run`` (settings), ``scores`` (distribution), ``criteria`` (verdict rates, see
-        :func:`criterion_rates`), ``agreement`` (None without ground truth), ``sweeps``,
+        :func:`criterion_rates`), ``labels`` (``source`` and ``description`` of the human
+        labels; None without any), ``agreement`` (None without labels), ``warnings`` (lines
+        for the summary: :func:`off_label_warnings`), ``off_label_threshold``, ``sweeps``,
         ``prompts_stored`` (whether this store can give prompts at all), ``show_judges``
         (several judges or option orders voted), ``show_explanations`` (some judgment has an
         explanation), ``db_path``, ``page`` (``number``, ``count``, ``per_page``, ``first``
@@ -72,11 +92,13 @@ def report_context(
     ------
     InputError
         No run named ``run`` in the database (the message names the database, the run and
-        the runs it holds), a page out of range, or stored rows that no longer validate.
+        the runs it holds), a label source the run does not have, a page out of range, or
+        stored rows that no longer validate.
     """
     row = find_report_run(store, run, db_path)
-    summary = report_summary(store, row, db_path, per_page=per_page)
-    return {**summary, **item_page(store, row, page, summary["page"])}
+    summary = report_summary(store, row, db_path, per_page=per_page, label_source=label_source,
+                             off_label_threshold=off_label_threshold)
+    return {**summary, **item_page(store, row, page, summary["page"], labels=summary["labels"])}
 
 
 def find_report_run(store: Store, run: str, db_path: str | Path) -> dict[str, Any]:
@@ -95,7 +117,8 @@ def find_report_run(store: Store, run: str, db_path: str | Path) -> dict[str, An
 
 
 def report_summary(
-    store: Store, row: Mapping[str, Any], db_path: str | Path, *, per_page: int | None = None
+    store: Store, row: Mapping[str, Any], db_path: str | Path, *, per_page: int | None = None,
+    label_source: str | None = None, off_label_threshold: float = OFF_LABEL_THRESHOLD,
 ) -> dict[str, Any]:
     """Every key of :func:`report_context` but ``items``, with ``page`` of page 1.
 
@@ -113,9 +136,10 @@ def report_summary(
     scores = [float(score) for score, _, _ in items if score is not None]
     tally = _JudgmentTally()
     columns = "judge_id, permutation_index, criterion_index, criterion_name, verdict, selected_label, error, " \
-              "explanation is not null and explanation != '' as explained"
+              "explanation is not null and explanation != '' as explained, off_label_mass"
     judgments = tally.count(store.db.execute(f"select {columns} from judgments where run_id = ?", [row["id"]]))
-    criteria = criterion_rates(judgments, _rubric(row))
+    criteria = criterion_rates(judgments, _rubric(row), off_label_threshold=off_label_threshold)
+    labels = choose_labels(store, row, label_source)
     return {
         "db_path": str(db_path),
         "run": run_settings(row, [{"report_json": 1 if done else None, "error": error} for _, error, done in items],
@@ -128,7 +152,10 @@ def report_summary(
             "figure": score_histogram(scores) if scores else None,
         },
         "criteria": criteria,
-        "agreement": agreement_section(store, row, str(db_path)),
+        "labels": None if labels is None else {"source": labels.source, "description": labels.describe()},
+        "agreement": None if labels is None else agreement_section(store, row, str(db_path), labels),
+        "warnings": off_label_warnings(criteria, off_label_threshold),
+        "off_label_threshold": off_label_threshold,
         "sweeps": sweep_sections(store),
         "prompts_stored": hasattr(store, "judgment_prompt"),
         "show_judges": len(tally.voters) > 1,
@@ -149,20 +176,22 @@ class _JudgmentTally:
         self.explained = False
 
     def count(self, rows: Any) -> Iterator[dict[str, Any]]:
-        for judge_id, permutation, index, name, verdict, selected, error, explained in rows:
+        for judge_id, permutation, index, name, verdict, selected, error, explained, off_label in rows:
             self.judgments += 1
             self.failed += bool(error)
             self.voters.add((judge_id, permutation))
             self.explained = self.explained or bool(explained)
             yield {"criterion_index": index, "criterion_name": name, "verdict": verdict,
-                   "selected_label": selected, "error": error}
+                   "selected_label": selected, "error": error, "off_label_mass": off_label}
 
 
-def item_page(store: Store, row: Mapping[str, Any], page: int, layout: Mapping[str, Any]) -> dict[str, Any]:
+def item_page(store: Store, row: Mapping[str, Any], page: int, layout: Mapping[str, Any], *,
+              labels: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``{"page": {...}, "items": [...]}`` for page ``page`` of the summary's page ``layout``
     (``count`` pages of ``per_page`` items, in item order; see :func:`item_entries`), reading
     only that page's rows. ``page`` is ``layout`` with this page's ``number`` and its ``first``
-    and ``last`` item positions (0-based).
+    and ``last`` item positions (0-based). ``labels``: the summary's ``labels`` (its
+    ``source``), whose labels of the page's items are put beside the verdicts.
 
     Raises
     ------
@@ -182,8 +211,9 @@ def item_page(store: Store, row: Mapping[str, Any], page: int, layout: Mapping[s
         judgments += store.db["judgments"].rows_where(
             f"run_id = ? and item_id in ({', '.join('?' * len(batch))})", [row["id"], *batch],
             order_by="item_id, criterion_index, judge_id, permutation_index")
+    human = None if labels is None else page_labels(store, row, labels["source"], items)
     return {"page": {**layout, "number": page, "first": first, "last": first + len(items) - 1},
-            "items": item_entries(store, items, judgments)}
+            "items": item_entries(store, items, judgments, human)}
 
 
 def run_settings(row: Mapping[str, Any], items: Sequence[Mapping[str, Any]],
@@ -216,17 +246,20 @@ def run_settings(row: Mapping[str, Any], items: Sequence[Mapping[str, Any]],
     }
 
 
-def criterion_rates(judgments: Iterable[Mapping[str, Any]],
-                    rubric: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
-    """Per criterion, how often each label was given (module docstring).
+def criterion_rates(judgments: Iterable[Mapping[str, Any]], rubric: Sequence[Mapping[str, Any]] = (), *,
+                    off_label_threshold: float = OFF_LABEL_THRESHOLD) -> list[dict[str, Any]]:
+    """Per criterion, how often each label was given, and its judgments' off-label mass
+    (module docstring).
 
     Parameters
     ----------
     judgments : iterable of dict
         ``judgments`` rows (``criterion_index``, ``criterion_name``, ``verdict`` or
-        ``selected_label``, ``error``), read once.
+        ``selected_label``, ``error``, optionally ``off_label_mass``), read once.
     rubric : sequence of dict
         The run's rubric (criterion dicts); gives multi-choice criteria their option order.
+    off_label_threshold : float in [0, 1], default 0.5
+        Off-label mass above which an answered judgment counts in ``off_label["above"]``.
 
     Returns
     -------
@@ -236,7 +269,10 @@ def criterion_rates(judgments: Iterable[Mapping[str, Any]],
         ``answered``, ``errors`` and ``labels``, a list of ``{"label", "count", "rate"}``
         (``rate`` None when nothing was answered). Binary criteria list MET, UNMET,
         CANNOT_ASSESS; multi-choice ones their options in rubric order, then any other label
-        given.
+        given. ``off_label`` is ``{"known", "mean", "above", "share"}``: the answered judgments
+        whose off-label mass is known, its mean over them, how many exceed
+        ``off_label_threshold`` and their share of ``known`` (``mean`` and ``share`` None when
+        none is known).
     """
     options = {c.get("name"): [o.get("label") for o in c.get("options") or []] for c in rubric}
     weights = {c.get("name"): c.get("weight") for c in rubric}
@@ -248,6 +284,11 @@ def criterion_rates(judgments: Iterable[Mapping[str, Any]],
             continue
         count.given[_label(j)] = count.given.get(_label(j), 0) + 1  # dict: labels in first-given order
         count.verdicts = count.verdicts or j.get("verdict") is not None
+        mass = j.get("off_label_mass")
+        if mass is not None:
+            count.off_label_known += 1
+            count.off_label_sum += float(mass)
+            count.off_label_above += float(mass) > off_label_threshold
     out = []
     for (_, name), count in sorted(groups.items()):
         answered = sum(count.given.values())
@@ -266,8 +307,30 @@ def criterion_rates(judgments: Iterable[Mapping[str, Any]],
                  "rate": count.given.get(label, 0) / answered if answered else None}
                 for label in labels
             ],
+            "off_label": {
+                "known": count.off_label_known,
+                "mean": count.off_label_sum / count.off_label_known if count.off_label_known else None,
+                "above": count.off_label_above,
+                "share": count.off_label_above / count.off_label_known if count.off_label_known else None,
+            },
         })
     return out
+
+
+def off_label_warnings(criteria: Sequence[Mapping[str, Any]], threshold: float = OFF_LABEL_THRESHOLD) -> list[str]:
+    """One line for each criterion of ``criteria`` (:func:`criterion_rates`) with a judgment
+    above ``threshold``, naming the criterion, how many and what share of its judgments, and
+    their mean off-label mass; empty when no judgment is above it (or none reported one)."""
+    lines = []
+    for c in criteria:
+        off = c.get("off_label") or {}
+        if off.get("above"):
+            lines.append(
+                f"{c['name']}: {off['above']} of {off['known']} judgments ({off['share']:.0%}) put more than "
+                f"{threshold:.0%} of the first-step probability outside the allowed labels (mean off-label mass "
+                f"{off['mean']:.2f}): the judge did not keep to the answer format there, so its label "
+                "probabilities and verdicts on this criterion mean less than they seem")
+    return lines
 
 
 @dataclass
@@ -275,26 +338,42 @@ class _CriterionCount:
     n: int = 0
     given: dict[str | None, int] = field(default_factory=dict)
     verdicts: bool = False
+    off_label_known: int = 0
+    off_label_sum: float = 0.0
+    off_label_above: int = 0
 
 
-def agreement_section(store: Store, row: Mapping[str, Any], db_path: str) -> dict[str, Any] | None:
-    """Agreement with the ground truth and its figures; None when no item has ground truth.
+def agreement_section(store: Store, row: Mapping[str, Any], db_path: str, labels: LabelChoice) -> dict[str, Any]:
+    """Agreement of the judges' final verdicts with the human labels of ``labels`` and its
+    figures, by :func:`~autorubric_local.metrics.compute_metrics` (CANNOT_ASSESS and NA pairs
+    excluded, as ``metrics`` does by default).
 
-    A run whose metrics cannot be computed (e.g. an interrupted run) gets ``{"error": ...}``.
+    ``partial`` counts the items labelled on some criteria only, left out (the metrics compare
+    whole items); ``per_criterion`` gives each criterion's ``labelled`` items among those
+    compared and its ``support`` (pairs left after the exclusions). A run whose metrics cannot
+    be computed (e.g. an interrupted run, or no item labelled whole) gets ``{"error": ...}``.
     """
     from autorubric_local.metrics import compute_metrics
     from autorubric_local.runner.streamed import graded_run
 
     result, dataset = graded_run(store, row, db_path)  # read a page at a time (issue 33)
-    if all(item.ground_truth is None for item in dataset):
-        return None
+    dataset = relabelled(store, row, labels.source, dataset)
+    partial = 0
+    if isinstance(dataset.items, LabelledItems):
+        complete, partial = dataset.items.complete(), len(dataset.items.partial)
+        if not complete:
+            return {"error": f"no item is labelled on every criterion in {labels.source} ({partial} partly "
+                             "labelled; the metrics compare whole items)", "partial": partial}
     try:
         metrics = compute_metrics(result, dataset)
     except AutorubricError as exc:
-        return {"error": str(exc)}
+        return {"error": str(exc), "partial": partial}
     return {
         "error": None,
+        "partial": partial,
         "n_items": metrics.n_items,
+        "accuracy": metrics.criterion_accuracy,
+        "kappa": metrics.mean_kappa,
         "headline": [
             ("criterion accuracy", metrics.criterion_accuracy),
             ("precision (MET)", metrics.criterion_precision),
@@ -308,7 +387,8 @@ def agreement_section(store: Store, row: Mapping[str, Any], db_path: str) -> dic
             ("Brier score of P(MET)", None if metrics.calibration is None else metrics.calibration.brier_score),
         ],
         "per_criterion": [
-            {"name": c.name, "scale": c.scale, "support": c.support, "accuracy": c.accuracy, "kappa": c.kappa}
+            {"name": c.name, "scale": c.scale, "labelled": c.support + c.n_excluded, "support": c.support,
+             "accuracy": c.accuracy, "kappa": c.kappa}
             for c in metrics.per_criterion
         ],
         "warnings": list(metrics.warnings),
@@ -316,9 +396,13 @@ def agreement_section(store: Store, row: Mapping[str, Any], db_path: str) -> dic
     }
 
 
-def item_entries(store: Store, items: Sequence[Mapping[str, Any]],
-                 judgments: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One entry per item (item order): its texts, score, error and judgments by criterion."""
+def item_entries(store: Store, items: Sequence[Mapping[str, Any]], judgments: Sequence[Mapping[str, Any]],
+                 human: Mapping[str, Sequence[str | None]] | None = None) -> list[dict[str, Any]]:
+    """One entry per item (item order): its texts, score, error and judgments by criterion.
+
+    ``human`` (:func:`.labels.page_labels`) gives each criterion its ``human`` label (None when
+    unlabelled) and ``agrees``: whether the final verdict is that label (None without a label
+    or a final verdict)."""
     by_item: dict[str, list[Mapping[str, Any]]] = {}
     for j in judgments:
         by_item.setdefault(j["item_id"], []).append(j)
@@ -327,13 +411,18 @@ def item_entries(store: Store, items: Sequence[Mapping[str, Any]],
         report = _json(item.get("report_json")) or {}
         finals = [_final(c) for c in report.get("report") or []]
         weights = [((c.get("criterion") or {}).get("weight")) for c in report.get("report") or []]
+        truth = (human or {}).get(item["item_id"]) or []
         criteria: dict[tuple[int, str], dict[str, Any]] = {}
         for j in by_item.get(item["item_id"], []):
             index = int(j["criterion_index"])
+            final = finals[index] if index < len(finals) else None
+            label = truth[index] if index < len(truth) else None
             entry = criteria.setdefault((index, j["criterion_name"]), {
                 "name": j["criterion_name"],
-                "final": finals[index] if index < len(finals) else None,
+                "final": final,
                 "weight": weights[index] if index < len(weights) else None,
+                "human": label,
+                "agrees": None if label is None or final is None else label == final,
                 "judgments": [],
             })
             entry["judgments"].append(_judgment(store, j))

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from autorubric_local.core.reports import OFF_LABEL_THRESHOLD
 from autorubric_local.report.context import find_report_run, item_page, report_summary
 from autorubric_local.runner.results import resolve_db_path
 from autorubric_local.store import Store
@@ -59,7 +60,8 @@ def default_out_dir(run_name: str) -> Path:
 
 
 def write_report(
-    db_path: str | Path, run: str, out_dir: str | Path | None = None, *, per_page: int | None = None
+    db_path: str | Path, run: str, out_dir: str | Path | None = None, *, per_page: int | None = None,
+    label_source: str | None = None, off_label_threshold: float = OFF_LABEL_THRESHOLD,
 ) -> Path:
     """Write the report of ``run`` in the database ``db_path`` to ``out_dir/index.html``: the
     run's summary and its first :data:`~.context.ITEMS_PER_PAGE` items, the other items on
@@ -76,6 +78,13 @@ def write_report(
         Created if needed; default :func:`default_out_dir` of the run's name.
     per_page : int, optional
         Items a page (default :data:`~.context.ITEMS_PER_PAGE`).
+    label_source : str, optional
+        The human labels beside the verdicts: ``"dataset"`` (the dataset's ground truth) or a
+        source stored by ``estimate --labels`` / ``metrics --labels`` (a labels file's path);
+        default the dataset's ground truth, else the run's stored labels (the latest imported
+        of several; see :func:`~.labels.choose_labels`).
+    off_label_threshold : float in [0, 1], default 0.5
+        The summary warns about each criterion with a judgment whose off-label mass exceeds it.
 
     Returns
     -------
@@ -85,20 +94,22 @@ def write_report(
     Raises
     ------
     InputError
-        No database at ``db_path``, or no such run in it (the message lists the runs).
+        No database at ``db_path``, no such run in it (the message lists the runs), or no
+        labels from ``label_source`` (the message lists the run's sources).
     """
     path = resolve_db_path(db_path)
     store = Store.open(path)
     try:
         row = find_report_run(store, run, path)
-        summary = report_summary(store, row, path, per_page=per_page)
+        summary = report_summary(store, row, path, per_page=per_page, label_source=label_source,
+                                 off_label_threshold=off_label_threshold)
         folder = Path(out_dir) if out_dir is not None else default_out_dir(summary["run"]["name"])
         folder.mkdir(parents=True, exist_ok=True)
         for stale in folder.glob("items-*.html"):  # pages of an earlier, longer report
             stale.unlink()
         pages = summary["page"]["count"]
         for number in range(1, pages + 1):  # one page in memory at a time
-            context = {**summary, **item_page(store, row, number, summary["page"])}
+            context = {**summary, **item_page(store, row, number, summary["page"], labels=summary["labels"])}
             (folder / page_file(number)).write_text(render_report(context), encoding="utf-8")
     finally:
         store.close()
