@@ -21,7 +21,13 @@ if TYPE_CHECKING:
     from autorubric_local.engine.requests import FormatChat
     from autorubric_local.graders.planning import JudgmentTask
 
-__all__ = ["OwnRotations", "SweepCell", "SweepKind", "SweepSettings", "Variant"]
+__all__ = ["OwnRotations", "SweepCell", "SweepKind", "SweepSettings", "Variant", "criterion_label"]
+
+
+def criterion_label(criterion: Criterion, index: int) -> str:
+    """What a sweep calls criterion ``index`` (0-based) of a rubric: its name, or
+    ``criterion <index + 1>`` (the name its results carry, and what ``criteria`` selects by)."""
+    return criterion.name or f"criterion {index + 1}"
 
 
 class SweepKind(str, Enum):
@@ -79,6 +85,11 @@ class SweepSettings:
         Bootstrap resamples for the confidence intervals (0: no intervals).
     confidence : float in (0, 1)
         Confidence level of the percentile bootstrap intervals.
+    criteria : tuple of str or None
+        Sweep only the multi-choice criteria of these names (:func:`criterion_label`), in the
+        rubric's order whatever the order given; None: every multi-choice criterion. Rubric
+        sweeps only. Part of the stored sweep's settings, so a sweep resumed with another set is
+        refused (:func:`.checkpoint.check_sweep_resumable`).
     """
 
     kind: SweepKind = SweepKind.RUBRIC
@@ -88,6 +99,7 @@ class SweepSettings:
     system_prompt: str | None = None
     n_bootstrap: int = 1000
     confidence: float = 0.95
+    criteria: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", SweepKind(self.kind))
@@ -95,10 +107,29 @@ class SweepSettings:
             raise InputError(f"SweepSettings: n_bootstrap must be >= 0, got {self.n_bootstrap}")
         if not 0.0 < self.confidence < 1.0:
             raise InputError(f"SweepSettings: confidence must be in (0, 1), got {self.confidence}")
+        if self.criteria is not None:
+            if isinstance(self.criteria, str):
+                raise InputError(f"SweepSettings: criteria must be a sequence of names, got the string "
+                                 f"{self.criteria!r}")
+            names = tuple(self.criteria)
+            if not names or not all(isinstance(n, str) and n for n in names):
+                raise InputError(f"SweepSettings: criteria must name at least one criterion (non-empty strings; "
+                                 f"None sweeps every one), got {self.criteria!r}")
+            object.__setattr__(self, "criteria", tuple(dict.fromkeys(names)))
+            if self.kind is not SweepKind.RUBRIC:
+                raise InputError(f"SweepSettings: criteria selects criteria of a rubric sweep, not of a "
+                                 f"{self.kind.value} sweep")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready settings (stored with the sweep)."""
-        return {**dataclasses.asdict(self), "kind": self.kind.value}
+        """JSON-ready settings (stored with the sweep). ``criteria`` appears only when set, so
+        the content hash of a sweep over every criterion is the one it had before the field
+        existed (such sweeps stay resumable)."""
+        out = {**dataclasses.asdict(self), "kind": self.kind.value}
+        if self.criteria is None:
+            del out["criteria"]
+        else:
+            out["criteria"] = list(self.criteria)
+        return out
 
 
 @dataclass(frozen=True)
@@ -128,8 +159,8 @@ class SweepCell:
 
     @property
     def criterion_name(self) -> str:
-        """The criterion's name, or ``criterion <1-based index>``."""
-        return self.criterion.name or f"criterion {self.criterion_index + 1}"
+        """The criterion's name, or ``criterion <1-based index>`` (:func:`criterion_label`)."""
+        return criterion_label(self.criterion, self.criterion_index)
 
     @property
     def unrelated_index(self) -> int | None:

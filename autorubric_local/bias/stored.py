@@ -162,7 +162,7 @@ def run_stored_sweep(
     """
     settings = settings or SweepSettings()
     config = config or EvalConfig(show_progress=False)
-    check_sweep_input(items, judges, preferred, config.chunk_judgments)
+    check_sweep_input(items, judges, preferred, config.chunk_judgments, settings.criteria)
     unrelated = sample_unrelated_options(items, settings.seed) if settings.unrelated_option else None
     name = name or config.experiment_name or auto_name("sweep")
     path = config.database_path(name)

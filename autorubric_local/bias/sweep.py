@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from autorubric_local.bias.aggregate import SweepAggregate, aggregate_cells
-from autorubric_local.bias.cells import OwnRotations, SweepCell, SweepKind, SweepSettings, Variant
+from autorubric_local.bias.cells import OwnRotations, SweepCell, SweepKind, SweepSettings, Variant, criterion_label
 from autorubric_local.bias.grade_score import RotationOutcome, grade_scores
 from autorubric_local.bias.selection import plan_selection_tasks
 from autorubric_local.bias.unrelated import (
@@ -56,8 +56,8 @@ from autorubric_local.runner.runner import RUN_TIME_ERRORS, make_chunks
 
 __all__ = [
     "LoadedJudge", "PlannedRotation", "SweepCell", "SweepKind", "SweepResult", "SweepSettings", "Variant",
-    "build_cells", "check_sweep_input", "judge_chunk", "load_configs", "load_judge", "plan_sweep", "run_sweep",
-    "sweep_chunks",
+    "build_cells", "check_sweep_input", "judge_chunk", "load_configs", "load_judge", "multi_choice_criteria",
+    "plan_sweep", "run_sweep", "sweep_chunks",
 ]
 
 PlannedRotation = tuple[JudgmentTask, Variant]
@@ -99,7 +99,8 @@ def plan_sweep(
 ) -> list[PlannedRotation]:
     """Every rotation task of one judge, item-major (both variants of an item together).
 
-    ``system_prompt`` (the judge's own) overrides ``settings.system_prompt``.
+    ``system_prompt`` (the judge's own) overrides ``settings.system_prompt``; with
+    ``settings.criteria``, only those criteria's rotations (criterion indices stay the rubric's).
     """
     prompt = system_prompt or settings.system_prompt
     variants: list[tuple[Variant, Sequence[GradeItem]]] = [(Variant.BASE, items)]
@@ -121,7 +122,9 @@ def plan_sweep(
                 shuffle_options=settings.shuffle_options, seed=settings.seed,
                 permutations=OptionPermutations.CYCLIC,
             )
-        planned.extend((t, variant) for t in tasks if t.option_order is not None)
+        planned.extend((t, variant) for t in tasks if t.option_order is not None
+                       and (settings.criteria is None
+                            or criterion_label(t.criterion, t.criterion_index) in settings.criteria))
     planned.sort(key=lambda pair: pair[0].item_index)  # stable: each item's prefix in one run
     return planned
 
@@ -261,11 +264,20 @@ def build_cells(
     return cells
 
 
+def multi_choice_criteria(items: Sequence[GradeItem]) -> list[str]:
+    """Names (:func:`~.cells.criterion_label`) of the multi-choice criteria of ``items``'
+    rubrics, each once, in order of first appearance: what ``SweepSettings.criteria`` may name."""
+    names = (criterion_label(criterion, index) for item in items for index, criterion in enumerate(item.rubric)
+             if criterion.options is not None)
+    return list(dict.fromkeys(names))
+
+
 def check_sweep_input(
     items: Sequence[GradeItem],
     judges: Sequence[JudgeSpec],
     preferred: Sequence[int | None] | None,
     chunk_judgments: int,
+    criteria: Sequence[str] | None = None,
 ) -> None:
     """Refuse a sweep that cannot run, before any engine is loaded.
 
@@ -273,8 +285,10 @@ def check_sweep_input(
     ------
     InputError
         No items, no judges, duplicate judge ids, two items with the same id (given, or the
-        generated ``item-<index>``), no multi-choice criterion at all, a ``preferred`` list of
-        the wrong length, or ``chunk_judgments`` not an integer >= 1.
+        generated ``item-<index>``), no multi-choice criterion at all, a name in ``criteria``
+        (``SweepSettings.criteria``) that is no multi-choice criterion of the items (the message
+        lists those), a ``preferred`` list of the wrong length, or ``chunk_judgments`` not an
+        integer >= 1.
     """
     if not items:
         raise InputError("sweep: no items")
@@ -284,6 +298,12 @@ def check_sweep_input(
         raise InputError("sweep: judge_id values must be unique")
     if not any(c.options is not None for item in items for c in item.rubric):
         raise InputError("sweep: no multi-choice criterion to sweep (binary criteria have no option order)")
+    if criteria is not None:
+        allowed = multi_choice_criteria(items)
+        unknown = [name for name in criteria if name not in allowed]
+        if unknown:
+            raise InputError(f"sweep: {unknown[0]!r} is not a multi-choice criterion of the rubric "
+                             f"(multi-choice criteria: {', '.join(map(repr, allowed))})")
     if preferred is not None and len(preferred) != len(items):
         raise InputError(f"sweep: preferred has {len(preferred)} entries for {len(items)} items")
     if isinstance(chunk_judgments, bool) or not isinstance(chunk_judgments, int) or chunk_judgments < 1:
@@ -335,7 +355,7 @@ def run_sweep(
         As :func:`check_sweep_input`, or no unrelated option to borrow.
     """
     settings = settings or SweepSettings()
-    check_sweep_input(items, judges, preferred, chunk_judgments)
+    check_sweep_input(items, judges, preferred, chunk_judgments, settings.criteria)
     unrelated = sample_unrelated_options(items, settings.seed) if settings.unrelated_option else None
     cells: list[SweepCell] = []
     seconds: dict[str, float] = {}

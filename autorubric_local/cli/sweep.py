@@ -13,10 +13,11 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from autorubric_local.bias.aggregate import Estimate, SweepAggregate
-from autorubric_local.bias.sweep import SweepKind, SweepResult, SweepSettings
+from autorubric_local.bias.aggregate import Estimate, IntervalMethod, SweepAggregate
+from autorubric_local.bias.sweep import SweepKind, SweepSettings
 from autorubric_local.cli.common import (
     database_option,
     distributed_config,
@@ -76,18 +77,27 @@ def _sweep_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.command()
 @click.argument("rubric_path", metavar="RUBRIC", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("data_path", metavar="DATA", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--criterion", "criteria", multiple=True, metavar="NAME",
+              help="Sweep only this multi-choice criterion (repeat for several). [default: every one]")
 @_sweep_options
-def sweep(rubric_path: Path, data_path: Path, **options: Any) -> None:
-    """Judge every multi-choice criterion of RUBRIC in all N cyclic option orders.
+def sweep(rubric_path: Path, data_path: Path, criteria: tuple[str, ...], **options: Any) -> None:
+    """Judge every multi-choice criterion of RUBRIC (or those named by --criterion) in all N
+    cyclic option orders.
 
     For each judge and criterion: LLM Score (entropy of the chosen positions), Choice Score
-    (how often the same option wins), Grade Score (their harmonic mean), the versions from
-    probabilities, and the mean probability per position. Binary criteria are skipped.
-    For selection tasks (a prompt and candidate responses) use `sweep-select`.
+    (how often the same option wins), Grade Score (their harmonic mean: 1 = the same option
+    in every order, 0 = always the same position; docs/validity.md says how to read it), the
+    versions from probabilities, and the mean probability per position. Binary criteria are
+    skipped. For selection tasks (a prompt and candidate responses) use `sweep-select`.
+    `autorubric-local runs` lists stored sweeps; `autorubric-local show NAME` prints one again.
 
     Example:
 
         autorubric-local sweep examples/battery_rubric.yaml examples/battery_submissions.jsonl --run battery-bias --json
+
+    One criterion:
+
+        autorubric-local sweep examples/battery_rubric.yaml examples/battery_submissions.jsonl --run depth-bias --criterion technical_depth
 
     On Ray actors (--ray local|auto|ADDRESS; this process commits each chunk):
 
@@ -113,7 +123,32 @@ def sweep(rubric_path: Path, data_path: Path, **options: Any) -> None:
         )
         for i, item in enumerate(dataset.items[: options["limit"]])
     ]
-    _run(SweepKind.RUBRIC, items, None, rubric.to_list(), data_path, **options)
+    _run(SweepKind.RUBRIC, items, None, rubric.to_list(), data_path, criteria=_checked_criteria(criteria, items),
+         **options)
+
+
+def _checked_criteria(criteria: tuple[str, ...], items: Sequence[GradeItem]) -> tuple[str, ...] | None:
+    """``--criterion`` values (None: every criterion), each a multi-choice criterion of the items' rubric.
+
+    Raises
+    ------
+    click.BadParameter
+        A name that is not one, naming it (and whether it is binary) and the allowed names.
+    """
+    from autorubric_local.bias.cells import criterion_label
+    from autorubric_local.bias.sweep import multi_choice_criteria
+
+    if not criteria:
+        return None
+    allowed = multi_choice_criteria(items)
+    binary = {criterion_label(c, k) for item in items for k, c in enumerate(item.rubric) if c.options is None}
+    for name in criteria:
+        if name not in allowed:
+            what = "a binary criterion (no option order to sweep)" if name in binary else \
+                "not a multi-choice criterion of RUBRIC"
+            raise click.BadParameter(f"{name!r} is {what}; multi-choice criteria: "
+                                     f"{', '.join(map(repr, allowed)) or 'none'}", param_hint="'--criterion'")
+    return criteria
 
 
 @click.command("sweep-select")
@@ -148,6 +183,7 @@ def _run(
     plot_dir: Path | None, seed: int, no_shuffle: bool, n_bootstrap: int, limit: int | None,
     run_name: str | None, name: str | None, resume: bool, chunk_judgments: int, as_json: bool,
     ray_address: str | None, workers: int | None, worker_cpus: float | None, worker_gpus: float | None,
+    criteria: tuple[str, ...] | None = None,
 ) -> None:
     from autorubric_local.bias.report import sweep_to_dict
     from autorubric_local.bias.stored import SweepChunkReport, run_stored_sweep
@@ -168,7 +204,7 @@ def _run(
     try:
         judges = judge_specs(model, judges_path)
         settings = SweepSettings(kind=kind, seed=seed, shuffle_options=not no_shuffle,
-                                 unrelated_option=unrelated_option, n_bootstrap=n_bootstrap)
+                                 unrelated_option=unrelated_option, n_bootstrap=n_bootstrap, criteria=criteria)
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume,
                             chunk_judgments=chunk_judgments, show_progress=False, distributed=distributed)
         with console.status(f"sweeping {len(items)} items with {len(judges)} judge(s) ..."):
@@ -184,7 +220,7 @@ def _run(
     if as_json:
         click.echo(json.dumps(sweep_to_dict(result, stored.sweep_id), indent=2))
     else:
-        Console().print(_table(result))
+        Console().print(sweep_table(result.aggregates))
     if plot_dir is not None:
         from autorubric_local.bias.plots import write_plots
 
@@ -198,33 +234,53 @@ def _run(
                   f"{sum(result.seconds.values()):.1f} s{resumed}{failures}; results in {db_path}", markup=False)
 
 
+WILSON_NOTE = ("*: every item had the same score (or there was one item), so the bootstrap interval would have "
+               "zero width; this is the bounded-range (Wilson) interval for that many items")
+"""The table's footnote for an interval marked ``*`` (:attr:`IntervalMethod.WILSON`)."""
+
+
+def _interval(low: float, high: float) -> str:
+    """``[low, high]`` to 2 decimals, or to 3 or 4 where 2 would print a narrow interval's
+    bounds alike (as if it had zero width)."""
+    digits = next((d for d in (2, 3) if f"{low:.{d}f}" != f"{high:.{d}f}"), 4)
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
 def _cell(estimate: Estimate | None) -> str:
     if estimate is None or estimate.mean is None:
         return "-"
     if estimate.ci_low is None or estimate.ci_high is None:
         return f"{estimate.mean:.3f}"
-    return f"{estimate.mean:.3f} [{estimate.ci_low:.2f}, {estimate.ci_high:.2f}]"
+    mark = "*" if estimate.method is IntervalMethod.WILSON else ""
+    return f"{estimate.mean:.3f} {_interval(estimate.ci_low, estimate.ci_high)}{mark}"
 
 
-def _table(result: SweepResult) -> Table:
-    table = Table(title="Position-bias sweep: means over items [bootstrap interval]")
+def sweep_table(aggregates: Sequence[SweepAggregate]) -> Table:
+    """The results table of ``sweep`` (and of ``show NAME`` for a stored sweep): one row per
+    judge, criterion and variant; intervals marked ``*`` are explained in the caption."""
+    table = Table(title=escape("Position-bias sweep: means over items [bootstrap interval]"))
     columns = ["judge", "criterion", "variant", "items", "dropped", "LLM score", "Choice score",
                "Grade score", "E[Grade]", "P(position)"]
-    with_preference = any(a.agreement is not None for a in result.aggregates)
+    with_preference = any(a.agreement is not None for a in aggregates)
     if with_preference:
         columns.append("agreement")
     for column in columns:
         table.add_column(column, overflow="fold")
     aggregate: SweepAggregate
-    for aggregate in result.aggregates:
+    marked = False
+    for aggregate in aggregates:
         variant = aggregate.variant.value
         if aggregate.unrelated_rate is not None:
             variant += f" (picked {aggregate.unrelated_rate:.0%})"
-        row = [aggregate.judge_id, aggregate.criterion_name, variant, str(aggregate.n_items),
-               str(aggregate.n_dropped), _cell(aggregate.llm_score), _cell(aggregate.choice_score),
-               _cell(aggregate.grade_score), _cell(aggregate.expected_grade_score),
+        estimates = [aggregate.llm_score, aggregate.choice_score, aggregate.grade_score,
+                     aggregate.expected_grade_score] + ([aggregate.agreement] if with_preference else [])
+        marked = marked or any(e is not None and e.method is IntervalMethod.WILSON for e in estimates)
+        row = [escape(aggregate.judge_id), escape(aggregate.criterion_name), variant, str(aggregate.n_items),
+               str(aggregate.n_dropped), *map(_cell, estimates[:4]),
                " ".join(f"{p:.2f}" for p in aggregate.position_profile)]
         if with_preference:
             row.append(_cell(aggregate.agreement))
         table.add_row(*row)
+    if marked:
+        table.caption = WILSON_NOTE
     return table
