@@ -129,3 +129,54 @@ def test_a_random_seed_is_printed_and_is_the_one_recorded(runner: CliRunner, tin
     seeded = invoke_grade(runner, RUBRIC_FILE, DATA_FILE, "--model", tiny_model_dir, "--db", db, "--run", "s",
                           "--limit", "1", "--no-progress", "--seed", "42")
     assert "random;" not in seeded.output  # a given seed is not announced as random
+
+
+def _scripted_grade(runner: CliRunner, tmp_path: Path, *args: str | Path) -> Any:
+    """``grade`` of two example items with a scripted engine for every judge (answers from a hash of
+    the prompt, so a judge with another system prompt votes otherwise on some criteria)."""
+    import hashlib
+    import math
+
+    from autorubric_local.engine import ScoreRequest, ScriptedEngine
+    from autorubric_local.graders import criterion_grader
+
+    def policy(request: ScoreRequest) -> list[float]:
+        digest = hashlib.sha256((request.prefix + request.suffix).encode()).digest()
+        weights = [1.0 + digest[k] % 5 for k in range(len(request.labels))]
+        return [math.log(w / sum(weights)) for w in weights]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(criterion_grader, "load_engine", lambda config: ScriptedEngine(policy=policy))
+        return invoke_grade(runner, RUBRIC_FILE, DATA_FILE, "--db", tmp_path / "r.sqlite", "--limit", "2",
+                            "--seed", "3", "--no-progress", *args)
+
+
+def _header(table: str) -> list[str]:
+    line = next(line for line in table.splitlines() if " criterion " in line and " verdict " in line)
+    return [cell.strip() for cell in re.split(r"[┃│|]", line) if cell.strip()]
+
+
+def test_agree_is_shown_and_explained_only_for_an_ensemble(runner: CliRunner, tmp_path: Path) -> None:
+    """Issue 51: with one judge ``agree`` is always 1.00 and was never explained; it is left out
+    then, and with several judges the caption says what it is."""
+    (tmp_path / "one").mkdir()
+    alone = _scripted_grade(runner, tmp_path / "one")
+    assert alone.exit_code == 0, alone.output
+    assert _header(alone.stdout) == ["item", "score", "criterion", "weight", "verdict", "P"]
+    assert "agree" not in alone.stdout
+    judges = tmp_path / "judges.yaml"
+    judges.write_text("judges:\n  - judge_id: a\n    model: smollm2-135m-instruct\n"
+                      "  - judge_id: b\n    model: smollm2-135m-instruct\n    system_prompt: Grade strictly.\n"
+                      "  - judge_id: c\n    model: smollm2-135m-instruct\n    system_prompt: Grade kindly.\n",
+                      encoding="utf-8")
+    (tmp_path / "three").mkdir()
+    panel = _scripted_grade(runner, tmp_path / "three", "--judges", judges)
+    assert panel.exit_code == 0, panel.output
+    assert _header(panel.stdout) == ["item", "score", "criterion", "weight", "verdict", "P", "agree"]
+    assert "agree: the share of the ensemble's judges whose vote is the final verdict" in panel.stdout
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in panel.stdout.splitlines()
+            if line.startswith("│")]
+    result, _ = load_result(tmp_path / "three" / "r.sqlite")
+    agreements = [f"{c.agreement:.2f}" for r in result.item_results for c in r.report.report or []]
+    assert [row[6] for row in rows] == agreements
+    assert set(agreements) - {"1.00"}  # the judges disagree somewhere: the column carries information

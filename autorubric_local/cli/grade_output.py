@@ -190,19 +190,29 @@ def _verdict_cell(report: EnsembleCriterionReport) -> tuple[str, float | None]:
 def _results_table(
     graded: Sequence[tuple[str, EnsembleEvaluationReport]], off_label_threshold: float = DEFAULT_OFF_LABEL_THRESHOLD
 ) -> Table:
-    """One row per item and criterion. An ``off-label`` column (the largest off-label mass of
-    the criterion's judgments, ``!`` above ``off_label_threshold``) is added when any judgment
-    reports one."""
+    """One row per item and criterion. An ``agree`` column (the share of the ensemble's judges
+    whose vote is the final verdict, ``EnsembleCriterionReport.agreement``) is shown when some
+    criterion has votes of more than one judge: with one judge it is always 1.00 and says
+    nothing. An ``off-label`` column (the largest off-label mass of the criterion's judgments,
+    ``!`` above ``off_label_threshold``) is added when any judgment reports one. The caption
+    explains the columns shown."""
+    show_agree = any(len(criterion.votes) + len(criterion.multi_choice_votes) > 1
+                     for _, report in graded for criterion in report.report or [])
     show_mass = any(vote.off_label_mass is not None for _, report in graded for vote in _votes(report))
     show_reasons = any(criterion.final_reason for _, report in graded for criterion in report.report or [])
-    caption = None
+    notes = []
+    if show_agree:
+        notes.append("agree: the share of the ensemble's judges whose vote is the final verdict")
     if show_mass:
-        caption = (f"off-label: the largest first-step probability a judge put outside the allowed labels; "
-                   f"! above {_percent(off_label_threshold)}")
-    table = Table(title="Grades: each criterion's verdict, the judges' P(verdict) and their agreement",
-                  caption=caption)
+        notes.append(f"off-label: the largest first-step probability a judge put outside the allowed labels; "
+                     f"! above {_percent(off_label_threshold)}")
+    title = ("Grades: each criterion's verdict, the judges' P(verdict) and their agreement" if show_agree
+             else "Grades: each criterion's verdict and the judge's P(verdict)")
+    table = Table(title=title, caption="\n".join(notes) or None)
     columns = [("item", "left"), ("score", "right"), ("criterion", "left"), ("weight", "right"),
-               ("verdict", "left"), ("P", "right"), ("agree", "right")]
+               ("verdict", "left"), ("P", "right")]
+    if show_agree:
+        columns.append(("agree", "right"))
     if show_mass:
         columns.append(("off-label", "right"))
     if show_reasons:
@@ -220,8 +230,9 @@ def _results_table(
                 label, p = _verdict_cell(criterion)
                 verdict, probability = escape(label), ("" if p is None else f"{p:.2f}")
             first = index == 0
-            cells = [escape(item_id) if first else "", score if first else "", name, weight,
-                     verdict, probability, "" if criterion.error else f"{criterion.agreement:.2f}"]
+            cells = [escape(item_id) if first else "", score if first else "", name, weight, verdict, probability]
+            if show_agree:
+                cells.append("" if criterion.error else f"{criterion.agreement:.2f}")
             if show_mass:
                 cells.append(_off_label_cell(criterion, off_label_threshold))
             if show_reasons:
