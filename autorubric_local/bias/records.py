@@ -1,7 +1,7 @@
 """A sweep's results as the store's records (tables ``sweep_judgments``, ``sweep_scores``,
 ``sweep_aggregates`` of :mod:`autorubric_local.store.schema`), and rotation results read back
 from stored rows (:func:`results_from_rows`), so a resumed sweep is scored from the same values
-as an uninterrupted one."""
+as an uninterrupted one; a stored sweep's aggregates are read back by :func:`aggregates_from_rows`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ from autorubric_local.core.reports import TokenUsage
 from autorubric_local.graders.assembly import choice_vote
 from autorubric_local.graders.execution import JudgmentResult
 
-__all__ = ["aggregate_rows", "judgment_rows", "results_from_rows", "rotation_key", "score_rows", "sweep_records"]
+__all__ = [
+    "aggregate_rows", "aggregates_from_rows", "judgment_rows", "results_from_rows", "rotation_key", "score_rows",
+    "sweep_records",
+]
 
 
 def sweep_records(
@@ -49,6 +52,12 @@ def aggregate_rows(aggregates: Sequence[SweepAggregate]) -> list[dict[str, Any]]
         }
         for a in aggregates
     ]
+
+
+def aggregates_from_rows(rows: Sequence[Mapping[str, Any]]) -> list[SweepAggregate]:
+    """The :class:`SweepAggregate` of each ``sweep_aggregates`` row (from its ``summary_json``,
+    :meth:`SweepAggregate.from_dict`), in the rows' order; rows without one are skipped."""
+    return [SweepAggregate.from_dict(json.loads(row["summary_json"])) for row in rows if row.get("summary_json")]
 
 
 def rotation_key(item_id: str, criterion_index: int, variant: str, rotation: int) -> tuple[str, int, str, int]:

@@ -1,12 +1,16 @@
-"""JSON form of a sweep result (built in this one place; used by the CLI's ``--json``)."""
+"""JSON form of a sweep result (built in this one place; used by the CLI's ``--json``): of a
+sweep just run (``sweep --json``) and of a stored one (``show NAME --json``)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from autorubric_local.bias.aggregate import SweepAggregate
 from autorubric_local.bias.sweep import SweepCell, SweepResult
 
-__all__ = ["cell_to_dict", "sweep_to_dict"]
+__all__ = ["cell_to_dict", "stored_sweep_to_dict", "sweep_to_dict"]
 
 
 def cell_to_dict(cell: SweepCell) -> dict[str, Any]:
@@ -53,4 +57,22 @@ def sweep_to_dict(result: SweepResult, sweep_id: str | None = None) -> dict[str,
         "seconds": dict(result.seconds),
         "results": [aggregate.to_dict() for aggregate in result.aggregates],
         "items": [cell_to_dict(cell) for cell in result.cells],
+    }
+
+
+def stored_sweep_to_dict(sweep: Mapping[str, Any], aggregates: Sequence[SweepAggregate]) -> dict[str, Any]:
+    """A stored sweep (its ``sweeps`` row and aggregates) in :func:`sweep_to_dict`'s shape, less
+    ``items`` and ``seconds`` (the per-item cells are in ``sweep_scores``), with its ``name``,
+    ``kind``, ``status``, ``started_utc`` and ``finished_utc``; ``judges`` are the judge ids.
+    """
+    return {
+        "sweep_id": sweep["id"],
+        "name": sweep["name"],
+        "kind": sweep["kind"],
+        "status": sweep["status"],
+        "started_utc": sweep["started_utc"],
+        "finished_utc": sweep["finished_utc"],
+        "settings": json.loads(sweep["config_json"] or "{}"),
+        "judges": [judge["judge_id"] for judge in json.loads(sweep["judges_json"] or "[]")],
+        "results": [aggregate.to_dict() for aggregate in aggregates],
     }

@@ -1,4 +1,5 @@
-"""``autorubric-local show RUN``: one run's results per item and criterion, from the database."""
+"""``autorubric-local show RUN``: one run's results per item and criterion, from the database;
+or a stored sweep's results table (a comparison is pointed to ``ranking``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from autorubric_local.cli.common import open_run, plain_console
+from autorubric_local.cli.common import open_store, plain_console
 
 if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.store import Store
@@ -33,13 +34,28 @@ def show(run: str, db_path: Path, item_ids: tuple[str, ...], votes: bool, show_p
     """Show RUN (a run name or id) item by item: each criterion's final verdict, its
     probability, pass/fail, contribution to the score, explanation and error.
 
+    RUN may also name a stored sweep (`autorubric-local runs` lists them): its results table,
+    as `sweep` printed it. A comparison is ranked by `autorubric-local ranking NAME`.
+
     Example:
 
         autorubric-local show battery-v1 --item vague --votes --prompt
+
+    A sweep:
+
+        autorubric-local show battery-bias
     """
     from autorubric_local.runner.inspection import criterion_row_pages, judgment_row_pages, shown_item_count
 
-    store, row = open_run(db_path, run)
+    store, row, is_sweep = _open_run_or_sweep(db_path, run)
+    if is_sweep:
+        try:
+            if item_ids or votes or show_prompt:
+                raise click.UsageError(f"--item, --votes and --prompt show a run's judgments; {run!r} is a sweep")
+            _show_sweep(store, row, db_path, as_json)
+        finally:
+            store.close()
+        return
     try:
         wanted = list(item_ids) or None
         if wanted is not None:
@@ -71,6 +87,64 @@ def show(run: str, db_path: Path, item_ids: tuple[str, ...], votes: bool, show_p
                 _print_prompts(console, _with_prompts(store, row["id"], page, True))
     finally:
         store.close()
+
+
+def _open_run_or_sweep(db_path: Path, key: str) -> tuple[Store, dict[str, Any], bool]:
+    """The store, and the run ``key`` (a name, meaning the latest run of that name, or an id) or
+    else the sweep ``key``, and whether it is a sweep; a run wins a name both have (a note on
+    stderr says so).
+
+    Raises
+    ------
+    click.ClickException
+        The database has neither (the message lists its runs and sweeps), or ``key`` is a
+        comparison (the message names the command that shows it).
+    """
+    store = open_store(db_path)
+    run = store.find_run(key)
+    sweep = store.find_sweep(key) if run is None or run["id"] != key else None
+    if run is not None:
+        if sweep is not None:
+            click.echo(f"note: sweep {sweep['name']!r} has this name too; `autorubric-local show {sweep['id']}` "
+                       "shows it", err=True)
+        return store, run, False
+    if sweep is None:
+        runs, sweeps = store.run_names(), store.sweep_names()
+        store.close()
+        listed = [", ".join(repr(n) for n in dict.fromkeys(names)) or "none" for names in (runs, sweeps)]
+        raise click.ClickException(f"{db_path}: no run named or with id {key!r} (runs: {listed[0]}), "
+                                   f"and no sweep (sweeps and comparisons: {listed[1]})")
+    if sweep["kind"] == "comparison":
+        store.close()
+        raise click.ClickException(
+            f"{db_path}: {sweep['name']!r} ({sweep['id']}) is a comparison, not a run: "
+            f"`autorubric-local ranking {sweep['name']} --db {db_path}` shows its ranking")
+    return store, sweep, True
+
+
+def _show_sweep(store: Store, sweep: dict[str, Any], db_path: Path, as_json: bool) -> None:
+    """A stored sweep's results: the table ``sweep`` printed (:func:`~.sweep.sweep_table`), or its JSON."""
+    from autorubric_local.bias.records import aggregates_from_rows
+    from autorubric_local.bias.report import stored_sweep_to_dict
+    from autorubric_local.cli.sweep import sweep_table
+
+    aggregates = aggregates_from_rows(store.sweep_aggregates(sweep["id"]))
+    if as_json:
+        click.echo(json.dumps(stored_sweep_to_dict(sweep, aggregates), indent=2))
+        return
+    (summary,) = [s for s in store.sweep_summaries() if s["sweep_id"] == sweep["id"]]
+    settings = json.loads(sweep["config_json"] or "{}")
+    judges = ", ".join(j["judge_id"] for j in json.loads(sweep["judges_json"] or "[]"))
+    criteria = ", ".join(settings.get("criteria") or []) or "every multi-choice criterion"
+    console = plain_console()
+    console.print(f"sweep {sweep['name']} ({sweep['id']}): {sweep['kind']} sweep, {sweep['status']}, "
+                  f"{summary['items_done']}/{summary['total_items'] or '?'} items; judges: {judges}; "
+                  f"criteria: {criteria}", markup=False, highlight=False)
+    if not aggregates:
+        console.print(f"no results yet: the sweep is {sweep['status']}; run the same `autorubric-local sweep` "
+                      f"command with --run {sweep['name']} --db {db_path} to finish it", markup=False)
+        return
+    console.print(sweep_table(aggregates))
 
 
 def _with_prompts(store: Store, run_id: str, page: list[dict[str, Any]], wanted: bool) -> list[dict[str, Any]]:

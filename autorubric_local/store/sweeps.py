@@ -108,6 +108,57 @@ class SweepTables(JobRows):
         """The sweep whose id or name is ``sweep`` (the latest of that name), or None."""
         return self._find_job(SWEEPS, sweep)
 
+    def sweep_names(self) -> list[str]:
+        """Names of the sweeps (comparisons included) in the database, oldest first."""
+        if not self.db["sweeps"].exists():
+            return []
+        return [row["name"] for row in self.db["sweeps"].rows_where(order_by="started_utc, rowid")]
+
+    def sweep_summaries(self) -> list[dict[str, Any]]:
+        """One row per sweep (comparisons included), newest first, as ``runs`` lists them.
+
+        Returns
+        -------
+        list of dict
+            ``sweep_id``, ``sweep_name``, ``kind`` (rubric / selection / comparison), ``status``,
+            ``started_utc``, ``finished_utc``, ``total_items`` (None before migration 12),
+            ``items_done`` (items with results of every judge), ``rotations`` and
+            ``rotations_failed`` (stored rotation rows, and those with an error),
+            ``wall_seconds``, ``judges_json``, ``config_json`` and ``grade_scores`` (the
+            ``base`` variant's ``sweep_aggregates``: ``judge_id``, ``criterion``, ``n_items``,
+            ``grade_score``; empty until the sweep has finished).
+        """
+        if not self.db["sweeps"].exists():
+            return []
+        rows = []
+        for sweep in self.db["sweeps"].rows_where(order_by="started_utc desc, rowid desc"):
+            sweep_id = sweep["id"]
+            judges = len(json.loads(sweep["judges_json"] or "[]"))
+            done = self.db.execute(
+                "select count(*) from (select item_id from sweep_scores where sweep_id = ? group by item_id "
+                "having count(distinct judge_id) >= ?)", [sweep_id, max(judges, 1)]).fetchone()[0]
+            rotations, failed = self.db.execute(
+                "select count(*), count(error) from sweep_judgments where sweep_id = ?", [sweep_id]).fetchone()
+            scores = [
+                {"judge_id": r["judge_id"], "criterion": r["criterion_name"], "n_items": r["n_items"],
+                 "grade_score": r["grade_score"]}
+                for r in self.db["sweep_aggregates"].rows_where("sweep_id = ? and variant = 'base'", [sweep_id],
+                                                               order_by="rowid")
+            ]
+            rows.append({
+                "sweep_id": sweep_id, "sweep_name": sweep["name"], "kind": sweep["kind"], "status": sweep["status"],
+                "started_utc": sweep["started_utc"], "finished_utc": sweep["finished_utc"],
+                "total_items": sweep.get("total_items"), "items_done": done, "rotations": rotations,
+                "rotations_failed": failed, "wall_seconds": sweep.get("wall_seconds"),
+                "judges_json": sweep["judges_json"], "config_json": sweep["config_json"], "grade_scores": scores,
+            })
+        return rows
+
+    def sweep_aggregates(self, sweep_id: str) -> list[dict[str, Any]]:
+        """The ``sweep_aggregates`` rows of a sweep, in the order the sweep wrote them (by judge
+        as the sweep lists its judges, criterion, then ``base`` before ``unrelated``)."""
+        return list(self.db["sweep_aggregates"].rows_where("sweep_id = ?", [sweep_id], order_by="rowid"))
+
     def reopen_sweep(self, sweep_id: str, judges: Sequence[dict[str, Any]]) -> None:
         """Mark a resumed sweep ``running`` again (its end time cleared, its judges refreshed)."""
         with write_transaction(self.db):
