@@ -343,10 +343,12 @@ class _CriterionCount:
     off_label_above: int = 0
 
 
-def agreement_section(store: Store, row: Mapping[str, Any], db_path: str, labels: LabelChoice) -> dict[str, Any]:
-    """Agreement of the judges' final verdicts with the human labels of ``labels`` and its
-    figures, by :func:`~autorubric_local.metrics.compute_metrics` (CANNOT_ASSESS and NA pairs
-    excluded, as ``metrics`` does by default).
+def agreement_section(store: Store, row: Mapping[str, Any], db_path: str,
+                      labels: LabelChoice | None = None) -> dict[str, Any] | None:
+    """Agreement of the judges' final verdicts with the human labels of ``labels`` (default:
+    :func:`.labels.choose_labels`'s; None when the run has no labels) and its figures, by
+    :func:`~autorubric_local.metrics.compute_metrics` (CANNOT_ASSESS and NA pairs excluded, as
+    ``metrics`` does by default).
 
     ``partial`` counts the items labelled on some criteria only, left out (the metrics compare
     whole items); ``per_criterion`` gives each criterion's ``labelled`` items among those
@@ -356,6 +358,9 @@ def agreement_section(store: Store, row: Mapping[str, Any], db_path: str, labels
     from autorubric_local.metrics import compute_metrics
     from autorubric_local.runner.streamed import graded_run
 
+    labels = choose_labels(store, row) if labels is None else labels
+    if labels is None:
+        return None
     result, dataset = graded_run(store, row, db_path)  # read a page at a time (issue 33)
     dataset = relabelled(store, row, labels.source, dataset)
     partial = 0
