@@ -15,10 +15,12 @@ import math
 import os
 import re
 import select
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import urllib.request
 from collections.abc import Iterator
 from contextlib import closing
@@ -291,3 +293,37 @@ def test_a_missing_database_is_a_clean_error(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "none.sqlite: no such results database" in result.output
     assert not (tmp_path / "none.sqlite").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to serve as another user")
+def test_a_database_in_a_read_only_folder_is_served_unchanged(db_path: Path) -> None:
+    """`browse` as uid 65534 on a root-owned folder (issue 52: every read command works on a
+    read-only file): it serves the runs and writes nothing there, no index and no -shm. Before,
+    it refused the file ("not writable")."""
+    folder = Path(tempfile.mkdtemp(prefix="read-only-browse-", dir="/tmp"))
+    try:
+        copy = folder / "results.sqlite"
+        copy.write_bytes(db_path.read_bytes())
+        folder.chmod(0o755)
+        copy.chmod(0o644)
+        before = {p.name: p.read_bytes() for p in folder.iterdir()}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(folder / "no-home")}
+        process = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+                                    "-m", "autorubric_local.cli", "browse", str(copy), "--port", "0"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd="/tmp")
+        try:
+            ready, _, _ = select.select([process.stdout], [], [], 120)
+            line = process.stdout.readline() if ready and process.stdout else ""
+            match = re.search(r"at (http://\S+) ", line)
+            assert match, f"no URL in {line!r}; stderr: {process.stderr.read() if process.stderr else ''}"
+            runs = get_json(match.group(1) + "/runs.json?_shape=objects")["rows"]
+            assert [row["status"] for row in runs] == ["finished"]
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=30)
+        assert process.stderr is not None
+        assert "read-only here" in process.stderr.read()
+        assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

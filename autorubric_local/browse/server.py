@@ -59,11 +59,14 @@ def url_of(sock: socket.socket, path: str = "/") -> str:
     return f"http://{f'[{host}]' if ':' in host else host}:{port}{path}"
 
 
-def serve(path: Path, metadata: dict[str, Any], sock: socket.socket, *, on_ready: Callable[[str], None]) -> None:
+def serve(path: Path, metadata: dict[str, Any], sock: socket.socket, *, on_ready: Callable[[str], None],
+          immutable: bool = False) -> None:
     """Serve ``path`` with ``metadata`` on the listening ``sock`` until interrupted (then
     return normally); call
     ``on_ready`` with the database page's URL once the app is built. Datasette opens the file
-    for reading (not immutable: a run still grading stays readable, new rows appear).
+    for reading (not immutable: a run still grading stays readable, new rows appear); with
+    ``immutable`` (a file this process cannot write, perhaps in a read-only folder where no
+    ``-shm`` file can be made) as immutable, so nothing is ever written beside it.
 
     Raises
     ------
@@ -75,7 +78,8 @@ def serve(path: Path, metadata: dict[str, Any], sock: socket.socket, *, on_ready
         from datasette.app import Datasette
     except ImportError:
         raise AutorubricError(BROWSE_MISSING) from None
-    datasette = Datasette([str(path)], metadata=metadata, settings=SETTINGS)
+    files = {"immutables": [str(path)]} if immutable else {"files": [str(path)]}
+    datasette = Datasette(**files, metadata=metadata, settings=SETTINGS)
     asyncio.run(datasette.invoke_startup())
     config = uvicorn.Config(datasette.app(), log_level="warning", lifespan="on")
     on_ready(url_of(sock, datasette.urls.database(database_name(path))))
