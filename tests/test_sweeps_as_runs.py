@@ -17,12 +17,13 @@ import pytest
 import sqlite_utils
 from click.testing import CliRunner, Result
 
-from autorubric_local.bias import SweepKind, SweepSettings, run_sweep
+from autorubric_local.bias import SweepKind, SweepSettings, Variant, run_sweep
+from autorubric_local.bias.aggregate import Estimate, IntervalMethod, SweepAggregate
 from autorubric_local.bias import sweep as sweep_module
 from autorubric_local.bias.checkpoint import sweep_content_hash, sweep_plan
 from autorubric_local.bias.sweep import check_sweep_input, multi_choice_criteria
 from autorubric_local.cli import main
-from autorubric_local.cli.sweep import WILSON_NOTE, _interval
+from autorubric_local.cli.sweep import FEW_ITEMS, FEW_ITEMS_NOTE, WILSON_NOTE, _interval, sweep_table
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.engine import ScoreRequest, ScriptedEngine
@@ -181,6 +182,18 @@ def test_table_marks_an_interval_that_replaces_a_zero_width_one(
     assert f"0.000 [0.00, {z2 / (3 + z2):.2f}]*" in row  # Wilson at 0 of 3 items
     assert "[0.00, 0.00]" not in row
     assert " ".join(WILSON_NOTE.split()) in " ".join(result.stdout.split())
+    assert " ".join(FEW_ITEMS_NOTE.split()) in " ".join(result.stdout.split())  # 3 items < 50
+
+
+def test_the_few_items_warning_goes_at_50_items() -> None:
+    def aggregate(n_items: int) -> SweepAggregate:
+        score = Estimate(0.5, 0.3, 0.7, n_items, IntervalMethod.BOOTSTRAP)
+        return SweepAggregate("j", 1, "depth", Variant.BASE, n_items, 4 * n_items, 0, *[score] * 6,
+                              position_histogram=(1, 1), option_histogram=(1, 1), position_profile=(0.5, 0.5),
+                              shown_vs_chosen=((1, 0), (0, 1)))
+
+    assert sweep_table([aggregate(FEW_ITEMS)]).caption is None
+    assert sweep_table([aggregate(FEW_ITEMS), aggregate(FEW_ITEMS - 1)]).caption == FEW_ITEMS_NOTE
 
 
 def test_a_narrow_interval_is_printed_with_bounds_that_differ() -> None:
