@@ -17,7 +17,9 @@ The truth is the expectation of one item's Grade Score, summed over all N^N choi
 positions with their probabilities. Item counts n = 3, 6, 10, 20, 50; N = 3 and 4 options;
 the CLI's defaults (1000 resamples, 95%).
 
-Reported per setting: coverage of nominal 95%, share of Wilson fallbacks, mean width.
+Reported per setting: coverage of nominal 95%, share of Wilson fallbacks, mean width. First,
+the chance level docs/validity.md tabulates: the exact expected Grade Score of the ``random``
+judge for N = 2 to 5 options.
 
 Run: ``python scripts/sim_sweep_intervals.py [--reps 1000] [--seed 20261202] [--out PATH]``; writes
 ``scripts/results/sim_sweep_intervals_2026-12-02.txt`` by default.
@@ -42,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "scripts" / "results" / "sim_sweep_intervals_2026-12-02.txt"
 ITEMS = (3, 6, 10, 20, 50)
 OPTIONS = (3, 4)
+CHANCE_OPTIONS = (2, 3, 4, 5)
 CONFIDENCE = 0.95
 N_BOOTSTRAP = 1000
 REPS = 1000
@@ -104,8 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     lines = [f"# {__doc__.splitlines()[0]}",
              f"# python {platform.python_version()}, numpy {np.__version__}; reps {args.reps}, seed {args.seed}, "
-             f"{N_BOOTSTRAP} resamples, nominal {CONFIDENCE:.0%}",
-             f"{'judge':<13} {'N':>2} {'truth':>6} {'items':>5} {'coverage':>9} {'wilson':>7} {'width':>6}"]
+             f"{N_BOOTSTRAP} resamples, nominal {CONFIDENCE:.0%}"]
+    for n in CHANCE_OPTIONS:
+        values, weights = item_distribution(n, uniform)
+        lines.append(f"chance level (random judge), N = {n}: expected Grade Score {float(values @ weights):.3f}")
+    lines += [f"{'judge':<13} {'N':>2} {'truth':>6} {'items':>5} {'coverage':>9} {'wilson':>7} {'width':>6}"]
     for (name, policy), n in itertools.product(JUDGES.items(), OPTIONS):
         values, weights = item_distribution(n, policy)
         for k, n_items in enumerate(ITEMS):
