@@ -120,16 +120,22 @@ def test_read_commands_work_on_a_database_in_a_read_only_folder(monkeypatch: pyt
         path.chmod(0o644)
         before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
         env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(folder / "no-home")}
-        expected = {"runs": "finished", "show": "score", "export": "item_id", "ranking": "Ranking, judge s"}
-        for command in (["runs"], ["show", "r"], ["export", "r", "--format", "jsonl"], ["ranking", "pairs"]):
+        out = Path(tempfile.mkdtemp(prefix="report-", dir="/tmp"))
+        os.chown(out, 65534, 65534)
+        expected = {"runs": "finished", "show": "score", "export": "item_id", "ranking": "Ranking, judge s",
+                    "report": "index.html"}
+        for command in (["runs"], ["show", "r"], ["export", "r", "--format", "jsonl"], ["ranking", "pairs"],
+                        ["report", "r", "--out", str(out)]):
             done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
                                    "autorubric_local.cli", *command, "--db", str(path)],
                                   capture_output=True, text=True, env=env, cwd="/tmp", timeout=300)
             assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
-            assert expected[command[0]] in done.stdout, (command, done.stdout[-1000:])
+            assert expected[command[0]] in done.stdout + done.stderr, (command, done.stdout[-1000:])
         assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()} == before
+        assert (out / "index.html").is_file()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def test_a_run_another_process_is_grading_is_refused_before_the_judge_loads(

@@ -98,7 +98,7 @@ def write_report(
         labels from ``label_source`` (the message lists the run's sources).
     """
     path = resolve_db_path(db_path)
-    store = Store.open(path)
+    store = Store.open_read_only(path)  # a read-only file, folder or mount is read unchanged
     try:
         row = find_report_run(store, run, path)
         summary = report_summary(store, row, path, per_page=per_page, label_source=label_source,
