@@ -158,12 +158,30 @@ def test_other_suffixes_are_sniffed(tmp_path: Path, name: str, text: str, ids: l
         (
             [{"submission": "a", "text": "b"}],
             "line 1: unknown field 'text' (allowed: id, submission, query, "
-            "reference_submission, metadata)",
+            "reference_submission, metadata, ground_truth)",
+        ),
+        (  # ground_truth is checked against the rubric as a dataset's is (issue 51)
+            [{"submission": "a", "ground_truth": ["MET"]}],
+            "line 1: field 'ground_truth': has 1 value(s) but the rubric has 2 criteria",
         ),
         (
-            [{"submission": "a", "ground_truth": ["MET"]}],
-            "line 1: unknown field 'ground_truth' (allowed: id, submission, query, "
-            "reference_submission, metadata)",
+            [{"submission": "a", "ground_truth": ["MET", "UNMET"]},
+             {"submission": "b", "ground_truth": ["MET", "MAYBE"]}],
+            "line 2: field 'ground_truth'[1]: verdict 'MAYBE' not valid for binary criterion 'errors' "
+            "(expected 'MET', 'UNMET' or 'CANNOT_ASSESS')",
+        ),
+        (
+            [{"submission": "a", "ground_truth": ["MET", None]}],
+            "line 1: field 'ground_truth'[1]: expected one of 'MET', 'UNMET' or 'CANNOT_ASSESS' for "
+            "criterion 'errors', got null",
+        ),
+        (
+            [{"submission": "a", "ground_truth": "MET"}],
+            "line 1: field 'ground_truth': expected a list or null, got string",
+        ),
+        (
+            [{"submission": "a", "groundtruth": ["MET", "MET"]}],
+            "line 1: unknown field 'groundtruth' (did you mean 'ground_truth'?)",
         ),
         ([{"text": "b"}], "line 1: field 'submission': missing"),
         (
@@ -219,6 +237,23 @@ def test_jsonl_errors_name_file_line_and_field(
 ) -> None:
     path = write_jsonl(tmp_path / "subs.jsonl", rows)
     assert error_of(path, make_rubric()) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".txt"])
+def test_submissions_carry_ground_truth_checked_against_the_rubric(tmp_path: Path, suffix: str) -> None:
+    """Human labels in a submissions file (issue 51; before: "unknown field 'ground_truth'"),
+    normalised as a dataset's (verdicts for binary criteria), kept when the items are read again."""
+    rows = [{"id": "a", "submission": "one", "ground_truth": ["MET", "CANNOT_ASSESS"]},
+            {"id": "b", "submission": "two", "ground_truth": None}, {"id": "c", "submission": "three"}]
+    path = tmp_path / f"subs{suffix}"
+    if suffix == ".json":
+        path.write_text(json.dumps(rows), encoding="utf-8")
+    else:
+        write_jsonl(path, rows)
+    dataset = load_grading_data(path, make_rubric())
+    assert [item.ground_truth for item in dataset] == [
+        [CriterionVerdict.MET, CriterionVerdict.CANNOT_ASSESS], None, None]
+    assert isinstance(dataset[0].ground_truth[0], CriterionVerdict)  # type: ignore[index]
 
 
 def test_invalid_json_line(tmp_path: Path) -> None:

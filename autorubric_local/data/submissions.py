@@ -8,10 +8,14 @@
 
     Fields: ``submission`` (required string; an empty one is graded like any other text),
     ``id`` (string or integer, unique), ``query`` (the question, passed to grading as the
-    item's prompt), ``reference_submission`` (exemplar answer) and ``metadata`` (any JSON
-    object, kept with the item and never shown to the judge: put extra columns there). Any
-    other field is an error naming the closest known one, so typos are caught. A submissions
-    file carries no rubric: ``rubric`` must be given.
+    item's prompt), ``reference_submission`` (exemplar answer), ``metadata`` (any JSON
+    object, kept with the item and never shown to the judge: put extra columns there) and
+    ``ground_truth`` (human labels: null, or one entry per criterion of ``rubric`` in its
+    order, each ``MET``/``UNMET``/``CANNOT_ASSESS`` or an option label, checked as a
+    dataset's by :func:`~autorubric_local.data.validation.parse_ground_truth`; stored with the
+    run, so ``metrics`` and ``calibrate`` read them). Any other field is an error naming the
+    closest known one, so typos are caught. A submissions file carries no rubric: ``rubric``
+    must be given.
 (b) **a JSON array** of such objects (a ``.json`` file's are kept as their places in the file,
     as for JSONL).
 (c) **an AutoRubric dataset** (:class:`~autorubric_local.data.dataset.RubricDataset` JSON, an object
@@ -72,7 +76,8 @@ from autorubric_local.data.validation import _duplicate_id, require_field
 
 __all__ = ["SUBMISSION_FIELDS", "load_grading_data"]
 
-SUBMISSION_FIELDS: tuple[str, ...] = ("id", "submission", "query", "reference_submission", "metadata")
+SUBMISSION_FIELDS: tuple[str, ...] = ("id", "submission", "query", "reference_submission", "metadata",
+                                      "ground_truth")
 """Fields allowed in one submission object."""
 
 
@@ -275,7 +280,8 @@ class _ItemReading:
             if self.path is None:
                 self.items = []
             elif self.header is None:
-                self.items = JsonlItems(self.path, self.source, _parse_submission, self.rubric, self.unit)
+                self.items = JsonlItems(self.path, self.source, functools.partial(_read_submission, self.rubric),
+                                        self.rubric, self.unit)
             else:
                 self.items = JsonlItems(self.path, self.source,
                                         functools.partial(_read_dataset_item, self.header.rubric), self.header.rubric)
@@ -285,7 +291,7 @@ class _ItemReading:
         """The item, or None with its problem recorded."""
         if not self.has_header:
             try:
-                return _parse_submission(value, position)
+                return _read_submission(self.rubric, value, position)
             except InputError as e:
                 self.field_problems.append((where, str(e)))
                 return None
@@ -369,6 +375,16 @@ def _is_header(value: object) -> bool:
     return isinstance(value, dict) and "rubric" in value and "submission" not in value
 
 
+def _read_submission(rubric: Rubric | None, value: Any, position: int) -> DataItem:
+    """A submission with its ground truth checked against ``rubric`` and normalised (verdicts
+    for binary criteria), as a dataset item's is; without a rubric the file is refused later
+    (a submissions file carries none), so the ground truth is left unchecked."""
+    item = _parse_submission(value, position)
+    if item.ground_truth is None or rubric is None:
+        return item
+    return _checked_item(item, rubric)
+
+
 def _parse_submission(row: object, index: int) -> DataItem:
     if not isinstance(row, dict):
         raise InputError(f"expected a JSON object, got {json_type_name(row)}")
@@ -390,6 +406,7 @@ def _parse_submission(row: object, index: int) -> DataItem:
         reference_submission=row.get("reference_submission"),
         id=_parse_id(row.get("id"), index),
         metadata=row.get("metadata"),
+        ground_truth=row.get("ground_truth"),
     )
 
 
