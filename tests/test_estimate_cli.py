@@ -122,7 +122,10 @@ def test_labels_file_replaces_the_dataset_labels_and_is_stored(graded: Path, tmp
 
 
 @pytest.mark.parametrize(("line", "message"), [
-    ({"id": "s99", "ground_truth": ["MET", "MET", "clear"]}, "line 2: field 'id': unknown item 's99'"),
+    # an id not in the run is skipped with a warning (issue 51, test_labels_everywhere.py); one labelled
+    # twice, or no item id, still refuses the file
+    ({"id": "s0", "ground_truth": ["MET", "MET", "clear"]}, "line 2: item 's0' is labelled twice in the file"),
+    ({"id": ["s1"], "ground_truth": ["MET", "MET", "clear"]}, "line 2: field 'id': expected an item id"),
     ({"id": "s1", "ground_truth": ["MET", "MET", "shiny"]}, "line 2: field 'ground_truth'[2]: label 'shiny' not an option"),
     ({"id": "s1", "ground_truth": ["MET", "MET"]}, "line 2: field 'ground_truth': has 2 value(s)"),
     ({"id": "s1", "ground_truth": ["MAYBE", "MET", "clear"]}, "line 2: field 'ground_truth'[0]: verdict 'MAYBE'"),

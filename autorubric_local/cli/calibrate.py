@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
-from autorubric_local.cli.common import fail
+from autorubric_local.cli.common import fail, label_options, label_warnings
 
 
 @click.command()
@@ -24,25 +25,41 @@ from autorubric_local.cli.common import fail
 @click.option("--no-stratify", is_flag=True, help="Draw the split at random (default: stratified by ground truth).")
 @click.option("--json", "as_json", is_flag=True, help="Print the calibration and held-out report as JSON.")
 @click.option("--no-save", is_flag=True, help="Do not store the calibration in the database.")
+@label_options
 def calibrate(db: str, run: str | None, method: str, test_size: float, seed: int, n_folds: int,
-              no_stratify: bool, as_json: bool, no_save: bool) -> None:
+              no_stratify: bool, as_json: bool, no_save: bool, labels_file: Path | None,
+              label_source: str | None) -> None:
     """Fit a decision rule per binary criterion on a training split of a graded, labelled run in
     DB, and print its agreement with the human labels on the held-out items, before and after.
 
-    Only the training items are read to fit; the rules, the split and the report are stored in
-    DB's ``threshold_calibrations`` table (unless --no-save). Stored verdicts are not changed.
+    The human labels are the dataset's ground truth (stored with the run), or those of
+    --labels FILE (the file `estimate --labels` takes) or --label-source (labels stored
+    earlier); an item counts when every criterion of it is labelled. Only the training items
+    are read to fit; the rules, the split and the report are stored in DB's
+    ``threshold_calibrations`` table (unless --no-save). Stored verdicts are not changed.
 
     Example:
 
         autorubric-local calibrate q1.sqlite --run q1-smol --test-size 0.3 --seed 0 --method threshold
+
+    With a labels file:
+
+        autorubric-local calibrate q1.sqlite --run q1-smol --labels labelled.jsonl
     """
     from autorubric_local.calibration import calibrate_run, save_calibration
     from autorubric_local.core.errors import AutorubricError
+    from autorubric_local.estimates.api import run_with_labels
     from autorubric_local.runner import load_result
     from autorubric_local.store import Store
 
+    partial = 0
     try:
-        result, dataset = load_result(db, run)
+        if labels_file is not None or label_source is not None:
+            with label_warnings():
+                result, dataset, partial = run_with_labels(db, run, labels_file=labels_file,
+                                                           label_source=label_source)
+        else:
+            result, dataset = load_result(db, run)
         fitted = calibrate_run(result, dataset, method, test_size=test_size, seed=seed, n_folds=n_folds,
                                stratify=not no_stratify)
         saved = None
@@ -54,6 +71,9 @@ def calibrate(db: str, run: str | None, method: str, test_size: float, seed: int
                 store.close()
     except AutorubricError as exc:
         raise fail(exc) from None
+    if partial:
+        click.echo(f"note: {partial} partly labelled item(s) left out (an item counts when every criterion of it "
+                   "is labelled)", err=True)
     if as_json:
         click.echo(json.dumps({"calibration_id": saved, "run_id": result.run_id, "settings": fitted.settings,
                                "test_item_ids": fitted.test_ids,

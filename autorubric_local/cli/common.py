@@ -1,6 +1,7 @@
 """Helpers shared by the CLI commands: error mapping, the rubric loader, option checks that
-run before any judge is loaded (``--run``/``--name``, ``--db``) and the Ray options (``--ray``,
-``--workers``, ``--worker-cpus``, ``--worker-gpus``)."""
+run before any judge is loaded (``--run``/``--name``, ``--db``), the human-label options
+(``--labels``, ``--label-source``) and the Ray options (``--ray``, ``--workers``,
+``--worker-cpus``, ``--worker-gpus``)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import signal
 import sqlite3
 import sys
 import threading
-from collections.abc import Callable
-from contextlib import closing
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -297,6 +299,41 @@ def plain_console(stderr: bool = False) -> Console:
     if stream.isatty():
         return Console(stderr=stderr)
     return Console(stderr=stderr, width=100_000, soft_wrap=True)
+
+
+LABELS_HELP = ("Human labels to use instead of the dataset's ground truth: JSONL of {\"id\", \"ground_truth\": "
+               "[...]} or a Label Studio export (JSON or JSON-MIN). Stored in DB with the file's path as "
+               "source; items not in the run are skipped (one warning).")
+LABEL_SOURCE_HELP = "Labels stored earlier from this source (a labels file's path, e.g. by estimate --labels)."
+
+
+def label_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--labels FILE`` (``labels_file``, a Path) and ``--label-source SRC`` (``label_source``):
+    the one way every analysis of a stored run takes human labels (read them with
+    :func:`autorubric_local.estimates.api.run_with_labels`, inside :func:`label_warnings`)."""
+    command = click.option("--label-source", "label_source", default=None, metavar="SRC",
+                           help=LABEL_SOURCE_HELP)(command)
+    return click.option("--labels", "labels_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        metavar="FILE", help=LABELS_HELP)(command)
+
+
+@contextmanager
+def label_warnings() -> Iterator[None]:
+    """Print each :class:`~autorubric_local.estimates.labels.LabelsSkippedWarning` raised in the
+    block as one ``warning:`` line on stderr (after the block, also when it fails)."""
+    from autorubric_local.estimates.labels import LabelsSkippedWarning
+
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", LabelsSkippedWarning)
+            yield
+    finally:
+        for warning in caught:
+            if issubclass(warning.category, LabelsSkippedWarning):
+                click.echo(f"warning: {warning.message}", err=True)
+            else:  # not ours: handed back to the filters outside the block
+                warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
 
 
 def ray_options(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from autorubric_local.cli.common import fail, plain_console
+from autorubric_local.cli.common import fail, label_options, label_warnings, plain_console
 
 METHOD_CHOICES = ("classical", "judge", "ppi", "rogan_gladen")
 
@@ -47,11 +47,7 @@ def _table(rows: list[dict[str, Any]], title: str) -> tuple[Table, list[str]]:
 @click.argument("run")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("results.sqlite"),
               show_default=True, help="The results database.")
-@click.option("--labels", "labels_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Human labels: JSONL of {\"id\", \"ground_truth\": [...]} or a Label Studio export "
-                   "(JSON or JSON-MIN). Replaces the dataset's own labels; stored in DB with the file as source.")
-@click.option("--label-source", default=None,
-              help="Use labels stored earlier from this source (a labels file's path) instead of the dataset's.")
+@label_options
 @click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9,
               show_default=True, help="Coverage of each two-sided interval.")
 @click.option("--method", "methods_wanted", type=click.Choice(METHOD_CHOICES), multiple=True,
@@ -98,20 +94,21 @@ def estimate(run: str, db_path: Path, labels_file: Path | None, label_source: st
         raise click.ClickException(f"{db_path}: no such database")
     picked: Any = None if selection.lower() == "none" else selection
     try:
-        if compare_run is not None:
-            if picked not in (None, "latest") or label_source is not None:
-                raise click.UsageError("--compare takes no --selection or --label-source")
-            rows = compare_runs(db_path, run, compare_run, db_b=compare_db, labels_a=labels_file,
-                                labels_b=compare_labels, confidence=confidence, targets=targets or None,
-                                cannot_assess=cannot_assess)
-            if methods_wanted:
-                rows = [r for r in rows if r.method in methods_wanted]
-            title = f"{run} minus {compare_run} ({confidence:.0%} intervals)"
-        else:
-            rows = estimate_run(db_path, run, labels_file=labels_file, label_source=label_source,
-                                confidence=confidence, cannot_assess=cannot_assess, selection=picked,
-                                methods_wanted=methods_wanted or METHODS, targets=targets or None)
-            title = f"Estimates for {run} ({confidence:.0%} intervals, {rows[0].sampling if rows else 'uniform'})"
+        with label_warnings():
+            if compare_run is not None:
+                if picked not in (None, "latest") or label_source is not None:
+                    raise click.UsageError("--compare takes no --selection or --label-source")
+                rows = compare_runs(db_path, run, compare_run, db_b=compare_db, labels_a=labels_file,
+                                    labels_b=compare_labels, confidence=confidence, targets=targets or None,
+                                    cannot_assess=cannot_assess)
+                if methods_wanted:
+                    rows = [r for r in rows if r.method in methods_wanted]
+                title = f"{run} minus {compare_run} ({confidence:.0%} intervals)"
+            else:
+                rows = estimate_run(db_path, run, labels_file=labels_file, label_source=label_source,
+                                    confidence=confidence, cannot_assess=cannot_assess, selection=picked,
+                                    methods_wanted=methods_wanted or METHODS, targets=targets or None)
+                title = f"Estimates for {run} ({confidence:.0%} intervals, {rows[0].sampling if rows else 'uniform'})"
     except AutorubricError as e:
         raise fail(e) from None
     data = [r.to_json() for r in rows]

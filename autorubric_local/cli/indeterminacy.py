@@ -3,9 +3,11 @@ indeterminacy, over graded runs, across a grid of human sensitivities beta."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from autorubric_local.cli.common import fail
+from autorubric_local.cli.common import fail, label_options, label_warnings
 
 
 def _grid(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[float, ...] | None:
@@ -50,14 +52,18 @@ def _grid(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
               help="Write metrics-vs-beta.png and regret-vs-beta.png here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--no-save", is_flag=True, help="Do not store the analysis in the (first) database.")
+@label_options
 def indeterminacy(dbs: tuple[str, ...], runs: tuple[str, ...], betas: tuple[float, ...] | None,
                   taus: tuple[float, ...] | None, positive: str | None, criteria: tuple[str, ...], threshold: float,
                   temperature: float, n_samples: int | None, seed: int, plot_dir: str | None, as_json: bool,
-                  no_save: bool) -> None:
+                  no_save: bool, labels_file: Path | None, label_source: str | None) -> None:
     """Validate the judges of graded runs in DBS under rating indeterminacy.
 
-    Human labels come from each run's dataset (one forced-choice label per item) and become
-    response sets through beta, swept over a grid; each judge's forced choice and response set
+    Human labels come from each run's dataset (one forced-choice label per item), or from
+    --labels FILE (the file `estimate --labels` takes, applied to every run and stored in
+    each run's database) or --label-source (labels stored earlier for each run); an item counts
+    when every criterion of it is labelled. They become response sets through beta, swept over
+    a grid; each judge's forced choice and response set
     are read off its label probabilities. Prints, per judge, hit rate, Cohen's kappa, KL
     (human -> judge) and JSD, then per beta the multi-label MSE, decision consistency C^tau and
     estimation bias B^tau, and the regret of choosing a judge by each metric. The analysis is
@@ -66,6 +72,10 @@ def indeterminacy(dbs: tuple[str, ...], runs: tuple[str, ...], betas: tuple[floa
     Example:
 
         autorubric-local indeterminacy q1.sqlite --run q1-smollm2 --run q1-gemma3 --beta 0:0.6:0.1 --plot plots/
+
+    With a labels file:
+
+        autorubric-local indeterminacy q1.sqlite --run q1-smollm2 --labels labelled.jsonl
     """
     from autorubric_local.core.errors import AutorubricError
     from autorubric_local.indeterminacy import (
@@ -85,7 +95,8 @@ def indeterminacy(dbs: tuple[str, ...], runs: tuple[str, ...], betas: tuple[floa
             analysis=analysis, positive=positive, criteria=list(criteria) or None,
             elicitation=ElicitationSettings(threshold=threshold, temperature=temperature, n_samples=n_samples,
                                             seed=seed))
-        report, run_ids = analyse_runs(dbs, runs, settings)
+        with label_warnings():
+            report, run_ids = analyse_runs(dbs, runs, settings, labels_file=labels_file, label_source=label_source)
         saved = None
         if not no_save:
             store = Store.open(resolve_db_path(dbs[0]))

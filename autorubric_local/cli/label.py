@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from autorubric_local.cli.common import fail
+from autorubric_local.cli.common import fail, label_warnings
 
 _DB = click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
                    default=Path("results.sqlite"), show_default=True, help="The results database.")
@@ -136,8 +136,9 @@ def power(run: str, db_path: Path, width: float, confidence: float, targets: tup
     if not db_path.is_file():
         raise click.ClickException(f"{db_path}: no such database")
     try:
-        rows = label_power(db_path, run, width=width, confidence=confidence, targets=targets or None,
-                           labels_file=labels_file)
+        with label_warnings():
+            rows = label_power(db_path, run, width=width, confidence=confidence, targets=targets or None,
+                               labels_file=labels_file)
     except AutorubricError as e:
         raise fail(e) from None
     for row in rows:

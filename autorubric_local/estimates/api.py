@@ -23,6 +23,7 @@ per item and target), so an item's correlated criteria never count as independen
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -33,7 +34,7 @@ import numpy as np
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.types import Criterion
 from autorubric_local.estimates import methods
-from autorubric_local.estimates.labels import LabelList, read_labels
+from autorubric_local.estimates.labels import LabelList, LabelsSkippedWarning, read_labels, skipped_message
 from autorubric_local.estimates.targets import DIFFERENCE, SCORE, TargetData, build_targets, item_key
 from autorubric_local.metrics.types import CannotAssessMode
 from autorubric_local.runner.results import EvalResult, load_result
@@ -75,7 +76,11 @@ class Estimate:
 
 @dataclass(frozen=True)
 class LoadedRun:
-    """A stored run with its items' criteria and the human labels to use."""
+    """A stored run with its items' criteria and the human labels to use.
+
+    ``skipped`` holds the ids a labels file labels that are no item of the run (left out, with
+    a :class:`~autorubric_local.estimates.labels.LabelsSkippedWarning`).
+    """
 
     result: EvalResult
     dataset: Any
@@ -85,6 +90,7 @@ class LoadedRun:
     labels: dict[str, LabelList]
     source: str
     selection: dict[str, Any] | None
+    skipped: tuple[str, ...] = ()
 
 
 def _criteria_by_item(result: EvalResult, dataset: Any) -> dict[str, list[Criterion]]:
@@ -102,19 +108,26 @@ def load_run(db: str | Path, run: str | None = None, *, labels_file: str | Path 
     the dataset's ground truth. ``selection``: ``"latest"`` (the run's latest selection, if
     any), a selection id, or ``None``/``"none"`` (treat labelled items as a uniform sample).
 
+    Items of ``labels_file`` that are not in the run are skipped with a
+    :class:`~autorubric_local.estimates.labels.LabelsSkippedWarning` (so a full labels file
+    serves a ``grade --limit`` run); a file that labels none of the run's items is refused.
+
     Raises
     ------
     InputError
-        No such run, a wrong label (file, line or task, field), a missing selection, or no
-        labels at all.
+        No such run, a wrong label (file, line or task, field), a labels file that labels
+        none of the run's items, a missing selection, or no labels at all.
     """
     result, dataset = load_result(db, run)
     criteria = _criteria_by_item(result, dataset)
     run_id = result.run_id or ""
+    name = result.experiment_name or run_id
+    skipped: tuple[str, ...] = ()
     store = Store.open(result.db_path or db)
     try:
         if labels_file is not None:
-            labels = read_labels(labels_file, criteria)
+            read = read_labels(labels_file, criteria)
+            labels, skipped = read.labels, read.skipped
             source = str(Path(labels_file).resolve())
         elif label_source is not None:
             rows = store.label_rows(run_id, label_source)
@@ -149,21 +162,25 @@ def load_run(db: str | Path, run: str | None = None, *, labels_file: str | Path 
     if require_labels and not any(v is not None for values in labels.values() for v in values):
         raise InputError(f"run {result.experiment_name!r} has no labels ({source}): give a labels file "
                          "(--labels) or grade a dataset with ground truth")
-    return LoadedRun(result, dataset, run_id, result.experiment_name or run_id, criteria, labels, source, chosen)
+    message = skipped_message(labels_file, skipped, name) if labels_file is not None else None
+    if message is not None:
+        warnings.warn(message, LabelsSkippedWarning, stacklevel=2)
+    return LoadedRun(result, dataset, run_id, name, criteria, labels, source, chosen, skipped)
 
 
-def labelled_dataset(loaded: LoadedRun) -> tuple[Any, int]:
-    """The run's dataset with each item's ground truth replaced by ``loaded.labels`` (a labels
-    file or a stored source), for the analyses that read ground truth from the items
-    (``metrics --labels``).
+def labelled_run(loaded: LoadedRun) -> tuple[EvalResult, Any, int]:
+    """The run and its dataset with each item's ground truth replaced by ``loaded.labels`` (a
+    labels file or a stored source), for the analyses that read ground truth from the items
+    (``metrics``, ``calibrate`` and ``indeterminacy`` with ``--labels`` or ``--label-source``).
 
-    An item with every criterion labelled gets those labels; an item with none, or only some
-    (the metrics compare whole items), gets no ground truth.
+    An item with every criterion labelled gets those labels, in the dataset and in the run's
+    item results alike; an item with none, or only some (the analyses compare whole items),
+    gets no ground truth.
 
     Returns
     -------
-    (RubricDataset, int)
-        The dataset and the number of partly labelled items left without ground truth.
+    (EvalResult, RubricDataset, int)
+        The run, the dataset, and the number of partly labelled items left without ground truth.
     """
     from autorubric_local.data.dataset import RubricDataset
 
@@ -175,8 +192,46 @@ def labelled_dataset(loaded: LoadedRun) -> tuple[Any, int]:
         complete = values is not None and all(v is not None for v in values)
         partial += values is not None and not complete and any(v is not None for v in values)
         items.append(replace(item, ground_truth=list(values) if complete else None))
-    return RubricDataset(prompt=dataset.prompt, rubric=dataset.rubric, items=items, name=dataset.name,
-                         reference_submission=dataset.reference_submission, metadata=dataset.metadata), partial
+    relabelled = RubricDataset(prompt=dataset.prompt, rubric=dataset.rubric, items=items, name=dataset.name,
+                               reference_submission=dataset.reference_submission, metadata=dataset.metadata)
+    item_results = [replace(r, item=replace(r.item, ground_truth=items[r.item_idx].ground_truth))
+                    for r in loaded.result.item_results]
+    return replace(loaded.result, item_results=item_results), relabelled, partial
+
+
+def labelled_dataset(loaded: LoadedRun) -> tuple[Any, int]:
+    """The dataset of :func:`labelled_run` and its number of partly labelled items."""
+    _, dataset, partial = labelled_run(loaded)
+    return dataset, partial
+
+
+def run_with_labels(db: str | Path, run: str | None = None, *, labels_file: str | Path | None = None,
+                    label_source: str | None = None) -> tuple[EvalResult, Any, int]:
+    """A stored run and its dataset with human labels as their ground truth: from
+    ``labels_file`` (a labels JSONL or a Label Studio export, :mod:`.labels`; stored in the
+    database's ``labels`` table under the file's path, so ``label_source`` finds them later)
+    or from the stored ``label_source``. The one way every analysis of a stored run takes
+    human labels (``metrics``, ``calibrate``, ``indeterminacy``; ``estimate`` reads the same
+    through :func:`load_run`).
+
+    Items of the file not in the run are skipped with a
+    :class:`~autorubric_local.estimates.labels.LabelsSkippedWarning`; items only partly
+    labelled get no ground truth (:func:`labelled_run`).
+
+    Returns
+    -------
+    (EvalResult, RubricDataset, int)
+        As :func:`labelled_run`.
+
+    Raises
+    ------
+    InputError
+        As :func:`load_run` (nothing is stored then).
+    """
+    loaded = load_run(db, run, labels_file=labels_file, label_source=label_source, selection=None)
+    out = labelled_run(loaded)
+    save_labels(db, loaded)
+    return out
 
 
 def save_labels(db: str | Path, loaded: LoadedRun) -> int:
@@ -402,5 +457,5 @@ def targets_of(db: str | Path, run: str | None = None, *, labels_file: str | Pat
 
 
 __all__ = ["DATASET_SOURCE", "METHODS", "SCORE", "SMALL_N_NOTE", "Estimate", "LoadedRun", "estimate_row", "estimate_run",
-           "estimate_targets",
-           "labelled_dataset", "load_run", "save_labels", "targets_of", "uniform_intervals"]
+           "estimate_targets", "labelled_dataset", "labelled_run", "load_run", "run_with_labels", "save_labels",
+           "targets_of", "uniform_intervals"]

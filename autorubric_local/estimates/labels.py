@@ -10,15 +10,21 @@ Accepted files (the format is told by the content):
   with ``annotations``; the latest annotation that was not cancelled counts) or ``JSON-MIN`` (a
   list of flat objects: ``item_id`` and one key per criterion, ``c0``, ``c1``, ...).
 
+An item the run does not hold is skipped (a full labels file serves a ``grade --limit`` run):
+its line or task is checked for JSON, an id and its fields, not its labels (its rubric is not
+known), and :func:`read_labels` returns the skipped ids, which :func:`skipped_message` turns into
+one line. A file none of whose ids is an item of the run is refused.
+
 Every problem names the file and the line (JSONL) or task (JSON), and the field; nothing is
-returned when any label is wrong (an unknown item or criterion, a label that is not an option,
-a wrong number of entries, an item labelled twice).
+returned when any label is wrong (an unknown criterion, a label that is not an option, a wrong
+number of entries, an item labelled twice).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +36,59 @@ LabelList = list[CriterionVerdict | str | None]
 
 FROM_NAME_PREFIX = "c"
 """Label Studio ``from_name`` of criterion ``i`` is ``c<i>`` (:mod:`.label_studio`)."""
+
+SKIPPED_EXAMPLES = 3
+"""How many skipped ids :func:`skipped_message` names."""
+
+
+class LabelsSkippedWarning(UserWarning):
+    """A labels file labels items that are not in the run; they were skipped (the message,
+    from :func:`skipped_message`, says how many and names a few). The CLI prints it as one
+    ``warning:`` line."""
+
+
+@dataclass(frozen=True)
+class FileLabels:
+    """The labels a file gives a run's items, and the ids it labels that the run does not hold.
+
+    Attributes
+    ----------
+    labels : dict of item id to list of CriterionVerdict, str or None
+        One entry per criterion (rubric order); items of the run the file does not mention are
+        absent.
+    skipped : tuple of str
+        Ids the file labels that are no item of the run, in file order.
+    """
+
+    labels: dict[str, LabelList]
+    skipped: tuple[str, ...] = ()
+
+
+def skipped_message(path: str | Path, skipped: Sequence[str], run: str) -> str | None:
+    """One line saying how many labelled items of ``path`` are not in ``run`` and were skipped,
+    naming the first :data:`SKIPPED_EXAMPLES`; None when none were."""
+    if not skipped:
+        return None
+    shown = ", ".join(repr(i) for i in skipped[:SKIPPED_EXAMPLES])
+    more = ", ..." if len(skipped) > SKIPPED_EXAMPLES else ""
+    return f"{path}: {len(skipped)} labelled item(s) not in run {run!r} skipped (e.g. {shown}{more})"
+
+
+def _item_id(value: object, where: str, field: str) -> str:
+    """A label's item id: a string, or an integer as a submissions file's (``3`` is ``"3"``)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{where}: field {field!r}: expected an item id (a string or integer), got {value!r}")
+    return value
+
+
+def _none_matched(path: Path, skipped: Sequence[str], rubrics: Mapping[str, Sequence[Criterion]]) -> InputError:
+    shown = ", ".join(repr(i) for i in skipped[:SKIPPED_EXAMPLES])
+    run_ids = ", ".join(repr(i) for i in list(rubrics)[:SKIPPED_EXAMPLES])
+    return InputError(f"{path}: none of its {len(skipped)} labelled item(s) is an item of the run (file: {shown}"
+                      f"{', ...' if len(skipped) > SKIPPED_EXAMPLES else ''}; run: {run_ids}"
+                      f"{', ...' if len(rubrics) > SKIPPED_EXAMPLES else ''}): is it the labels of another run?")
 
 
 def _check_entries(values: object, criteria: Sequence[Criterion], where: str) -> LabelList:
@@ -43,14 +102,24 @@ def _check_entries(values: object, criteria: Sequence[Criterion], where: str) ->
             for j, (value, criterion) in enumerate(zip(values, criteria, strict=True))]
 
 
-def _add(found: dict[str, LabelList], item_id: str, entries: LabelList, where: str) -> None:
-    if item_id in found:
-        raise InputError(f"{where}: item {item_id!r} is labelled twice in the file")
-    found[item_id] = entries
+class _Found:
+    """The labels read so far, the ids skipped and where each id was first seen."""
+
+    def __init__(self) -> None:
+        self.labels: dict[str, LabelList] = {}
+        self.skipped: list[str] = []
+        self.first: dict[str, str] = {}
+
+    def seen(self, item_id: str, where: str, place: str) -> None:
+        """Note that ``item_id`` is labelled at ``place`` (``where`` names the file too)."""
+        if item_id in self.first:
+            raise InputError(f"{where}: item {item_id!r} is labelled twice in the file "
+                             f"(first at {self.first[item_id]})")
+        self.first[item_id] = place
 
 
-def _read_jsonl(path: Path, text: str, rubrics: Mapping[str, Sequence[Criterion]]) -> dict[str, LabelList]:
-    found: dict[str, LabelList] = {}
+def _read_jsonl(path: Path, text: str, rubrics: Mapping[str, Sequence[Criterion]]) -> _Found:
+    found = _Found()
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -64,11 +133,16 @@ def _read_jsonl(path: Path, text: str, rubrics: Mapping[str, Sequence[Criterion]
         for field in ("id", "ground_truth"):
             if field not in row:
                 raise InputError(f"{where}: missing field {field!r}")
-        item_id = row["id"]
-        criteria = rubrics.get(item_id) if isinstance(item_id, str) else None
+        item_id = _item_id(row["id"], where, "id")
+        found.seen(item_id, where, f"line {number}")
+        criteria = rubrics.get(item_id)
         if criteria is None:
-            raise InputError(f"{where}: field 'id': unknown item {item_id!r} (not an item of the run)")
-        _add(found, item_id, _check_entries(row["ground_truth"], criteria, where), where)
+            if not isinstance(row["ground_truth"], list):
+                raise InputError(f"{where}: field 'ground_truth': expected a list, got "
+                                 f"{type(row['ground_truth']).__name__}")
+            found.skipped.append(item_id)
+            continue
+        found.labels[item_id] = _check_entries(row["ground_truth"], criteria, where)
     return found
 
 
@@ -123,24 +197,28 @@ def _task_labels(task: Mapping[str, Any], criteria: Sequence[Criterion], where: 
             for j, criterion in enumerate(criteria)]
 
 
-def _read_label_studio(path: Path, tasks: object, rubrics: Mapping[str, Sequence[Criterion]]) -> dict[str, LabelList]:
+def _read_label_studio(path: Path, tasks: object, rubrics: Mapping[str, Sequence[Criterion]]) -> _Found:
     if not isinstance(tasks, list):
         raise InputError(f"{path}: a Label Studio export is a JSON list of tasks")
-    found: dict[str, LabelList] = {}
+    found = _Found()
     for number, task in enumerate(tasks, start=1):
         where = f"{path}: task {number}"
         if not isinstance(task, dict):
             raise InputError(f"{where}: expected an object")
         data = task.get("data") if isinstance(task.get("data"), dict) else task
-        item_id = data.get("item_id")
-        criteria = rubrics.get(item_id) if isinstance(item_id, str) else None
+        if "item_id" not in data:
+            raise InputError(f"{where}: missing field 'item_id'")
+        item_id = _item_id(data["item_id"], where, "item_id")
+        found.seen(item_id, where, f"task {number}")
+        criteria = rubrics.get(item_id)
         if criteria is None:
-            raise InputError(f"{where}: field 'item_id': unknown item {item_id!r} (not an item of the run)")
-        _add(found, item_id, _task_labels(task, criteria, where), where)
+            found.skipped.append(item_id)
+            continue
+        found.labels[item_id] = _task_labels(task, criteria, where)
     return found
 
 
-def read_labels(path: str | Path, rubrics: Mapping[str, Sequence[Criterion]]) -> dict[str, LabelList]:
+def read_labels(path: str | Path, rubrics: Mapping[str, Sequence[Criterion]]) -> FileLabels:
     """Read and check the labels in ``path`` against the run's items.
 
     Parameters
@@ -152,14 +230,15 @@ def read_labels(path: str | Path, rubrics: Mapping[str, Sequence[Criterion]]) ->
 
     Returns
     -------
-    dict of item id to list of CriterionVerdict, str or None
-        One entry per criterion; items the file does not mention are absent.
+    FileLabels
+        The labels of the run's items the file names, and the ids it labels that are no item
+        of the run (skipped: module docstring).
 
     Raises
     ------
     InputError
-        An unreadable file, or any wrong label (the message names the file, line or task and
-        field).
+        An unreadable file, any wrong label (the message names the file, line or task and
+        field), or a file that labels items but none of the run's.
     """
     path = Path(path)
     try:
@@ -172,5 +251,9 @@ def read_labels(path: str | Path, rubrics: Mapping[str, Sequence[Criterion]]) ->
             tasks = json.loads(text)
         except json.JSONDecodeError as e:
             raise InputError(f"{path}: invalid JSON at line {e.lineno}: {e.msg}") from None
-        return _read_label_studio(path, tasks, rubrics)
-    return _read_jsonl(path, text, rubrics)
+        found = _read_label_studio(path, tasks, rubrics)
+    else:
+        found = _read_jsonl(path, text, rubrics)
+    if found.skipped and not found.labels:
+        raise _none_matched(path, found.skipped, rubrics)
+    return FileLabels(found.labels, tuple(found.skipped))

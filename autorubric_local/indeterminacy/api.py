@@ -41,16 +41,35 @@ def analyse_ratings(ratings: Sequence[CriterionRatings], settings: Indeterminacy
     )
 
 
-def load_sources(db_paths: Sequence[str | Path], runs: Sequence[str] = ()) -> list[tuple[RunSource, str, str]]:
+def load_sources(db_paths: Sequence[str | Path], runs: Sequence[str] = (), *,
+                 labels_file: str | Path | None = None,
+                 label_source: str | None = None) -> list[tuple[RunSource, str, str]]:
     """The runs to analyse: in each database, the runs named in ``runs`` that it holds (every run
     of it when ``runs`` is empty). Returns ``(source, db_path, run_id)`` triples.
+
+    Human labels are each run's dataset ground truth, or those of ``labels_file`` (a labels
+    JSONL or Label Studio export, stored in each run's database under its path) or of the
+    stored ``label_source``, read as :func:`autorubric_local.estimates.api.run_with_labels`
+    reads them: items of the file not in a run are skipped (a warning), an item counts when
+    every criterion of it is labelled.
 
     Raises
     ------
     InputError
-        A path that is not a results database, a named run found in none of them, or no run.
+        A path that is not a results database, a named run found in none of them, or no run;
+        with labels, as :func:`~autorubric_local.estimates.api.run_with_labels` for any run
+        (a file that labels none of its items, a source it has no labels from).
     """
-    found: list[tuple[RunSource, str, str]] = []
+    return [(source, path, run_id) for source, path, run_id, _ in
+            _load_sources(db_paths, runs, labels_file=labels_file, label_source=label_source)]
+
+
+def _load_sources(db_paths: Sequence[str | Path], runs: Sequence[str], *, labels_file: str | Path | None,
+                  label_source: str | None) -> list[tuple[RunSource, str, str, int]]:
+    """:func:`load_sources` with each run's number of partly labelled items left out."""
+    from autorubric_local.estimates.api import run_with_labels
+
+    found: list[tuple[RunSource, str, str, int]] = []
     matched: set[str] = set()
     for path in db_paths:
         store = Store.open(resolve_db_path(path))
@@ -62,8 +81,14 @@ def load_sources(db_paths: Sequence[str | Path], runs: Sequence[str] = ()) -> li
             if runs and row["name"] not in runs and row["id"] not in runs:
                 continue
             matched.update({row["name"], row["id"]})
-            result, _ = load_result(path, row["id"])
-            found.append((RunSource(row["name"], result, f"{path}, run {row['name']}"), str(path), row["id"]))
+            partial = 0
+            if labels_file is not None or label_source is not None:
+                result, _, partial = run_with_labels(path, row["id"], labels_file=labels_file,
+                                                     label_source=label_source)
+            else:
+                result, _ = load_result(path, row["id"])
+            found.append((RunSource(row["name"], result, f"{path}, run {row['name']}"), str(path), row["id"],
+                          partial))
     missing = [r for r in runs if r not in matched]
     if missing:
         raise InputError(f"run(s) {missing} not found in {[str(p) for p in db_paths]}")
@@ -73,13 +98,27 @@ def load_sources(db_paths: Sequence[str | Path], runs: Sequence[str] = ()) -> li
 
 
 def analyse_runs(db_paths: Sequence[str | Path], runs: Sequence[str] = (),
-                 settings: IndeterminacySettings | None = None) -> tuple[IndeterminacyReport, list[str]]:
+                 settings: IndeterminacySettings | None = None, *, labels_file: str | Path | None = None,
+                 label_source: str | None = None) -> tuple[IndeterminacyReport, list[str]]:
     """Analyse graded runs (:func:`load_sources`, :func:`.runs.collect_ratings`).
+
+    Parameters
+    ----------
+    db_paths : sequence of path
+        Results databases (the first holds the analysis when saved).
+    runs : sequence of str, optional
+        Run names or ids (default every run of every database).
+    settings : IndeterminacySettings, optional
+    labels_file : path, optional
+        Human labels in place of each run's dataset ground truth (:func:`load_sources`).
+    label_source : str, optional
+        A label source stored earlier in each run's database (a labels file's path).
 
     Returns
     -------
     (report, run_ids)
-        The report and the ids of the runs in it.
+        The report and the ids of the runs in it; the report's warnings count the partly
+        labelled items left out.
 
     Raises
     ------
@@ -87,11 +126,14 @@ def analyse_runs(db_paths: Sequence[str | Path], runs: Sequence[str] = (),
         As :func:`load_sources` and :func:`.runs.collect_ratings`.
     """
     settings = settings or IndeterminacySettings()
-    loaded = load_sources(db_paths, runs)
-    ratings, warnings = collect_ratings([s for s, _, _ in loaded], positive=settings.positive,
+    loaded = _load_sources(db_paths, runs, labels_file=labels_file, label_source=label_source)
+    ratings, warnings = collect_ratings([s for s, _, _, _ in loaded], positive=settings.positive,
                                         elicitation=settings.elicitation, criteria=settings.criteria)
-    report = analyse_ratings(ratings, settings, sources=[s.where for s, _, _ in loaded], warnings=warnings)
-    return report, [run_id for _, _, run_id in loaded]
+    partly = [f"{s.where}: {n} partly labelled item(s) left out (an item counts when every criterion of it "
+              "is labelled)" for s, _, _, n in loaded if n]
+    report = analyse_ratings(ratings, settings, sources=[s.where for s, _, _, _ in loaded],
+                             warnings=[*partly, *warnings])
+    return report, [run_id for _, _, run_id, _ in loaded]
 
 
 def save_report(store: Store, report: IndeterminacyReport, run_ids: Sequence[str]) -> int:
