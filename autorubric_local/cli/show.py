@@ -35,7 +35,8 @@ def show(run: str, db_path: Path, item_ids: tuple[str, ...], votes: bool, show_p
     probability, pass/fail, contribution to the score, explanation and error.
 
     RUN may also name a stored sweep (`autorubric-local runs` lists them): its results table,
-    as `sweep` printed it. A comparison is ranked by `autorubric-local ranking NAME`.
+    as `sweep` printed it (with --json, the JSON of `sweep --json` without its per-item
+    cells). A comparison is ranked by `autorubric-local ranking NAME`.
 
     Example:
 
