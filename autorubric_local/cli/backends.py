@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
 from rich.table import Table
+
+from autorubric_local.cli.common import plain_console
 
 
 @click.command()
@@ -38,4 +39,4 @@ def backends(as_json: bool) -> None:
     for row in rows:
         table.add_row(row["name"], row["origin"], "yes" if row["local"] else "no", "yes" if row["auto"] else "no",
                       ", ".join(row["capabilities"]), ", ".join(row["refuses"]), row["description"])
-    Console().print(table)
+    plain_console().print(table)

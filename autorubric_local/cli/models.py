@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import click
-from rich.console import Console
 from rich.table import Table
+
+from autorubric_local.cli.common import plain_console
 
 
 @click.command()
@@ -34,4 +35,4 @@ def models() -> None:
         except ModelNotFoundError:
             where, backend = "[yellow]not installed[/yellow]", ""
         table.add_row(preset.name, where, backend, preset.description)
-    Console().print(table)
+    plain_console().print(table)

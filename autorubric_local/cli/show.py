@@ -159,8 +159,12 @@ def _with_prompts(store: Store, run_id: str, page: list[dict[str, Any]], wanted:
 
 def _print_prompts(console: Console, judgments: list[dict[str, Any]]) -> None:
     for judgment in judgments:
-        console.rule(f"prompt: item {escape(judgment['item_id'])}, criterion {judgment['criterion_index'] + 1}, "
-                     f"judge {escape(judgment['judge_id'])}, option order {judgment['permutation_index']}")
+        title = (f"prompt: item {escape(judgment['item_id'])}, criterion {judgment['criterion_index'] + 1}, "
+                 f"judge {escape(judgment['judge_id'])}, option order {judgment['permutation_index']}")
+        if console.is_terminal:
+            console.rule(title)
+        else:  # piped: a rule would be as wide as the unlimited console (100,000 characters)
+            console.print(f"── {title} ──")
         text = judgment["prompt"]
         console.print("(not stored: recorded before prompts were kept)" if text is None else text,
                       markup=False, highlight=False)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -26,6 +25,7 @@ from autorubric_local.cli.common import (
     judge_specs,
     load_rubric,
     name_option,
+    plain_console,
     ray_options,
     run_name_option,
     stops_on_termination,
@@ -189,7 +189,7 @@ def _run(
     from autorubric_local.bias.stored import SweepChunkReport, run_stored_sweep
     from autorubric_local.runner.config import EvalConfig
 
-    console = Console(stderr=True)
+    console = plain_console(stderr=True)  # piped: lines whole, not folded at 80 columns
     distributed = distributed_config(ray_address, workers, worker_cpus, worker_gpus)
     if name is not None:
         if run_name is not None and run_name != name:
@@ -220,7 +220,7 @@ def _run(
     if as_json:
         click.echo(json.dumps(sweep_to_dict(result, stored.sweep_id), indent=2))
     else:
-        Console().print(sweep_table(result.aggregates))
+        plain_console().print(sweep_table(result.aggregates))
     if plot_dir is not None:
         from autorubric_local.bias.plots import write_plots
 
