@@ -185,7 +185,9 @@ def criterion_metrics(
         extra["per_option"] = {
             pairs.labels[c]: OptionMetrics(precision=finite_or_none(prec[k]),
                                            recall=finite_or_none(rec[k]),
-                                           f1=finite_or_none(f1s[k]), support=int(sup[k]))
+                                           f1=finite_or_none(f1s[k]), support=int(sup[k]),
+                                           label=pairs.labels[c], index=k, support_true=int(sup[k]),
+                                           support_pred=int(cm[:, k].sum()))
             for k, c in enumerate(codes)
         }
     else:

@@ -34,15 +34,24 @@ import numpy as np
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.reports import (
+    CriterionReport,
     EnsembleCriterionReport,
     EnsembleEvaluationReport,
+    EvaluationReport,
 )
 from autorubric_local.core.types import (
     CannotAssessStrategy,
     Criterion,
     CriterionVerdict,
 )
-from autorubric_local.metrics.types import CannotAssessMode, GradedItemResult, GradedRun, NAMode, Scale
+from autorubric_local.metrics.types import (
+    CannotAssessMode,
+    CriterionType,
+    GradedItemResult,
+    GradedRun,
+    NAMode,
+    Scale,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from autorubric_local.data.dataset import RubricDataset
@@ -53,12 +62,19 @@ __all__ = [
     "JudgeView",
     "align",
     "binary_p_met",
+    "classify_criteria",
+    "classify_criterion",
     "criterion_key",
+    "extract_all_verdicts_from_report",
     "extract_verdicts_from_report",
     "filter_cannot_assess",
+    "filter_na_multi_choice",
+    "get_option_value",
     "human_scoring",
+    "is_na_option",
     "judge_code",
     "off_label_masses",
+    "resolve_ground_truth",
     "verdict_to_binary",
     "verdict_to_string",
 ]
@@ -170,6 +186,242 @@ def filter_cannot_assess(
     return out_h, out_j
 
 
+def classify_criterion(criterion: Criterion) -> CriterionType:
+    """The metrics family of a criterion (AutoRubric's API reference, "Metrics",
+    ``classify_criterion``).
+
+    Returns
+    -------
+    {"binary", "ordinal", "nominal"}
+        ``"binary"`` for a criterion without options (MET/UNMET/CANNOT_ASSESS), else its
+        ``scale_type``: ordinal options have an order (weighted kappa, rank correlations,
+        adjacent accuracy apply), nominal ones do not.
+    """
+    if criterion.options is None:
+        return "binary"
+    return "ordinal" if criterion.scale_type == "ordinal" else "nominal"
+
+
+def classify_criteria(criteria: Iterable[Criterion]) -> list[CriterionType]:
+    """:func:`classify_criterion` of each criterion, in order (a list, or a ``Rubric``)."""
+    return [classify_criterion(c) for c in criteria]
+
+
+def _option_index(criterion: Criterion, index: object, what: str) -> int:
+    """``index`` checked as an option index of the multi-choice ``criterion``."""
+    name = criterion.name or criterion.requirement[:40]
+    if criterion.options is None:
+        raise InputError(f"criterion {name!r} is binary: it has no options ({what})")
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+        raise InputError(f"criterion {name!r}: option index must be an integer, got {index!r}")
+    if not 0 <= int(index) < len(criterion.options):
+        raise InputError(f"criterion {name!r}: option index {index} out of range "
+                         f"[0, {len(criterion.options)})")
+    return int(index)
+
+
+def get_option_value(criterion: Criterion, index: int) -> float:
+    """Score value in [0, 1] of option ``index`` (0-based) of a multi-choice criterion.
+
+    Raises
+    ------
+    InputError
+        (a ``ValueError``, as in AutoRubric) The criterion is binary, or ``index`` is not an
+        integer in ``[0, len(options))``.
+    """
+    i = _option_index(criterion, index, "no option value")
+    assert criterion.options is not None
+    return criterion.options[i].value
+
+
+def is_na_option(criterion: Criterion, index: int) -> bool:
+    """Whether option ``index`` (0-based) of a multi-choice criterion is an NA option.
+
+    Raises
+    ------
+    InputError
+        As :func:`get_option_value`.
+    """
+    i = _option_index(criterion, index, "no NA option")
+    assert criterion.options is not None
+    return criterion.options[i].na
+
+
+def resolve_ground_truth(
+    ground_truth: Sequence[CriterionVerdict | str | int],
+    criteria: Sequence[Criterion],
+) -> list[CriterionVerdict | int]:
+    """Ground truth in the form the metrics compare: a verdict per binary criterion, an option
+    index per multi-choice one (AutoRubric's API reference, "Metrics", ``resolve_ground_truth``).
+
+    Parameters
+    ----------
+    ground_truth : sequence of CriterionVerdict, str or int, length ``len(criteria)``
+        Binary: a :class:`CriterionVerdict` or its name (``"MET"``, ``"UNMET"``,
+        ``"CANNOT_ASSESS"``). Multi-choice: an option label (matched ignoring case and
+        surrounding white space, :meth:`Criterion.find_option_by_label`) or a 0-based option
+        index.
+    criteria : sequence of Criterion
+        The rubric's criteria (a list, or ``Rubric.rubric``), in ground-truth order.
+
+    Returns
+    -------
+    list of CriterionVerdict or int
+        One entry per criterion: the verdict (binary) or the option index (multi-choice), in
+        the criterion's own options (an NA label gives the NA option's index).
+
+    Raises
+    ------
+    InputError
+        (a ``ValueError``, as in AutoRubric) Lengths differ; a binary value that is not a
+        verdict name; a label that is not an option; an index out of range; a value of another
+        type (a boolean is not an index).
+    """
+    from autorubric_local.data.validation import parse_ground_truth_value
+
+    if len(ground_truth) != len(criteria):
+        raise InputError(f"ground truth has {len(ground_truth)} value(s) but there are "
+                         f"{len(criteria)} criteria")
+    out: list[CriterionVerdict | int] = []
+    for j, (value, criterion) in enumerate(zip(ground_truth, criteria, strict=True)):
+        if criterion.options is not None and not isinstance(value, str):
+            out.append(_option_index(criterion, value, f"ground truth [{j}]"))
+            continue
+        parsed = parse_ground_truth_value(value, criterion, j, where=f"ground truth [{j}]")
+        out.append(parsed if isinstance(parsed, CriterionVerdict)
+                   else criterion.find_option_by_label(parsed))
+    return out
+
+
+def extract_all_verdicts_from_report(
+    report: EvaluationReport | EnsembleEvaluationReport,
+    criteria: Sequence[Criterion],
+) -> list[CriterionVerdict | int | None]:
+    """The verdict of every criterion of a report, binary and multi-choice (AutoRubric's API
+    reference, "Metrics", ``extract_all_verdicts_from_report``).
+
+    Parameters
+    ----------
+    report : EvaluationReport or EnsembleEvaluationReport
+        One grader's report (``verdict`` / ``multi_choice_verdict`` per criterion) or an
+        ensemble's (``final_verdict`` / ``final_multi_choice_verdict``).
+    criteria : sequence of Criterion
+        The rubric's criteria, in report order.
+
+    Returns
+    -------
+    list of CriterionVerdict or int or None, length ``len(criteria)``
+        Binary: the :class:`CriterionVerdict`. Multi-choice: the selected option's 0-based
+        index; an abstain without a selected option is the index of the criterion's NA option
+        in :meth:`Criterion.with_guaranteed_na_option` (``len(options)`` when the criterion
+        defines none, as AutoRubric's grader appends one). ``None`` when there is no verdict:
+        the criterion's judgment failed (``error`` set), or the report has no criteria (a
+        failed item). AutoRubric gives UNMET for a binary criterion of a report without
+        criteria; a failed judgment is not a verdict here.
+
+    Raises
+    ------
+    InputError
+        The report's criterion list and ``criteria`` differ in length.
+    """
+    rows: Sequence[CriterionReport | EnsembleCriterionReport] | None = report.report
+    if rows is None:
+        return [None] * len(criteria)
+    if len(rows) != len(criteria):
+        raise InputError(f"the report has {len(rows)} criteria but {len(criteria)} were given")
+    out: list[CriterionVerdict | int | None] = []
+    for cr, criterion in zip(rows, criteria, strict=True):
+        if cr.error is not None:
+            out.append(None)
+            continue
+        if isinstance(cr, EnsembleCriterionReport):
+            verdict, choice = cr.final_verdict, cr.final_multi_choice_verdict
+        else:
+            verdict, choice = cr.verdict, cr.multi_choice_verdict
+        if criterion.options is None:
+            out.append(verdict)
+        elif choice is None:
+            out.append(None)
+        elif choice.selected_index is not None and not choice.na:
+            out.append(choice.selected_index)
+        else:  # an abstain: the NA option it selected, else the first (maybe appended) NA option
+            effective = criterion.with_guaranteed_na_option()
+            assert effective.options is not None
+            picked = choice.selected_index
+            chose_na = picked is not None and 0 <= picked < len(effective.options) and effective.options[picked].na
+            out.append(picked if chose_na else effective.na_option_index)
+    return out
+
+
+def filter_na_multi_choice(
+    pred_indices: Sequence[int],
+    true_indices: Sequence[int],
+    criterion: Criterion,
+    mode: NAMode | str = NAMode.EXCLUDE,
+) -> tuple[list[int], list[int], int, int, int]:
+    """Apply an NA mode to paired option indices of one multi-choice criterion (AutoRubric's
+    API reference, "Metrics", ``filter_na_multi_choice``; the multi-choice analogue of
+    :func:`filter_cannot_assess`).
+
+    Parameters
+    ----------
+    pred_indices, true_indices : sequence of int, shape (n_pairs,)
+        Judge and ground-truth option indices into ``criterion.options``.
+    criterion : Criterion
+        The multi-choice criterion; every option with ``na=True`` is NA. Pass
+        :meth:`Criterion.with_guaranteed_na_option` when an index may be the appended NA.
+    mode : NAMode or str, default "exclude"
+        ``exclude`` drops a pair with NA on either side; ``as_unmet`` maps NA to
+        :meth:`Criterion.worst_scored_option` (the score-minimising scored option, weight-sign
+        aware) on both sides; ``as_category`` keeps NA as one more class.
+
+    Returns
+    -------
+    (pred, true, na_agreement, na_false_positive, na_false_negative)
+        ``pred``/``true``: the pairs after the mode, in order. The counts do not depend on
+        the mode: pairs where both sides are NA, the judge alone said NA, the ground truth
+        alone did. A criterion without NA options returns the pairs unchanged and zeros.
+
+    Raises
+    ------
+    InputError
+        (a ``ValueError``) An unknown mode; lists of different lengths; an index out of
+        range; a binary criterion; ``as_category`` on an ordinal criterion with an NA option
+        (NA has no position on the scale, so a weighted kappa over the result would give it
+        the distance of its index; ``compute_metrics`` instead keeps NA only in the unweighted
+        figures of such a criterion).
+    """
+    na = _na_mode(mode)
+    if len(pred_indices) != len(true_indices):
+        raise InputError(f"pred_indices and true_indices differ in length: "
+                         f"{len(pred_indices)} != {len(true_indices)}")
+    pred = [_option_index(criterion, p, "NA filter") for p in pred_indices]
+    true = [_option_index(criterion, t, "NA filter") for t in true_indices]
+    assert criterion.options is not None
+    is_na = [o.na for o in criterion.options]
+    if not any(is_na):
+        return pred, true, 0, 0, 0
+    if na is NAMode.AS_CATEGORY and criterion.scale_type == "ordinal":
+        raise InputError(f"criterion {criterion.name!r}: na_mode 'as_category' is refused for an "
+                         "ordinal criterion with an NA option (NA has no position on the scale); "
+                         "use 'exclude' or 'as_unmet'")
+    worst = criterion.worst_scored_option()[0] if na is NAMode.AS_UNMET else -1
+    out_p: list[int] = []
+    out_t: list[int] = []
+    both = judge_only = truth_only = 0
+    for p, t in zip(pred, true, strict=True):
+        both += is_na[p] and is_na[t]
+        judge_only += is_na[p] and not is_na[t]
+        truth_only += is_na[t] and not is_na[p]
+        if na is NAMode.EXCLUDE and (is_na[p] or is_na[t]):
+            continue
+        if na is NAMode.AS_UNMET:
+            p, t = (worst if is_na[p] else p), (worst if is_na[t] else t)
+        out_p.append(p)
+        out_t.append(t)
+    return out_p, out_t, both, judge_only, truth_only
+
+
 # ---- aligned pairs ---------------------------------------------------------------------------
 
 
@@ -255,12 +507,6 @@ def _mc_code(effective: Criterion, selected_index: int | None, na: bool) -> int:
     return na_index if effective.options[selected_index].na else selected_index
 
 
-def _scale_of(criterion: Criterion) -> Scale:
-    if criterion.options is None:
-        return "binary"
-    return "ordinal" if criterion.scale_type == "ordinal" else "nominal"
-
-
 def _signature(criterion: Criterion) -> tuple[object, ...]:
     if criterion.options is None:
         return ("binary",)
@@ -320,7 +566,7 @@ def human_code(effective: Criterion, truth: CriterionVerdict | str) -> int:
 
 
 def _new_pairs(key: str, index: int, criterion: Criterion) -> CriterionPairs:
-    scale = _scale_of(criterion)
+    scale = classify_criterion(criterion)
     if criterion.options is None:
         return CriterionPairs(key, index, criterion, scale, list(BINARY_LABELS))
     effective = criterion.with_guaranteed_na_option()

@@ -35,6 +35,7 @@ __all__ = [
     "ConfidenceInterval",
     "CorrelationResult",
     "CriterionMetrics",
+    "CriterionType",
     "DistributionResult",
     "EMDResult",
     "GradedItemResult",
@@ -51,6 +52,11 @@ __all__ = [
 
 Scale = Literal["binary", "ordinal", "nominal"]
 """Kind of a criterion for metrics: binary (MET/UNMET), or a multi-choice scale."""
+
+CriterionType = Scale
+"""AutoRubric's name for :data:`Scale` (its API reference, "Metrics", ``CriterionType``):
+``"binary"`` (MET/UNMET), ``"ordinal"`` (ordered options, e.g. a 1-4 rating) or ``"nominal"``
+(unordered categories); what :func:`~.extract.classify_criterion` returns."""
 
 
 class GradedItemResult(Protocol):
@@ -259,12 +265,22 @@ class CalibrationResult(_Frozen):
 
 class OptionMetrics(_Frozen):
     """One-vs-rest precision, recall and F1 of one option (``None`` when the denominator is
-    0), and its support (number of human labels with this option)."""
+    0), and its support (number of human labels with this option).
+
+    ``label``, ``index`` (the option's position in its criterion's ``labels``, the
+    confusion-matrix order), ``support_true`` (= ``support``) and ``support_pred`` (judge
+    labels with this option) are AutoRubric's fields (its API reference, "Metrics",
+    ``OptionMetrics``); ``None`` in metrics stored before they existed.
+    """
 
     precision: float | None
     recall: float | None
     f1: float | None
     support: int
+    label: str | None = None
+    index: int | None = None
+    support_true: int | None = None
+    support_pred: int | None = None
 
 
 class CriterionMetrics(_Frozen):
