@@ -1,0 +1,916 @@
+"""AutoRubric's per-type metric shapes, as views of what this package computes (AutoRubric's API
+reference, "Metrics": ``BinaryCriterionMetrics``, ``OrdinalCriterionMetrics``,
+``NominalCriterionMetrics``, ``ConfusionMatrix``, ``CoverageStats``, ``NAStats``,
+``CannotAssessStats``, ``PooledScaleMetrics``).
+
+:func:`~.compute.compute_metrics` gives one :class:`~.types.CriterionMetrics` per criterion,
+whatever its scale. Code written for AutoRubric reads ``per_criterion`` as a union of three
+types told apart by ``criterion_type``; :func:`typed_per_criterion` (a whole result) and
+:func:`as_typed` (one criterion) give that view, field for field, from the figures already
+computed: nothing here recomputes an accuracy or a kappa of a criterion. What the view adds
+is read off the confusion matrix (support counts, the MET-vs-rest 2x2 and its rates, the
+phi coefficient, one-vs-rest metrics per ordinal option).
+
+AutoRubric also reports abstention diagnostics that ``compute_metrics`` does not (yet):
+:func:`abstention_stats` computes them from a run (CANNOT_ASSESS and NA agreement, coverage per
+criterion), and :func:`pooled_scale_metrics` the pooled rubric-point metrics AutoRubric gives
+for datasets whose items have different rubrics.
+
+Conventions are this package's (:mod:`.types`): an undefined figure is ``None``, never NaN
+and never a made-up 0.0.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.types import CriterionVerdict
+from autorubric_local.metrics.agreement import kappa_from_confusion, prf_from_confusion
+from autorubric_local.metrics.extract import (
+    CANNOT_ASSESS,
+    _check_item,
+    align,
+    classify_criterion,
+    criterion_key,
+    extract_all_verdicts_from_report,
+    resolve_ground_truth,
+)
+from autorubric_local.metrics.scores import correlation, rmse_mae
+from autorubric_local.metrics.types import (
+    CannotAssessMode,
+    CorrelationResult,
+    CriterionMetrics,
+    CriterionType,
+    GradedRun,
+    InterJudgeCriterion,
+    NAMode,
+    OptionMetrics,
+    _Frozen,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from autorubric_local.data.dataset import RubricDataset
+    from autorubric_local.metrics.result import MetricsResult
+
+__all__ = [
+    "AbstentionStats",
+    "BinaryCriterionMetrics",
+    "CannotAssessStats",
+    "ConfusionMatrix",
+    "CoverageStats",
+    "CriterionMetricsUnion",
+    "NAStats",
+    "NominalCriterionMetrics",
+    "OrdinalCriterionMetrics",
+    "PooledScaleMetrics",
+    "abstention_stats",
+    "as_typed",
+    "interpret_kappa",
+    "pooled_scale_metrics",
+    "typed_per_criterion",
+]
+
+
+def interpret_kappa(kappa: float | None) -> str:
+    """Landis and Koch's (1977) verbal band of a kappa, with AutoRubric's cut points.
+
+    ``< 0`` "poor (worse than chance)", ``< 0.21`` "slight", ``< 0.41`` "fair", ``< 0.61``
+    "moderate", ``< 0.81`` "substantial", else "almost perfect"; ``"undefined"`` for ``None``.
+
+    References
+    ----------
+    Landis, J. R. and Koch, G. G. (1977). The measurement of observer agreement for
+    categorical data. Biometrics 33(1), 159-174.
+    """
+    if kappa is None:
+        return "undefined"
+    for bound, band in ((0.0, "poor (worse than chance)"), (0.21, "slight"), (0.41, "fair"),
+                        (0.61, "moderate"), (0.81, "substantial")):
+        if kappa < bound:
+            return band
+    return "almost perfect"
+
+
+# ---- confusion matrix ------------------------------------------------------------------------
+
+
+class ConfusionMatrix(_Frozen):
+    """Counts of (ground truth, prediction) label pairs, with the labels of its axes.
+
+    Attributes
+    ----------
+    matrix : list of list of int, shape (n_classes, n_classes)
+        ``matrix[i][j]``: pairs whose ground truth is ``labels[i]`` and prediction
+        ``labels[j]`` (rows truth, columns prediction, as ``sklearn.metrics.confusion_matrix``).
+    labels : list of str, length n_classes
+        Binary criteria: ``["MET", "UNMET"]`` (MET, the positive class, first).
+
+    Raises
+    ------
+    pydantic.ValidationError
+        The matrix is not square, its size differs from ``len(labels)``, or a count is
+        negative.
+
+    Notes
+    -----
+    ``tp``, ``fn``, ``fp``, ``tn`` and the rates built from them are defined only for a 2x2
+    matrix with ``labels[0] == "MET"``; on any other matrix they raise :class:`InputError`. A
+    rate with a zero denominator is ``None``.
+    """
+
+    matrix: list[list[int]]
+    labels: list[str]
+
+    @model_validator(mode="after")
+    def _check_shape(self) -> ConfusionMatrix:
+        n = len(self.labels)
+        if len(self.matrix) != n or any(len(row) != n for row in self.matrix):
+            raise ValueError(f"matrix must be {n}x{n} to match labels {self.labels}")
+        if any(c < 0 for row in self.matrix for c in row):
+            raise ValueError("counts must be >= 0")
+        return self
+
+    @classmethod
+    def from_pairs(cls, y_true: list[str], y_pred: list[str], labels: list[str]) -> ConfusionMatrix:
+        """The matrix of paired labels (``sklearn.metrics.confusion_matrix`` with ``labels``).
+
+        Parameters
+        ----------
+        y_true, y_pred : list of str, shape (n_pairs,)
+        labels : list of str
+            The classes, in axis order; pairs with a label outside them are not counted.
+        """
+        from sklearn.metrics import confusion_matrix
+
+        if len(y_true) != len(y_pred):
+            raise InputError(f"y_true and y_pred differ in length: {len(y_true)} != {len(y_pred)}")
+        if not y_true:
+            return cls(matrix=[[0] * len(labels) for _ in labels], labels=list(labels))
+        return cls(matrix=confusion_matrix(y_true, y_pred, labels=labels).tolist(), labels=list(labels))
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classes."""
+        return len(self.labels)
+
+    @property
+    def total(self) -> int:
+        """Number of pairs counted."""
+        return sum(sum(row) for row in self.matrix)
+
+    def _binary(self) -> tuple[int, int, int, int]:
+        if len(self.labels) != 2 or self.labels[0] != "MET":
+            raise InputError("tp/fn/fp/tn and their rates need a 2x2 matrix with labels[0] == 'MET' "
+                             f"(MET positive, UNMET negative); got labels {self.labels}")
+        (tp, fn), (fp, tn) = self.matrix
+        return tp, fn, fp, tn
+
+    @property
+    def tp(self) -> int:
+        """Ground truth MET, predicted MET (binary only)."""
+        return self._binary()[0]
+
+    @property
+    def fn(self) -> int:
+        """Ground truth MET, predicted UNMET (binary only)."""
+        return self._binary()[1]
+
+    @property
+    def fp(self) -> int:
+        """Ground truth UNMET, predicted MET (binary only)."""
+        return self._binary()[2]
+
+    @property
+    def tn(self) -> int:
+        """Ground truth UNMET, predicted UNMET (binary only)."""
+        return self._binary()[3]
+
+    @property
+    def fpr(self) -> float | None:
+        """False-positive rate ``fp / (fp + tn)`` in [0, 1]; ``None`` without true UNMET."""
+        _, _, fp, tn = self._binary()
+        return fp / (fp + tn) if fp + tn else None
+
+    @property
+    def fnr(self) -> float | None:
+        """False-negative rate ``fn / (fn + tp)`` in [0, 1]; ``None`` without true MET."""
+        tp, fn, _, _ = self._binary()
+        return fn / (fn + tp) if fn + tp else None
+
+    @property
+    def precision(self) -> float | None:
+        """``tp / (tp + fp)`` in [0, 1]; ``None`` when nothing was predicted MET."""
+        tp, _, fp, _ = self._binary()
+        return tp / (tp + fp) if tp + fp else None
+
+    @property
+    def recall(self) -> float | None:
+        """``tp / (tp + fn)`` in [0, 1]; ``None`` without true MET."""
+        tp, fn, _, _ = self._binary()
+        return tp / (tp + fn) if tp + fn else None
+
+
+def _phi(cm: ConfusionMatrix) -> float | None:
+    """Matthews correlation (the phi coefficient) of a binary 2x2 matrix, in [-1, 1], by
+    ``sklearn.metrics.matthews_corrcoef``; ``None`` when either side has one class only
+    (scikit-learn would give 0.0 for that 0/0)."""
+    from sklearn.metrics import matthews_corrcoef
+
+    tp, fn, fp, tn = cm.tp, cm.fn, cm.fp, cm.tn
+    if 0 in (tp + fn, fp + tn, tp + fp, fn + tn):
+        return None
+    truth, pred = [1, 1, 0, 0], [1, 0, 1, 0]
+    return float(matthews_corrcoef(truth, pred, sample_weight=[tp, fn, fp, tn]))
+
+
+def _met_vs_rest(cm: CriterionMetrics) -> ConfusionMatrix:
+    """The 2x2 MET / not-MET matrix of a binary criterion (CANNOT_ASSESS, a class under
+    ``cannot_assess="as_category"``, counts as not MET, as AutoRubric's binary matrix has it)."""
+    counts = np.asarray(cm.confusion_matrix, dtype=int)
+    met = cm.labels.index(CriterionVerdict.MET.value)
+    rest = [k for k in range(len(cm.labels)) if k != met]
+    tp = int(counts[met, met])
+    fn = int(counts[met, rest].sum())
+    fp = int(counts[rest, met].sum())
+    tn = int(counts[np.ix_(rest, rest)].sum())
+    return ConfusionMatrix(matrix=[[tp, fn], [fp, tn]], labels=["MET", "UNMET"])
+
+
+# ---- abstention and coverage diagnostics ------------------------------------------------------
+
+
+class CoverageStats(_Frozen):
+    """How much of the paired sample is left once abstentions and failed judgments are left
+    out, as under the ``exclude`` modes (AutoRubric's ``CoverageStats``).
+
+    Attributes
+    ----------
+    n_total : int
+        (item, criterion) pairs with ground truth before anything is left out, the pairs of
+        failed items included.
+    n_covered : int
+        Pairs left: judged, with no CANNOT_ASSESS / NA on either side (the ``support`` of the
+        criterion under the exclude modes).
+    coverage : float in [0, 1] or None
+        ``n_covered / n_total``.
+    judge_abstain_rate, gt_abstain_rate : float in [0, 1] or None
+        Share of ``n_total`` where the judge (the ground truth) abstained, among judged pairs.
+    union_exclusion_rate : float in [0, 1] or None
+        ``1 - coverage``: left out for any reason.
+    n_errored : int
+        Pairs without a verdict: the criterion's judgment failed, or its whole item did.
+    error_rate : float in [0, 1] or None
+        ``n_errored / n_total``.
+
+    Every rate is ``None`` when ``n_total == 0``.
+    """
+
+    n_total: int
+    n_covered: int
+    coverage: float | None = None
+    judge_abstain_rate: float | None = None
+    gt_abstain_rate: float | None = None
+    union_exclusion_rate: float | None = None
+    n_errored: int = 0
+    error_rate: float | None = None
+
+    @classmethod
+    def from_counts(cls, n_total: int, n_covered: int, judge_abstain: int, gt_abstain: int,
+                    n_errored: int) -> CoverageStats:
+        """The statistics of these counts (every count >= 0, ``n_covered <= n_total``)."""
+        if min(n_total, n_covered, judge_abstain, gt_abstain, n_errored) < 0 or n_covered > n_total:
+            raise InputError(f"coverage counts out of range: n_total={n_total}, n_covered={n_covered}, "
+                             f"judge_abstain={judge_abstain}, gt_abstain={gt_abstain}, n_errored={n_errored}")
+        if n_total == 0:
+            return cls(n_total=0, n_covered=0, n_errored=n_errored)
+        coverage = n_covered / n_total
+        return cls(n_total=n_total, n_covered=n_covered, coverage=coverage,
+                   judge_abstain_rate=judge_abstain / n_total, gt_abstain_rate=gt_abstain / n_total,
+                   union_exclusion_rate=1.0 - coverage, n_errored=n_errored,
+                   error_rate=n_errored / n_total)
+
+
+def _dichotomy(truth: np.ndarray, pred: np.ndarray) -> tuple[int, int, int, int, float | None]:
+    """Counts and Cohen's kappa of a yes/no decision: ``(n_true, n_pred, false_pos, false_neg,
+    kappa)``; kappa by :func:`~.agreement.kappa_from_confusion` (``None`` when both sides
+    make one decision only, or there are no pairs)."""
+    cm = np.array([[np.sum(~truth & ~pred), np.sum(~truth & pred)],
+                   [np.sum(truth & ~pred), np.sum(truth & pred)]], dtype=float)
+    return (int(truth.sum()), int(pred.sum()), int(cm[0, 1]), int(cm[1, 0]),
+            kappa_from_confusion(cm) if truth.size else None)
+
+
+class NAStats(_Frozen):
+    """Agreement on the NA (not applicable) decision of multi-choice criteria: judge vs ground
+    truth on {NA, not NA}, over every judged pair of every multi-choice criterion
+    (AutoRubric's ``NAStats``). Counts do not depend on the NA mode; failed judgments are in
+    none of them.
+
+    Attributes
+    ----------
+    na_count_true, na_count_pred : int
+        Pairs where the ground truth (the judge) is NA.
+    na_kappa : float in [-1, 1] or None
+        Cohen's kappa on the dichotomy; ``None`` when both sides make one decision only.
+    na_kappa_interpretation : str or None
+        :func:`interpret_kappa` of ``na_kappa``; ``None`` with it.
+    na_false_positive : int
+        The judge said NA, the ground truth did not.
+    na_false_negative : int
+        The ground truth is NA, the judge said otherwise.
+    """
+
+    na_count_true: int
+    na_count_pred: int
+    na_kappa: float | None = None
+    na_kappa_interpretation: str | None = None
+    na_false_positive: int
+    na_false_negative: int
+
+    @classmethod
+    def from_decisions(cls, truth_na: list[bool], pred_na: list[bool]) -> NAStats:
+        """The statistics of paired NA decisions (``truth_na[k]``: the ground truth of pair
+        ``k`` is NA), two lists of the same length."""
+        n_true, n_pred, fp, fn, kappa = _dichotomy(*_bool_pair(truth_na, pred_na))
+        return cls(na_count_true=n_true, na_count_pred=n_pred, na_kappa=kappa,
+                   na_kappa_interpretation=None if kappa is None else interpret_kappa(kappa),
+                   na_false_positive=fp, na_false_negative=fn)
+
+
+class CannotAssessStats(_Frozen):
+    """Agreement on CANNOT_ASSESS of binary criteria: judge vs ground truth on
+    {CANNOT_ASSESS, not CANNOT_ASSESS}, over every judged pair of every binary criterion
+    (AutoRubric's ``CannotAssessStats``, the binary parallel of :class:`NAStats`).
+
+    Attributes
+    ----------
+    ca_count_true, ca_count_pred : int
+        Pairs where the ground truth (the judge) is CANNOT_ASSESS.
+    ca_kappa : float in [-1, 1] or None
+        Cohen's kappa on the dichotomy; ``None`` when both sides make one decision only.
+    ca_kappa_interpretation : str or None
+        :func:`interpret_kappa` of ``ca_kappa``; ``None`` with it.
+    ca_false_positive : int
+        The judge said CANNOT_ASSESS, the ground truth did not.
+    ca_false_negative : int
+        The ground truth is CANNOT_ASSESS, the judge gave a verdict.
+    """
+
+    ca_count_true: int
+    ca_count_pred: int
+    ca_kappa: float | None = None
+    ca_kappa_interpretation: str | None = None
+    ca_false_positive: int
+    ca_false_negative: int
+
+    @classmethod
+    def from_decisions(cls, truth_ca: list[bool], pred_ca: list[bool]) -> CannotAssessStats:
+        """The statistics of paired CANNOT_ASSESS decisions, as :meth:`NAStats.from_decisions`."""
+        n_true, n_pred, fp, fn, kappa = _dichotomy(*_bool_pair(truth_ca, pred_ca))
+        return cls(ca_count_true=n_true, ca_count_pred=n_pred, ca_kappa=kappa,
+                   ca_kappa_interpretation=None if kappa is None else interpret_kappa(kappa),
+                   ca_false_positive=fp, ca_false_negative=fn)
+
+
+def _bool_pair(truth: list[bool], pred: list[bool]) -> tuple[np.ndarray, np.ndarray]:
+    if len(truth) != len(pred):
+        raise InputError(f"truth and pred differ in length: {len(truth)} != {len(pred)}")
+    return np.asarray(truth, dtype=bool), np.asarray(pred, dtype=bool)
+
+
+class AbstentionStats(_Frozen):
+    """Extension: AutoRubric's abstention diagnostics of a run (``MetricsResult.na_stats``,
+    ``cannot_assess_stats``, ``coverage_stats`` and each criterion's ``coverage_stats``
+    there), which :func:`~.compute.compute_metrics` does not report; see
+    :func:`abstention_stats`.
+
+    Attributes
+    ----------
+    cannot_assess_stats : CannotAssessStats or None
+        ``None`` when no criterion is binary.
+    na_stats : NAStats or None
+        ``None`` when no criterion is multi-choice.
+    coverage_stats : CoverageStats
+        Over all criteria: the sums of the per-criterion counts (pairs, not items).
+    per_criterion : dict of str to CoverageStats
+        By criterion key (:func:`~.extract.criterion_key`), in rubric order.
+    """
+
+    cannot_assess_stats: CannotAssessStats | None
+    na_stats: NAStats | None
+    coverage_stats: CoverageStats
+    per_criterion: dict[str, CoverageStats] = Field(default_factory=dict)
+
+
+def abstention_stats(eval_result: GradedRun, dataset: RubricDataset,
+                     judge: str | None = None) -> AbstentionStats:
+    """CANNOT_ASSESS and NA agreement and coverage of a run against its ground truth.
+
+    Pairs are aligned as for :func:`~.compute.compute_metrics` (:mod:`.extract`), with nothing
+    remapped: the counts do not depend on the CANNOT_ASSESS / NA modes. A failed judgment, or
+    a failed item, is an errored pair; it is never counted as an abstention.
+
+    Parameters
+    ----------
+    eval_result : GradedRun
+        A graded run, e.g. ``EvalResult``.
+    dataset : RubricDataset
+        The dataset it graded, with ground truth.
+    judge : str or None
+        ``None``: the final (ensemble) verdicts; a judge id: that judge's own votes.
+
+    Returns
+    -------
+    AbstentionStats
+
+    Raises
+    ------
+    InputError
+        As :func:`~.extract.align`: the run and the dataset do not match.
+    """
+    data = align(eval_result, dataset, judge, CannotAssessMode.AS_CATEGORY, NAMode.AS_CATEGORY)
+    failed_by_key: dict[str, int] = {}
+    for r in eval_result.item_results:
+        report = r.report
+        if dataset[r.item_idx].ground_truth is None or (report.score is not None and report.report is not None):
+            continue
+        for index, criterion in enumerate(dataset.get_item_rubric(r.item_idx)):
+            key = criterion_key(criterion, index)
+            failed_by_key[key] = failed_by_key.get(key, 0) + 1
+    ca_truth: list[bool] = []
+    ca_pred: list[bool] = []
+    na_truth: list[bool] = []
+    na_pred: list[bool] = []
+    has_binary = has_choice = False
+    per: dict[str, CoverageStats] = {}
+    totals = np.zeros(5, dtype=int)
+    for pairs in data.criteria:
+        _, h, j = pairs.arrays()
+        abstain = CANNOT_ASSESS if pairs.scale == "binary" else pairs.criterion.na_option_index
+        h_abs, j_abs = h == abstain, j == abstain
+        if pairs.scale == "binary":
+            has_binary = True
+            ca_truth.extend(h_abs.tolist())
+            ca_pred.extend(j_abs.tolist())
+        else:
+            has_choice = True
+            na_truth.extend(h_abs.tolist())
+            na_pred.extend(j_abs.tolist())
+        errored = pairs.n_excluded + failed_by_key.get(pairs.key, 0)
+        counts = np.array([h.size + errored, int(np.sum(~h_abs & ~j_abs)), int(j_abs.sum()),
+                           int(h_abs.sum()), errored])
+        totals += counts
+        per[pairs.key] = CoverageStats.from_counts(*(int(c) for c in counts))
+    return AbstentionStats(
+        cannot_assess_stats=CannotAssessStats.from_decisions(ca_truth, ca_pred) if has_binary else None,
+        na_stats=NAStats.from_decisions(na_truth, na_pred) if has_choice else None,
+        coverage_stats=CoverageStats.from_counts(*(int(c) for c in totals)),
+        per_criterion=per,
+    )
+
+
+# ---- per-criterion views ---------------------------------------------------------------------
+
+
+class BinaryCriterionMetrics(_Frozen):
+    """Agreement on one binary criterion, in AutoRubric's fields (its ``CriterionMetrics``,
+    alias ``BinaryCriterionMetrics``). Built by :meth:`from_criterion_metrics`.
+
+    Attributes
+    ----------
+    name : str
+        The criterion key (:func:`~.extract.criterion_key`).
+    index : int
+        Position of the criterion in the rubric.
+    criterion_type : "binary"
+    n_samples : int
+        Pairs compared (``CriterionMetrics.support``).
+    accuracy : float in [0, 1] or None
+        Exact agreement (CANNOT_ASSESS a class of its own under ``as_category``).
+    precision, recall, f1 : float in [0, 1] or None
+        MET positive; ``None`` on a zero denominator (AutoRubric gives 0.0 there).
+    kappa : float in [-1, 1] or None
+        Cohen's kappa; ``None`` when both sides use one label only.
+    kappa_interpretation : str
+        :func:`interpret_kappa` of ``kappa``.
+    krippendorff_alpha, fleiss_kappa : float or None
+        Among the ensemble's judges (:class:`~.types.InterJudgeCriterion`); ``None`` with fewer
+        than two judges or when undefined.
+    support_true, support_pred : int
+        Pairs where the ground truth (the judge) is MET.
+    confusion_matrix : ConfusionMatrix or None
+        2x2, labels ``["MET", "UNMET"]``, CANNOT_ASSESS counted as UNMET; ``None`` without pairs.
+    fpr, fnr : float in [0, 1] or None
+        :attr:`ConfusionMatrix.fpr`, :attr:`ConfusionMatrix.fnr`.
+    phi : float in [-1, 1] or None
+        Matthews correlation of MET vs not MET; ``None`` when a side is constant.
+    is_degenerate : bool
+        Pairs exist but kappa is undefined.
+    coverage_stats : CoverageStats or None
+        Under the exclude modes, when :func:`abstention_stats` was given; else ``None``.
+    """
+
+    name: str
+    index: int
+    criterion_type: Literal["binary"] = "binary"
+    n_samples: int
+    accuracy: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    kappa: float | None
+    kappa_interpretation: str
+    krippendorff_alpha: float | None = None
+    fleiss_kappa: float | None = None
+    support_true: int
+    support_pred: int
+    confusion_matrix: ConfusionMatrix | None = None
+    fpr: float | None = None
+    fnr: float | None = None
+    phi: float | None = None
+    is_degenerate: bool = False
+    coverage_stats: CoverageStats | None = None
+
+    @classmethod
+    def from_criterion_metrics(cls, cm: CriterionMetrics, inter_judge: InterJudgeCriterion | None = None,
+                               coverage: CoverageStats | None = None) -> BinaryCriterionMetrics:
+        """The view of a binary :class:`~.types.CriterionMetrics`.
+
+        Raises
+        ------
+        InputError
+            ``cm`` is not binary.
+        """
+        _require_scale(cm, "binary")
+        two = _met_vs_rest(cm)
+        empty = cm.support == 0
+        return cls(
+            name=cm.name, index=cm.index, n_samples=cm.support, accuracy=cm.accuracy,
+            precision=cm.precision, recall=cm.recall, f1=cm.f1, kappa=cm.kappa,
+            kappa_interpretation=interpret_kappa(cm.kappa), **_inter(inter_judge),
+            support_true=two.tp + two.fn, support_pred=two.tp + two.fp,
+            confusion_matrix=None if empty else two, fpr=None if empty else two.fpr,
+            fnr=None if empty else two.fnr, phi=None if empty else _phi(two),
+            is_degenerate=not empty and cm.kappa is None, coverage_stats=coverage,
+        )
+
+
+class OrdinalCriterionMetrics(_Frozen):
+    """Agreement on one ordinal multi-choice criterion, in AutoRubric's fields. Built by
+    :meth:`from_criterion_metrics`.
+
+    Attributes
+    ----------
+    name, index, criterion_type, n_samples
+        As :class:`BinaryCriterionMetrics` (``criterion_type`` ``"ordinal"``).
+    n_options : int
+        Classes compared: the scored options, and NA under ``na_mode="as_category"``
+        (``len(confusion_matrix.labels)``).
+    exact_accuracy : float in [0, 1] or None
+    adjacent_accuracy : float in [0, 1] or None
+        Pairs at most one scale position apart (positions: scored options by value).
+    weighted_kappa : float in [-1, 1] or None
+        Quadratic-weighted kappa over scale positions.
+    kappa_interpretation : str
+        :func:`interpret_kappa` of ``weighted_kappa``.
+    krippendorff_alpha, fleiss_kappa : float or None
+        Among the ensemble's judges (alpha at the ordinal level).
+    spearman, kendall : CorrelationResult or None
+        Rank correlations of option values; ``None`` when undefined (AutoRubric gives a
+        result whose coefficient is ``None``).
+    rmse, mae : float or None
+        Errors of option values (the judge's continuous ensemble value when it has one).
+    per_option : list of OptionMetrics
+        One-vs-rest figures of each class, from the confusion matrix; empty without pairs.
+    confusion_matrix : ConfusionMatrix
+        Rows ground truth, columns judge, labels the classes compared.
+    is_degenerate : bool
+        Pairs exist but the weighted kappa is undefined.
+    coverage_stats : CoverageStats or None
+        As :class:`BinaryCriterionMetrics`.
+    """
+
+    name: str
+    index: int
+    criterion_type: Literal["ordinal"] = "ordinal"
+    n_samples: int
+    n_options: int
+    exact_accuracy: float | None
+    adjacent_accuracy: float | None
+    weighted_kappa: float | None
+    kappa_interpretation: str
+    krippendorff_alpha: float | None = None
+    fleiss_kappa: float | None = None
+    spearman: CorrelationResult | None
+    kendall: CorrelationResult | None
+    rmse: float | None
+    mae: float | None
+    per_option: list[OptionMetrics]
+    confusion_matrix: ConfusionMatrix
+    is_degenerate: bool = False
+    coverage_stats: CoverageStats | None = None
+
+    @classmethod
+    def from_criterion_metrics(cls, cm: CriterionMetrics, inter_judge: InterJudgeCriterion | None = None,
+                               coverage: CoverageStats | None = None) -> OrdinalCriterionMetrics:
+        """The view of an ordinal :class:`~.types.CriterionMetrics`.
+
+        Raises
+        ------
+        InputError
+            ``cm`` is not ordinal.
+        """
+        _require_scale(cm, "ordinal")
+        return cls(
+            name=cm.name, index=cm.index, n_samples=cm.support, n_options=len(cm.labels),
+            exact_accuracy=cm.accuracy, adjacent_accuracy=cm.adjacent_accuracy,
+            weighted_kappa=cm.weighted_kappa, kappa_interpretation=interpret_kappa(cm.weighted_kappa),
+            **_inter(inter_judge), spearman=cm.spearman, kendall=cm.kendall, rmse=cm.rmse, mae=cm.mae,
+            per_option=_options_from_confusion(cm) if cm.support else [],
+            confusion_matrix=ConfusionMatrix(matrix=cm.confusion_matrix, labels=cm.labels),
+            is_degenerate=cm.support > 0 and cm.weighted_kappa is None, coverage_stats=coverage,
+        )
+
+
+class NominalCriterionMetrics(_Frozen):
+    """Agreement on one nominal multi-choice criterion, in AutoRubric's fields. Built by
+    :meth:`from_criterion_metrics`.
+
+    Attributes
+    ----------
+    name, index, criterion_type, n_samples, n_options
+        As :class:`OrdinalCriterionMetrics` (``criterion_type`` ``"nominal"``).
+    exact_accuracy : float in [0, 1] or None
+    kappa : float in [-1, 1] or None
+        Unweighted Cohen's kappa.
+    kappa_interpretation : str
+    krippendorff_alpha, fleiss_kappa : float or None
+    per_option : list of OptionMetrics
+        ``CriterionMetrics.per_option`` in confusion-matrix order; empty without pairs.
+    confusion_matrix : ConfusionMatrix
+    is_degenerate : bool
+    coverage_stats : CoverageStats or None
+    """
+
+    name: str
+    index: int
+    criterion_type: Literal["nominal"] = "nominal"
+    n_samples: int
+    n_options: int
+    exact_accuracy: float | None
+    kappa: float | None
+    kappa_interpretation: str
+    krippendorff_alpha: float | None = None
+    fleiss_kappa: float | None = None
+    per_option: list[OptionMetrics]
+    confusion_matrix: ConfusionMatrix
+    is_degenerate: bool = False
+    coverage_stats: CoverageStats | None = None
+
+    @classmethod
+    def from_criterion_metrics(cls, cm: CriterionMetrics, inter_judge: InterJudgeCriterion | None = None,
+                               coverage: CoverageStats | None = None) -> NominalCriterionMetrics:
+        """The view of a nominal :class:`~.types.CriterionMetrics`.
+
+        Raises
+        ------
+        InputError
+            ``cm`` is not nominal.
+        """
+        _require_scale(cm, "nominal")
+        options = [cm.per_option[label] for label in cm.labels] if cm.per_option and cm.support else []
+        return cls(
+            name=cm.name, index=cm.index, n_samples=cm.support, n_options=len(cm.labels),
+            exact_accuracy=cm.accuracy, kappa=cm.kappa, kappa_interpretation=interpret_kappa(cm.kappa),
+            **_inter(inter_judge), per_option=options,
+            confusion_matrix=ConfusionMatrix(matrix=cm.confusion_matrix, labels=cm.labels),
+            is_degenerate=cm.support > 0 and cm.kappa is None, coverage_stats=coverage,
+        )
+
+
+CriterionMetricsUnion = BinaryCriterionMetrics | OrdinalCriterionMetrics | NominalCriterionMetrics
+"""One criterion's metrics in AutoRubric's shape; ``criterion_type`` says which (its
+``CriterionMetricsUnion``)."""
+
+_VIEWS: dict[str, type[BinaryCriterionMetrics] | type[OrdinalCriterionMetrics] | type[NominalCriterionMetrics]] = {
+    "binary": BinaryCriterionMetrics, "ordinal": OrdinalCriterionMetrics, "nominal": NominalCriterionMetrics,
+}
+
+
+def _require_scale(cm: CriterionMetrics, scale: CriterionType) -> None:
+    if cm.scale != scale:
+        raise InputError(f"criterion {cm.name!r} is {cm.scale}, not {scale}")
+
+
+def _inter(inter_judge: InterJudgeCriterion | None) -> dict[str, float | None]:
+    if inter_judge is None:
+        return {"krippendorff_alpha": None, "fleiss_kappa": None}
+    return {"krippendorff_alpha": inter_judge.alpha, "fleiss_kappa": inter_judge.fleiss_kappa}
+
+
+def _options_from_confusion(cm: CriterionMetrics) -> list[OptionMetrics]:
+    """One-vs-rest precision/recall/F1 of each class (:func:`~.agreement.prf_from_confusion`)."""
+    counts = np.asarray(cm.confusion_matrix, dtype=float)
+    out = []
+    for k, label in enumerate(cm.labels):
+        precision, recall, f1 = prf_from_confusion(counts, k)
+        actual = int(counts[k, :].sum())
+        out.append(OptionMetrics(precision=precision, recall=recall, f1=f1, support=actual, label=label,
+                                 index=k, support_true=actual, support_pred=int(counts[:, k].sum())))
+    return out
+
+
+def as_typed(cm: CriterionMetrics, *, inter_judge: InterJudgeCriterion | None = None,
+             coverage: CoverageStats | None = None) -> CriterionMetricsUnion:
+    """One criterion's metrics as the AutoRubric type of its scale.
+
+    Parameters
+    ----------
+    cm : CriterionMetrics
+        From :func:`~.compute.compute_metrics` (``MetricsResult.per_criterion``).
+    inter_judge : InterJudgeCriterion, optional
+        The criterion's entry of ``MetricsResult.inter_judge`` (fills ``krippendorff_alpha``
+        and ``fleiss_kappa``).
+    coverage : CoverageStats, optional
+        The criterion's entry of :attr:`AbstentionStats.per_criterion`.
+
+    Returns
+    -------
+    BinaryCriterionMetrics, OrdinalCriterionMetrics or NominalCriterionMetrics
+    """
+    return _VIEWS[cm.scale].from_criterion_metrics(cm, inter_judge, coverage)
+
+
+def typed_per_criterion(result: MetricsResult,
+                        abstentions: AbstentionStats | None = None) -> list[CriterionMetricsUnion]:
+    """``result.per_criterion`` as AutoRubric's per-type metrics, in the same order.
+
+    Parameters
+    ----------
+    result : MetricsResult
+    abstentions : AbstentionStats, optional
+        :func:`abstention_stats` of the same run; each criterion's ``coverage_stats`` is set
+        from it when ``result`` was computed with both modes ``"exclude"`` (as AutoRubric sets
+        it only there), else left ``None``.
+
+    Returns
+    -------
+    list of CriterionMetricsUnion, length ``len(result.per_criterion)``
+    """
+    inter = {c.name: c for c in result.inter_judge.per_criterion} if result.inter_judge else {}
+    excluding = (result.cannot_assess_mode == CannotAssessMode.EXCLUDE.value
+                 and result.na_mode == NAMode.EXCLUDE.value)
+    coverage = abstentions.per_criterion if abstentions is not None and excluding else {}
+    return [as_typed(cm, inter_judge=inter.get(cm.name), coverage=coverage.get(cm.name))
+            for cm in result.per_criterion]
+
+
+# ---- pooled rubric points ---------------------------------------------------------------------
+
+
+class PooledScaleMetrics(_Frozen):
+    """Agreement pooled over the rubric points of one scale type, for datasets whose items
+    have different rubrics (AutoRubric's ``PooledScaleMetrics``; see
+    :func:`pooled_scale_metrics`).
+
+    Every (item, criterion) pair is reduced to a value in [0, 1] (binary MET = 1, UNMET = 0;
+    multi-choice: the option's ``value``) and an exact-match flag. Figures that need one
+    shared option set (kappa of options, per option, an NxN matrix) are not given; MET/UNMET
+    is shared by every binary criterion, so binary points also get kappa, phi, precision,
+    recall, F1 and a 2x2 matrix.
+
+    Attributes
+    ----------
+    scale_type : {"binary", "ordinal", "nominal"}
+    n_points : int
+        Points compared (neither side abstained, the judgment did not fail).
+    exact_accuracy : float in [0, 1] or None
+    value_rmse, value_mae : float >= 0 or None
+        Errors of the judge's values against the ground truth's.
+    value_spearman, value_pearson : float in [-1, 1] or None
+        Correlations of the values; ``None`` with fewer than two points or a constant side.
+    kappa, phi, precision, recall, f1 : float or None
+        Binary only: Cohen's kappa, Matthews correlation, MET-positive precision, recall, F1.
+    confusion_matrix : ConfusionMatrix or None
+        Binary only: 2x2, labels ``["MET", "UNMET"]``.
+    n_abstain : int
+        Points the judge abstained on (CANNOT_ASSESS / NA), left out.
+    n_gt_abstain : int
+        Extension: points whose ground truth abstained (and the judge did not), left out
+        (AutoRubric scores such a ground truth as 0).
+    """
+
+    scale_type: CriterionType
+    n_points: int
+    exact_accuracy: float | None
+    value_rmse: float | None
+    value_mae: float | None
+    value_spearman: float | None
+    value_pearson: float | None
+    kappa: float | None = None
+    phi: float | None = None
+    precision: float | None = None
+    recall: float | None = None
+    f1: float | None = None
+    confusion_matrix: ConfusionMatrix | None = None
+    n_abstain: int = 0
+    n_gt_abstain: int = 0
+
+
+def pooled_scale_metrics(eval_result: GradedRun, dataset: RubricDataset) -> list[PooledScaleMetrics]:
+    """Agreement pooled by scale type over every rubric point of a run.
+
+    Each item is read against its own rubric (``dataset.get_item_rubric``), so items need not
+    share criteria (AutoRubric reports these in ``MetricsResult.pooled_by_scale`` for datasets
+    with per-item rubrics). Items without ground truth and failed items are left out, as are
+    failed judgments.
+
+    Parameters
+    ----------
+    eval_result : GradedRun
+    dataset : RubricDataset
+        The dataset the run graded.
+
+    Returns
+    -------
+    list of PooledScaleMetrics
+        In the order binary, ordinal, nominal; a scale with neither points nor abstentions is
+        left out.
+
+    Raises
+    ------
+    InputError
+        The run and the dataset do not match (an item out of range or repeated, another
+        submission, a ground truth or report of another length).
+    """
+    scales: tuple[CriterionType, ...] = ("binary", "ordinal", "nominal")
+    values: dict[str, tuple[list[float], list[float]]] = {s: ([], []) for s in scales}
+    hits = dict.fromkeys(scales, 0)
+    abstained = dict.fromkeys(scales, 0)
+    truth_abstained = dict.fromkeys(scales, 0)
+    seen: set[int] = set()
+    for r in eval_result.item_results:
+        _check_item(r, dataset, seen)
+        seen.add(r.item_idx)
+        truth = dataset[r.item_idx].ground_truth
+        if truth is None or r.report.score is None or r.report.report is None:
+            continue
+        criteria = list(dataset.get_item_rubric(r.item_idx))
+        human = resolve_ground_truth(list(truth), criteria)
+        judged = extract_all_verdicts_from_report(r.report, criteria)
+        for criterion, h, j in zip(criteria, human, judged, strict=True):
+            if j is None:
+                continue
+            scale = classify_criterion(criterion)
+            if criterion.options is None:
+                j_value, h_value = _binary_value(j), _binary_value(h)
+            else:
+                effective = criterion.with_guaranteed_na_option()
+                assert effective.options is not None and isinstance(h, int) and isinstance(j, int)
+                j_value = None if effective.options[j].na else effective.options[j].value
+                h_value = None if effective.options[h].na else effective.options[h].value
+            if j_value is None:
+                abstained[scale] += 1
+            elif h_value is None:
+                truth_abstained[scale] += 1
+            else:
+                values[scale][0].append(h_value)
+                values[scale][1].append(j_value)
+                hits[scale] += int(h == j)
+    out = []
+    for scale in scales:
+        truth_v, judge_v = (np.asarray(v, dtype=float) for v in values[scale])
+        n = int(truth_v.size)
+        if n == 0 and abstained[scale] == 0 and truth_abstained[scale] == 0:
+            continue
+        value_rmse, value_mae = rmse_mae(judge_v, truth_v)
+        spearman = correlation(judge_v, truth_v, "spearman")
+        pearson = correlation(judge_v, truth_v, "pearson")
+        binary: dict[str, object] = {}
+        if scale == "binary" and n:
+            cm = ConfusionMatrix(matrix=[[int(np.sum((truth_v == 1) & (judge_v == 1))),
+                                          int(np.sum((truth_v == 1) & (judge_v == 0)))],
+                                         [int(np.sum((truth_v == 0) & (judge_v == 1))),
+                                          int(np.sum((truth_v == 0) & (judge_v == 0)))]],
+                                 labels=["MET", "UNMET"])
+            counts = np.asarray(cm.matrix, dtype=float)
+            _, _, f1 = prf_from_confusion(counts, 0)
+            binary = {"kappa": kappa_from_confusion(counts), "phi": _phi(cm), "precision": cm.precision,
+                      "recall": cm.recall, "f1": f1, "confusion_matrix": cm}
+        out.append(PooledScaleMetrics(
+            scale_type=scale, n_points=n, exact_accuracy=hits[scale] / n if n else None,
+            value_rmse=value_rmse, value_mae=value_mae,
+            value_spearman=None if spearman is None else spearman.coefficient,
+            value_pearson=None if pearson is None else pearson.coefficient,
+            n_abstain=abstained[scale], n_gt_abstain=truth_abstained[scale], **binary,  # type: ignore[arg-type]
+        ))
+    return out
+
+
+def _binary_value(verdict: CriterionVerdict | int | None) -> float | None:
+    """MET 1.0, UNMET 0.0, CANNOT_ASSESS ``None``."""
+    return {CriterionVerdict.MET: 1.0, CriterionVerdict.UNMET: 0.0}.get(verdict)  # type: ignore[arg-type]
