@@ -11,6 +11,7 @@ from autorubric_local.core.errors import (
     ModelIntegrityError,
     ModelNotFoundError,
 )
+from autorubric_local.core.grading_errors import ErrorCategory, classify_grading_error
 from autorubric_local.core.penalty import (
     CountFn,
     LengthPenalty,
@@ -143,6 +144,7 @@ __all__ = [
     "EngineError",
     "EnsembleCriterionReport",
     "EnsembleEvaluationReport",
+    "ErrorCategory",
     "EvaluationReport",
     "FewShotConfig",
     "FewShotExample",
@@ -174,6 +176,7 @@ __all__ = [
     "aggregate_completion_cost",
     "aggregate_evaluation_usage",
     "aggregate_token_usage",
+    "classify_grading_error",
     "compute_length_penalty",
     "load_judges_file",
     "normalize_to_grade_input",
