@@ -65,6 +65,10 @@ from autorubric_local.judges.config import (
     ThinkingParam,
 )
 
+debug: bool = False
+"""AutoRubric's ``debug`` flag: set ``autorubric_local.debug = True`` to print every prompt to
+standard error just before it goes to a judge (:mod:`autorubric_local.core.debug`)."""
+
 # Runner, metrics, position-bias, calibration and indeterminacy names load on first use (PEP 562): ``import
 # autorubric_local`` stays light, and scipy/scikit-learn load only when metrics are computed.
 _LAZY: dict[str, str] = {
@@ -178,6 +182,7 @@ __all__ = [
     "aggregate_token_usage",
     "classify_grading_error",
     "compute_length_penalty",
+    "debug",
     "load_judges_file",
     "normalize_to_grade_input",
     "parse_thinking_output",

@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from autorubric_local.core import debug
 from autorubric_local.core.errors import ModelNotFoundError
 from autorubric_local.engine.hosted.client import HostedClient
 from autorubric_local.engine.hosted.client import ResponseParseError
@@ -132,6 +133,8 @@ class LLMClient:
         ``return_thinking``) the whole :class:`GenerateResult` (:func:`shaped`); arguments, overrides
         and errors as :meth:`~autorubric_local.engine.hosted.client.HostedClient.answer` and, for a
         local model, :meth:`~autorubric_local.client.local.LocalClient.answer`."""
+        debug.show_prompts([f"[system]\n{system_prompt}\n[user]\n{user_prompt}"],
+                           f"LLMClient.generate ({self.config.model})")
         result = await self.client.answer(system_prompt, user_prompt, response_format, use_cache=use_cache, **kwargs)
         return shaped(result, response_format, whole=return_result or return_thinking)
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from autorubric_local.core import debug
 from autorubric_local.core.errors import EngineError
 from autorubric_local.core.reports import TokenUsage
 from autorubric_local.engine.base import (
@@ -41,6 +42,7 @@ from autorubric_local.engine.base import (
     filled,
 )
 from autorubric_local.engine.requests import AnswerSpec, Step, continued_explanation
+from autorubric_local.engine.user_text import plain
 from autorubric_local.graders.planning import JudgmentTask
 from autorubric_local.graders.prompts import (
     ExplanationStyle,
@@ -149,6 +151,7 @@ ENGINE_FAILURES: tuple[type[BaseException], ...] = (EngineError, RuntimeError, M
 def _score(engine: Engine, requests: list[ScoreRequest]) -> list[LabelScores]:
     if not requests:
         return []
+    debug.show_prompts((plain(r.prefix + r.suffix) for r in requests), "judge prompt (score)")
     try:
         return checked_count(engine.score(requests), len(requests), "engine score")
     except ENGINE_FAILURES as exc:
@@ -159,6 +162,7 @@ def _score(engine: Engine, requests: list[ScoreRequest]) -> list[LabelScores]:
 def _generate(engine: Engine, requests: list[GenerateRequest]) -> list[Generation]:
     if not requests:
         return []
+    debug.show_prompts((plain(r.prefix + r.suffix) for r in requests), "judge prompt (generate)")
     try:
         return checked_count(engine.generate(requests), len(requests), "engine generate")
     except ENGINE_FAILURES as exc:
