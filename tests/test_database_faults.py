@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -116,21 +117,38 @@ def test_read_commands_work_on_a_database_in_a_read_only_folder(monkeypatch: pyt
 
         run_comparison(load_comparisons(EXAMPLES / "compare_responses.jsonl"),
                        [judge(Scripted("s", policy=quality_policy()))], config=comparison_config(path, "pairs"))
+        with sqlite3.connect(path) as db:  # labels that agree with the judge, for the analyses that need some
+            verdicts: dict[str, list[str]] = {}
+            for item, verdict in db.execute("select item_id, coalesce(verdict, selected_label) from item_criteria "
+                                            "order by item_id, criterion_index"):
+                verdicts.setdefault(item, []).append("UNMET" if verdict == "CANNOT_ASSESS" else verdict)
+        labels = folder / "labels.jsonl"
+        labels.write_text("".join(json.dumps({"id": k, "ground_truth": v}) + "\n" for k, v in verdicts.items()),
+                          encoding="utf-8")
         folder.chmod(0o755)
-        path.chmod(0o644)
+        for file in folder.iterdir():
+            file.chmod(0o644)
         before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
         env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(folder / "no-home")}
         out = Path(tempfile.mkdtemp(prefix="report-", dir="/tmp"))
         os.chown(out, 65534, 65534)
         expected = {"runs": "finished", "show": "score", "export": "item_id", "ranking": "Ranking, judge s",
-                    "report": "index.html"}
+                    "report": "index.html", "metrics": "Per criterion", "estimate": "Estimates for r",
+                    "calibrate": "safety_error", "indeterminacy": "use_case_advice"}
+        by_label = ["--labels", str(labels)]
         for command in (["runs"], ["show", "r"], ["export", "r", "--format", "jsonl"], ["ranking", "pairs"],
-                        ["report", "r", "--out", str(out)]):
+                        ["report", "r", "--out", str(out)], ["estimate", "r", *by_label],
+                        ["metrics", str(path), "--run", "r", *by_label], ["calibrate", str(path), "--run", "r",
+                                                                          *by_label],
+                        ["indeterminacy", str(path), *by_label]):
+            db_option = [] if str(path) in command else ["--db", str(path)]
             done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
-                                   "autorubric_local.cli", *command, "--db", str(path)],
+                                   "autorubric_local.cli", *command, *db_option],
                                   capture_output=True, text=True, env=env, cwd="/tmp", timeout=300)
             assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
             assert expected[command[0]] in done.stdout + done.stderr, (command, done.stdout[-1000:])
+            if command[0] in ("metrics", "calibrate", "indeterminacy", "estimate"):  # said, not silently dropped
+                assert f"{path} is read-only here; not stored: the labels" in done.stderr, done.stderr
         assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()} == before
         assert (out / "index.html").is_file()
     finally:

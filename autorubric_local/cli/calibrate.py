@@ -51,19 +51,21 @@ def calibrate(db: str, run: str | None, method: str, test_size: float, seed: int
     from autorubric_local.estimates.api import run_with_labels
     from autorubric_local.runner import load_result
     from autorubric_local.store import Store
+    from autorubric_local.store.schema import writable_or_warn
 
     partial = 0
     try:
-        if labels_file is not None or label_source is not None:
-            with label_warnings():
+        with label_warnings():
+            if labels_file is not None or label_source is not None:
                 result, dataset, partial = run_with_labels(db, run, labels_file=labels_file,
                                                            label_source=label_source)
-        else:
-            result, dataset = load_result(db, run)
-        fitted = calibrate_run(result, dataset, method, test_size=test_size, seed=seed, n_folds=n_folds,
-                               stratify=not no_stratify)
+            else:
+                result, dataset = load_result(db, run)
+            fitted = calibrate_run(result, dataset, method, test_size=test_size, seed=seed, n_folds=n_folds,
+                                   stratify=not no_stratify)
+            writable = writable_or_warn(result.db_path or db, "the calibration") if not no_save else False
         saved = None
-        if not no_save and result.run_id is not None:
+        if writable and result.run_id is not None:
             store = Store.open(result.db_path or db)
             try:
                 saved = save_calibration(store, result.run_id, fitted)

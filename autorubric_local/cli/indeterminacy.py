@@ -88,6 +88,7 @@ def indeterminacy(dbs: tuple[str, ...], runs: tuple[str, ...], betas: tuple[floa
     from autorubric_local.indeterminacy.plots import write_plots
     from autorubric_local.runner.results import resolve_db_path
     from autorubric_local.store import Store
+    from autorubric_local.store.schema import writable_or_warn
 
     try:
         analysis = AnalysisSettings(**{k: v for k, v in (("betas", betas), ("taus", taus)) if v is not None})
@@ -97,8 +98,9 @@ def indeterminacy(dbs: tuple[str, ...], runs: tuple[str, ...], betas: tuple[floa
                                             seed=seed))
         with label_warnings():
             report, run_ids = analyse_runs(dbs, runs, settings, labels_file=labels_file, label_source=label_source)
+            writable = writable_or_warn(resolve_db_path(dbs[0]), "the analysis") if not no_save else False
         saved = None
-        if not no_save:
+        if writable:
             store = Store.open(resolve_db_path(dbs[0]))
             try:
                 saved = save_report(store, report, run_ids)

@@ -56,13 +56,14 @@ def metrics(db: str, run: str | None, bootstrap: bool, n_bootstrap: int, seed: i
     from autorubric_local.metrics import compute_metrics, save_metrics, write_plots
     from autorubric_local.runner import open_graded_run
     from autorubric_local.store import open_db
+    from autorubric_local.store.schema import writable_or_warn
 
     try:
-        with open_graded_run(db, run) as (result, dataset):  # read a page at a time (issue 33)
+        with label_warnings(), open_graded_run(db, run) as (result, dataset):  # a page at a time (issue 33)
             m = compute_metrics(result, dataset, bootstrap=bootstrap, n_bootstrap=n_bootstrap,
                                 confidence_level=confidence, per_judge=per_judge, cannot_assess=cannot_assess,
                                 na_mode=na_mode, seed=seed)
-            if not no_save and result.run_id is not None:
+            if not no_save and result.run_id is not None and writable_or_warn(result.db_path or db, "the metrics"):
                 save_metrics(open_db(result.db_path or db), result.run_id, m)
             written = write_plots(m, plot_dir, result, dataset) if plot_dir else []
     except AutorubricError as e:
@@ -79,13 +80,14 @@ def _metrics_of_labels(db: str, run: str | None, labels_file: Path | None, label
     from autorubric_local.estimates.api import run_with_labels
     from autorubric_local.metrics import compute_metrics, save_metrics, write_plots
     from autorubric_local.store import open_db
+    from autorubric_local.store.schema import writable_or_warn
 
     try:
         with label_warnings():
             result, dataset, partial = run_with_labels(db, run, labels_file=labels_file, label_source=label_source)
-        m = compute_metrics(result, dataset, **options)  # type: ignore[arg-type]
-        if not no_save and result.run_id is not None:
-            save_metrics(open_db(result.db_path or db), result.run_id, m)
+            m = compute_metrics(result, dataset, **options)  # type: ignore[arg-type]
+            if not no_save and result.run_id is not None and writable_or_warn(result.db_path or db, "the metrics"):
+                save_metrics(open_db(result.db_path or db), result.run_id, m)
         written = write_plots(m, plot_dir, result, dataset) if plot_dir else []
     except AutorubricError as e:
         raise fail(e) from None

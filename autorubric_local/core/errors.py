@@ -35,6 +35,12 @@ class EngineError(AutorubricError, RuntimeError):
     """A judge engine failed on a request (model error, context overflow, backend failure)."""
 
 
+class NotStoredWarning(UserWarning):
+    """An analysis of a database this process cannot write (a read-only file, folder or mount)
+    was computed but not stored: the message names the database and what was not stored. The
+    CLI prints it as one ``note:`` line."""
+
+
 class RunLockedError(AutorubricError):
     """Another live process holds the run's lease (it is grading the run), or took it over from
     this one; the message names the run, the holder's pid and host and its last heartbeat."""

@@ -39,6 +39,7 @@ from autorubric_local.estimates.targets import DIFFERENCE, SCORE, TargetData, bu
 from autorubric_local.metrics.types import CannotAssessMode
 from autorubric_local.runner.results import EvalResult, load_result
 from autorubric_local.store import Store
+from autorubric_local.store.schema import writable_or_warn
 
 METHODS = ("classical", "judge", "ppi", "rogan_gladen")
 DATASET_SOURCE = "dataset"
@@ -123,7 +124,7 @@ def load_run(db: str | Path, run: str | None = None, *, labels_file: str | Path 
     run_id = result.run_id or ""
     name = result.experiment_name or run_id
     skipped: tuple[str, ...] = ()
-    store = Store.open(result.db_path or db)
+    store = Store.open_read_only(result.db_path or db)
     try:
         if labels_file is not None:
             read = read_labels(labels_file, criteria)
@@ -236,10 +237,14 @@ def run_with_labels(db: str | Path, run: str | None = None, *, labels_file: str 
 
 def save_labels(db: str | Path, loaded: LoadedRun) -> int:
     """Store the labels of a run loaded from a labels file under their source (replacing that
-    source's earlier rows; the dataset's own labels stay in ``items``); return how many."""
+    source's earlier rows; the dataset's own labels stay in ``items``); return how many (0, with
+    a :class:`~autorubric_local.core.errors.NotStoredWarning`, for a database read-only here)."""
     if loaded.source == DATASET_SOURCE:
         return 0
-    store = Store.open(loaded.result.db_path or db)
+    path = loaded.result.db_path or db
+    if not writable_or_warn(path, "the labels (--label-source cannot find them: give --labels again)"):
+        return 0
+    store = Store.open(path)
     try:
         return store.replace_labels(loaded.run_id, loaded.source, [
             (item_id, index, loaded.criteria[item_id][index].name, str(getattr(v, "value", v)))

@@ -217,7 +217,7 @@ def _refuse_selected(db: str | Path, loaded: LoadedRun) -> None:
     a uniform sample."""
     if loaded.source == DATASET_SOURCE:
         return
-    store = Store.open(loaded.result.db_path or db)
+    store = Store.open_read_only(loaded.result.db_path or db)
     try:
         selection = store.selection(loaded.run_id)
     finally:

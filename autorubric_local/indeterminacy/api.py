@@ -72,7 +72,7 @@ def _load_sources(db_paths: Sequence[str | Path], runs: Sequence[str], *, labels
     found: list[tuple[RunSource, str, str, int]] = []
     matched: set[str] = set()
     for path in db_paths:
-        store = Store.open(resolve_db_path(path))
+        store = Store.open_read_only(resolve_db_path(path))
         try:
             rows = [r for r in store.db["runs"].rows_where(order_by="started_utc")]
         finally:

@@ -151,7 +151,7 @@ def resolve_db_path(path: str | Path) -> Path:
 
 def _open_run(db_path: str | Path, run: str | None) -> tuple[Store, dict[str, Any], Path]:
     path = resolve_db_path(db_path)
-    store = Store.open(path)
+    store = Store.open_read_only(path)
     row = store.find_run(run)
     if row is None:
         names = ", ".join(repr(n) for n in store.run_names()) or "none"

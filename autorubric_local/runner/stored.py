@@ -80,7 +80,7 @@ class StoredRun:
         """The whole result (every item's report in memory), with ``resumed_items`` set."""
         if self.in_memory is not None:
             return replace(self.in_memory, resumed_items=self.resumed_items)
-        store = Store.open(self.db_path)
+        store = Store.open_read_only(self.db_path)
         try:
             row = store.find_run(self.run_id)
             if row is None:
@@ -96,7 +96,7 @@ class StoredRun:
             for item in self.in_memory.item_results:
                 yield GradedReport(item.item_id, item.duration_seconds, item.report)
             return
-        store = Store.open(self.db_path)
+        store = Store.open_read_only(self.db_path)
         try:
             for page in store.graded_item_pages(self.run_id, page_size):
                 for row in page:

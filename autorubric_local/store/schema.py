@@ -113,12 +113,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import sqlite_utils
 
-from autorubric_local.core.errors import DatabaseWriteError, InputError, SchemaVersionError
+from autorubric_local.core.errors import DatabaseWriteError, InputError, NotStoredWarning, SchemaVersionError
 from autorubric_local.store.provenance import utc_now
 from autorubric_local.store.transaction import (
     DEFAULT_BUSY_TIMEOUT_SECONDS,
@@ -510,6 +511,16 @@ def writable_here(path: str | Path) -> bool:
     ``-wal``/``-shm`` files beside it (the file and its folder are writable)."""
     absolute = Path(path).absolute()
     return os.access(absolute, os.W_OK) and os.access(absolute.parent, os.W_OK | os.X_OK)
+
+
+def writable_or_warn(path: str | Path, what: str) -> bool:
+    """Whether the database at ``path`` can be written here (:func:`writable_here`); when not,
+    a :class:`~autorubric_local.core.errors.NotStoredWarning` says that ``what`` (e.g. "the
+    metrics") was not stored in it. For the analyses that store their result as a by-product."""
+    if str(path) == ":memory:" or writable_here(path):
+        return True
+    warnings.warn(NotStoredWarning(f"{path} is read-only here; not stored: {what}"), stacklevel=2)
+    return False
 
 
 def open_db_read_only(path: str | Path, *,
