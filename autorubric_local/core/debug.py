@@ -1,4 +1,4 @@
-"""AutoRubric's ``debug`` flag (``autorubric.debug``, its API reference, "LLM"): set
+"""AutoRubric's ``debug`` flag (AutoRubric 1.6.1, ``autorubric.debug``): set
 ``autorubric_local.debug = True`` and every prompt is printed to standard error just before it
 goes to a judge: each judgment request of a grader (its whole text, as the model reads it) and
 each ``LLMClient.generate`` call (system and user prompt). Read at call time, so it can be

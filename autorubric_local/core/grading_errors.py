@@ -1,5 +1,5 @@
 """Which kind of failure a failed criterion judgment was: AutoRubric's ``ErrorCategory`` and
-``classify_grading_error`` (its API reference, "LLM").
+``classify_grading_error`` (AutoRubric 1.6.1, ``autorubric.llm``, exported by ``autorubric``).
 
 A judgment whose engine call failed is stored with its error, prefixed by its category
 (``"infrastructure: ..."``, ``"parse: ..."``, ``"unknown: ..."``), never turned into a verdict.
@@ -16,8 +16,8 @@ __all__ = ["ErrorCategory", "classify_grading_error"]
 
 
 ErrorCategory = Literal["infrastructure", "parse", "unknown"]
-"""What went wrong in a failed criterion judgment (AutoRubric's API reference, "LLM",
-``ErrorCategory``); the prefix of every stored judgment error (``"parse: ..."``).
+"""What went wrong in a failed criterion judgment (AutoRubric 1.6.1,
+``autorubric.ErrorCategory``); the prefix of every stored judgment error (``"parse: ..."``).
 
 - ``"infrastructure"``: the judge gave no usable answer: an engine or runtime failure (out of
   memory, a backend refusing the batch, a prompt longer than the context), or an API or network
@@ -32,7 +32,7 @@ _INFRASTRUCTURE: tuple[type[BaseException], ...] = (EngineError, RuntimeError, M
 
 def classify_grading_error(exc: BaseException) -> ErrorCategory:
     """The :data:`ErrorCategory` of an exception raised while judging a criterion (AutoRubric's
-    API reference, "LLM", ``classify_grading_error``).
+    1.6.1, ``autorubric.classify_grading_error``).
 
     Rules, in order:
 

@@ -187,8 +187,8 @@ def filter_cannot_assess(
 
 
 def classify_criterion(criterion: Criterion) -> CriterionType:
-    """The metrics family of a criterion (AutoRubric's API reference, "Metrics",
-    ``classify_criterion``).
+    """The metrics family of a criterion (AutoRubric 1.6.1,
+    ``autorubric.metrics.classify_criterion``).
 
     Returns
     -------
@@ -252,7 +252,7 @@ def resolve_ground_truth(
     criteria: Sequence[Criterion],
 ) -> list[CriterionVerdict | int]:
     """Ground truth in the form the metrics compare: a verdict per binary criterion, an option
-    index per multi-choice one (AutoRubric's API reference, "Metrics", ``resolve_ground_truth``).
+    index per multi-choice one (AutoRubric 1.6.1, ``autorubric.metrics.resolve_ground_truth``).
 
     Parameters
     ----------
@@ -297,8 +297,8 @@ def extract_all_verdicts_from_report(
     report: EvaluationReport | EnsembleEvaluationReport,
     criteria: Sequence[Criterion],
 ) -> list[CriterionVerdict | int | None]:
-    """The verdict of every criterion of a report, binary and multi-choice (AutoRubric's API
-    reference, "Metrics", ``extract_all_verdicts_from_report``).
+    """The verdict of every criterion of a report, binary and multi-choice (AutoRubric 1.6.1,
+    ``autorubric.metrics.extract_all_verdicts_from_report``).
 
     Parameters
     ----------
@@ -360,7 +360,7 @@ def filter_na_multi_choice(
     mode: NAMode | str = NAMode.EXCLUDE,
 ) -> tuple[list[int], list[int], int, int, int]:
     """Apply an NA mode to paired option indices of one multi-choice criterion (AutoRubric's
-    API reference, "Metrics", ``filter_na_multi_choice``; the multi-choice analogue of
+    1.6.1, ``autorubric.metrics.filter_na_multi_choice``; the multi-choice analogue of
     :func:`filter_cannot_assess`).
 
     Parameters

@@ -1,7 +1,8 @@
-"""AutoRubric's per-type metric shapes, as views of what this package computes (AutoRubric's API
-reference, "Metrics": ``BinaryCriterionMetrics``, ``OrdinalCriterionMetrics``,
+"""AutoRubric's per-type metric shapes, as views of what this package computes (AutoRubric 1.6.1,
+``autorubric.metrics``: ``BinaryCriterionMetrics``, ``OrdinalCriterionMetrics``,
 ``NominalCriterionMetrics``, ``ConfusionMatrix``, ``CoverageStats``, ``NAStats``,
-``CannotAssessStats``, ``PooledScaleMetrics``).
+``CannotAssessStats``, ``PooledScaleMetrics``; its API reference, docs/api/metrics.md in
+github.com/delip/autorubric, describes the per-criterion types and the abstention statistics).
 
 :func:`~.compute.compute_metrics` gives one :class:`~.types.CriterionMetrics` per criterion,
 whatever its scale. Code written for AutoRubric reads ``per_criterion`` as a union of three

@@ -54,7 +54,7 @@ Scale = Literal["binary", "ordinal", "nominal"]
 """Kind of a criterion for metrics: binary (MET/UNMET), or a multi-choice scale."""
 
 CriterionType = Scale
-"""AutoRubric's name for :data:`Scale` (its API reference, "Metrics", ``CriterionType``):
+"""AutoRubric's name for :data:`Scale` (AutoRubric 1.6.1, ``autorubric.metrics.CriterionType``):
 ``"binary"`` (MET/UNMET), ``"ordinal"`` (ordered options, e.g. a 1-4 rating) or ``"nominal"``
 (unordered categories); what :func:`~.extract.classify_criterion` returns."""
 
@@ -269,8 +269,8 @@ class OptionMetrics(_Frozen):
 
     ``label``, ``index`` (the option's position in its criterion's ``labels``, the
     confusion-matrix order), ``support_true`` (= ``support``) and ``support_pred`` (judge
-    labels with this option) are AutoRubric's fields (its API reference, "Metrics",
-    ``OptionMetrics``); ``None`` in metrics stored before they existed.
+    labels with this option) are AutoRubric's fields (AutoRubric 1.6.1,
+    ``autorubric.metrics.OptionMetrics``); ``None`` in metrics stored before they existed.
     """
 
     precision: float | None
