@@ -163,13 +163,14 @@ def test_filter_na_as_category_and_guards() -> None:
     with pytest.raises(InputError, match="ordinal"):
         filter_na_multi_choice([4], [0], ORD, "as_category")
     assert filter_na_multi_choice([0, 2], [1, 2], NOM, "as_category") == ([0, 2], [1, 2], 0, 0, 0)
-    for mode, match in (("as_worst", "na_mode"),):
-        with pytest.raises(InputError, match=match):
-            filter_na_multi_choice([0], [0], ORD, mode)
+    with pytest.raises(InputError, match="na_mode"):  # AutoRubric's old "as_worst" is refused too
+        filter_na_multi_choice([0], [0], ORD, "as_worst")
     with pytest.raises(InputError, match="length"):
         filter_na_multi_choice([0, 1], [0], ORD)
     with pytest.raises(InputError, match="out of range"):
         filter_na_multi_choice([7], [0], ORD)
+    with pytest.raises(InputError, match="binary"):
+        filter_na_multi_choice([], [], BIN)
 
 
 # ---- ConfusionMatrix -------------------------------------------------------------------------------

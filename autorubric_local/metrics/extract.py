@@ -392,12 +392,14 @@ def filter_na_multi_choice(
         figures of such a criterion).
     """
     na = _na_mode(mode)
+    if criterion.options is None:
+        raise InputError(f"criterion {criterion.name!r} is binary: it has no NA options "
+                         "(filter_cannot_assess applies the CANNOT_ASSESS modes)")
     if len(pred_indices) != len(true_indices):
         raise InputError(f"pred_indices and true_indices differ in length: "
                          f"{len(pred_indices)} != {len(true_indices)}")
     pred = [_option_index(criterion, p, "NA filter") for p in pred_indices]
     true = [_option_index(criterion, t, "NA filter") for t in true_indices]
-    assert criterion.options is not None
     is_na = [o.na for o in criterion.options]
     if not any(is_na):
         return pred, true, 0, 0, 0
