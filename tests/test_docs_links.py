@@ -28,8 +28,9 @@ _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
 
 
 def _code(text: str) -> list[str]:
-    """The page's code: fenced blocks and inline code spans."""
-    blocks = _FENCE.findall(text)
+    """The page's code: fenced blocks and inline code spans (a ```` ```text ```` block is prose, e.g.
+    a docstring quoted in docs/api-reference.md, where "autorubric-local extension" names no command)."""
+    blocks = [block for block in _FENCE.findall(text) if not block.startswith("```text")]
     rest = _FENCE.sub("", text)
     return blocks + _TICKS.findall(rest)
 

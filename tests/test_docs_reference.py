@@ -13,6 +13,7 @@ column added here, a description changed).
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import click
@@ -36,6 +37,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 CLI_PAGE = DOCS / "cli.md"
 DATABASE_PAGE = DOCS / "database.md"
 BACKENDS_PAGE = DOCS / "backends.md"  # the support matrix (autorubric_local/judges/backends/reference.py)
+API_PAGE = DOCS / "api-reference.md"  # python-api.md's reference as plain Markdown (scripts/api_reference.py)
 COG_STALE = 5
 """``cog --check``'s exit status when a file would change (cogapp's ``Cog.main``)."""
 COG_GENERATOR_RAISED = 4
@@ -69,10 +71,24 @@ def fake_command(monkeypatch: pytest.MonkeyPatch) -> str:
     return "autorubric-local zz-undocumented"
 
 
-@pytest.mark.parametrize("page", [CLI_PAGE, DATABASE_PAGE, BACKENDS_PAGE], ids=lambda p: p.name)
-def test_committed_page_is_what_cog_writes(page: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("page", [CLI_PAGE, DATABASE_PAGE, BACKENDS_PAGE, API_PAGE], ids=lambda p: p.name)
+def test_committed_page_is_what_cog_writes(page: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(DOCS.parent)  # api-reference.md's cog block imports scripts/api_reference.py
     status = cog_check(page)
-    assert status == 0, f"{page.name} is stale: run `cog -r docs/cli.md docs/database.md docs/backends.md`\n{capsys.readouterr().err}"
+    assert status == 0, (f"{page.name} is stale: run `PYTHONPATH=. python -m cogapp -r docs/cli.md docs/database.md "
+                         f"docs/backends.md docs/api-reference.md`\n{capsys.readouterr().err}")
+
+
+def test_the_plain_reference_has_every_object_of_the_python_api_page() -> None:
+    text = API_PAGE.read_text(encoding="utf-8")
+    sys.path.insert(0, str(DOCS.parent / "scripts"))
+    from api_reference import directives
+
+    named = directives()
+    assert len(named) >= 20
+    for _, dotted in named:
+        assert f"`{dotted}" in text, dotted  # a module's directive: its members, `module.Name`
 
 
 def test_cog_check_detects_an_undocumented_command(fake_command: str, tmp_path: Path) -> None:
