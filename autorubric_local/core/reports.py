@@ -42,6 +42,23 @@ backend returned no label log-probabilities (a hosted or server judge without
 ``top_logprobs``; ``engine.base.LabelScores.one_hot``). Such probabilities say nothing about
 the judge's confidence. A vote over several option orders is ``one_hot`` when any of its
 answered orders was. False on votes of runs stored before the field existed.
+
+AutoRubric 1.6.1's names for the same things (issue 53), read from the fields above rather than
+stored twice:
+
+- ``probabilities``: ``label_probabilities`` in AutoRubric's key scheme, the verdict values for
+  a binary criterion and ``str(i)`` for option ``i`` of the original options on a multi-choice
+  one (the canonical NA option the grader adds is index ``len(options)``, as AutoRubric's
+  ``auto_na_option`` appends it). AutoRubric sets it only for decision models; every local
+  judge reads a distribution, so here it is set wherever ``label_probabilities`` is, and
+  ``None`` on a ``one_hot`` vote (no distribution was read). Accepted as a constructor argument
+  too: it fills ``label_probabilities``.
+- ``confidence``: :func:`selection_confidence` of the selected outcome's probability,
+  ``clamp((K * p - 1) / (K - 1), 0, 1)`` with ``K`` the outcomes offered; ``None`` where
+  ``probabilities`` is. As a constructor argument it must agree with the probabilities.
+- ``superseded`` (votes) and ``escalated`` (``EnsembleCriterionReport``): AutoRubric's marks
+  of a confidence cascade (``EscalationConfig``), which is not built here yet; always False,
+  and a constructor given True raises :class:`~autorubric_local.core.errors.InputError`.
 """
 
 from __future__ import annotations
@@ -53,6 +70,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from autorubric_local.core.errors import InputError
 from autorubric_local.core.types import (
     CANONICAL_NA_OPTION,
     AggregatedMultiChoiceVerdict,
@@ -72,6 +90,7 @@ __all__ = [
     "JudgeVote",
     "MultiChoiceJudgeVote",
     "TokenUsage",
+    "selection_confidence",
 ]
 
 BINARY_PROBABILITY_KEYS: tuple[str, ...] = tuple(v.value for v in CriterionVerdict)
@@ -146,6 +165,76 @@ class TokenUsage:
             if usage is not None:
                 total = total + usage
         return total
+
+
+CONFIDENCE_TOLERANCE = 1e-6
+"""Largest accepted difference between a ``confidence`` passed to a constructor and the one the
+probabilities give."""
+
+
+def selection_confidence(p_selected: float, n_outcomes: int) -> float:
+    """A judge's support for the outcome it selected, AutoRubric's ``confidence``, in [0, 1].
+
+    ``clamp((K * p - 1) / (K - 1), 0, 1)`` for ``K = n_outcomes`` outcomes offered and the
+    selected outcome's probability ``p``: 1.0 when ``p`` is 1, 0.0 at chance (``p = 1/K``) or
+    below. Of a binary MET/UNMET verdict it is ``2 * |p - 0.5|`` for the larger ``p``.
+
+    Parameters
+    ----------
+    p_selected : float in [0, 1]
+    n_outcomes : int, >= 2
+
+    Raises
+    ------
+    ValueError
+        If ``n_outcomes < 2`` or ``p_selected`` is outside [0, 1].
+    """
+    if isinstance(n_outcomes, bool) or not isinstance(n_outcomes, int) or n_outcomes < 2:
+        raise ValueError(f"n_outcomes must be an integer >= 2, got {n_outcomes!r}")
+    if not (math.isfinite(p_selected) and 0.0 <= p_selected <= 1.0):
+        raise ValueError(f"p_selected must be a probability in [0, 1], got {p_selected!r}")
+    return min(1.0, max(0.0, (n_outcomes * p_selected - 1.0) / (n_outcomes - 1)))
+
+
+def _confidence_of(probabilities: Mapping[str, float] | None, selected: str | None) -> float | None:
+    """:func:`selection_confidence` of ``probabilities[selected]``; None without a distribution
+    of at least two outcomes that holds ``selected``."""
+    if probabilities is None or selected is None or selected not in probabilities or len(probabilities) < 2:
+        return None
+    return selection_confidence(probabilities[selected], len(probabilities))
+
+
+def _with_probabilities(owner: str, data: dict[str, Any], probabilities: Mapping[str, float] | None,
+                        as_labels: Any = None) -> dict[str, Any]:
+    """``data`` with AutoRubric's ``probabilities`` argument as ``label_probabilities``
+    (``as_labels`` renames its keys); both given must agree."""
+    if probabilities is None:
+        return data
+    labelled = dict(probabilities) if as_labels is None else as_labels(probabilities)
+    given = data.get("label_probabilities")
+    if given is not None and dict(given) != labelled:
+        raise InputError(f"{owner}: probabilities {dict(probabilities)} and label_probabilities {dict(given)} "
+                         "disagree; they are one distribution here, pass one of them")
+    return {**data, "label_probabilities": labelled}
+
+
+def _check_confidence(owner: str, given: float | None, derived: float | None) -> None:
+    """A ``confidence`` passed to a constructor must be the one its probabilities give."""
+    if given is None:
+        return
+    if derived is None:
+        raise InputError(f"{owner}: confidence={given} was given without probabilities; here confidence is "
+                         "read from label_probabilities (clamp((K*p - 1)/(K - 1), 0, 1)), pass those instead")
+    if abs(given - derived) > CONFIDENCE_TOLERANCE:
+        raise InputError(f"{owner}: confidence={given} disagrees with its probabilities, which give {derived}")
+
+
+def _refuse_cascade_mark(owner: str, name: str, value: bool) -> None:
+    """``superseded``/``escalated`` True belong to a confidence cascade, not built yet."""
+    if value:
+        raise InputError(f"{owner}({name}=True) is not supported yet: it marks a criterion escalated by a "
+                         "confidence cascade (AutoRubric's EscalationConfig), which autorubric-local does not "
+                         "have yet (issue 53); it is always False here")
 
 
 def _check_probabilities(
@@ -257,6 +346,20 @@ def _check_for_criterion(
     _check_probabilities(probabilities, owner, labels, ordered=True)
 
 
+def _labels_of(probabilities: Mapping[str, float], options: Any) -> dict[str, float]:
+    """AutoRubric's multi-choice ``probabilities`` (keys ``str(i)``, option ``i``; ``len(options)``
+    the canonical NA option) keyed by option label, as ``label_probabilities`` holds them."""
+    labels = [option["label"] if isinstance(option, Mapping) else option.label for option in options]
+    labels = labels + ([CANONICAL_NA_OPTION.label] if CANONICAL_NA_OPTION.label not in labels else [])
+    out: dict[str, float] = {}
+    for key, p in sorted(probabilities.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else -1):
+        if not (str(key).isdigit() and int(key) < len(labels)):
+            raise InputError(f"CriterionReport: probabilities key {key!r} is not an option index 0..{len(labels) - 1} "
+                             "(AutoRubric keys a multi-choice distribution by str(option index))")
+        out[labels[int(key)]] = p
+    return out
+
+
 class CriterionReport(Criterion):
     """A criterion together with one judge's (or the grader's) result on it.
 
@@ -278,6 +381,8 @@ class CriterionReport(Criterion):
         The thinking trace ``reason`` was distilled from, when thinking is enabled.
     label_probabilities : dict of str to float or None
         Extension: the judge's outcome distribution (see the module docstring).
+    probabilities, confidence : AutoRubric's names, read from ``label_probabilities`` (see the
+        module docstring); accepted as constructor arguments.
     """
 
     verdict: CriterionVerdict | None = None
@@ -288,10 +393,36 @@ class CriterionReport(Criterion):
     reasoning: str | None = None
     label_probabilities: dict[str, float] | None = None
 
+    def __init__(self, /, *, probabilities: dict[str, float] | None = None, confidence: float | None = None,
+                 **data: Any) -> None:
+        options = data.get("options")
+        super().__init__(**_with_probabilities("CriterionReport", data, probabilities,
+                                               None if options is None else lambda p: _labels_of(p, options)))
+        _check_confidence("CriterionReport", confidence, self.confidence)
+
     @model_validator(mode="after")
     def _check_label_probabilities(self) -> CriterionReport:
         _check_for_criterion(self.label_probabilities, self, "CriterionReport")
         return self
+
+    @property
+    def probabilities(self) -> dict[str, float] | None:
+        """AutoRubric's ``probabilities``: ``label_probabilities`` keyed by verdict value (binary)
+        or by ``str(i)``, option ``i`` in the original options (multi-choice; the canonical NA
+        option the grader adds is ``len(options)``)."""
+        if self.label_probabilities is None or self.options is None:
+            return None if self.label_probabilities is None else dict(self.label_probabilities)
+        index = {option.label: str(i) for i, option in enumerate(self.options)}
+        return {index.get(label, str(len(self.options))): p for label, p in self.label_probabilities.items()}
+
+    @property
+    def confidence(self) -> float | None:
+        """AutoRubric's ``confidence`` in [0, 1]: :func:`selection_confidence` of the selected
+        outcome's probability; None without ``label_probabilities``."""
+        if self.verdict is not None:
+            return _confidence_of(self.label_probabilities, self.verdict.value)
+        selected = None if self.multi_choice_verdict is None else self.multi_choice_verdict.selected_label
+        return _confidence_of(self.label_probabilities, selected)
 
     @classmethod
     def from_criterion(cls, criterion: Criterion, **result: Any) -> CriterionReport:
@@ -392,6 +523,28 @@ class JudgeVote(BaseModel):
     uncalibrated_label_probabilities: dict[str, float] | None = None
     one_hot: bool = False
 
+    def __init__(self, /, *, probabilities: dict[str, float] | None = None, confidence: float | None = None,
+                 superseded: bool = False, **data: Any) -> None:
+        _refuse_cascade_mark("JudgeVote", "superseded", superseded)
+        super().__init__(**_with_probabilities("JudgeVote", data, probabilities))
+        _check_confidence("JudgeVote", confidence, self.confidence)
+
+    @property
+    def probabilities(self) -> dict[str, float] | None:
+        """AutoRubric's ``probabilities``: ``label_probabilities`` (the same keys); None on a
+        ``one_hot`` vote, which read no distribution."""
+        return None if self.label_probabilities is None or self.one_hot else dict(self.label_probabilities)
+
+    @property
+    def confidence(self) -> float | None:
+        """AutoRubric's ``confidence``: :func:`selection_confidence` of the verdict's probability."""
+        return _confidence_of(self.probabilities, self.verdict.value)
+
+    @property
+    def superseded(self) -> bool:
+        """AutoRubric's mark of a cascade's first-stage vote; always False (no cascades yet)."""
+        return False
+
     @model_validator(mode="after")
     def _check_label_probabilities(self) -> JudgeVote:
         if self.label_probabilities is not None:
@@ -443,6 +596,40 @@ class MultiChoiceJudgeVote(BaseModel):
     uncalibrated_label_probabilities: dict[str, float] | None = None
     one_hot: bool = False
 
+    def __init__(self, /, *, probabilities: dict[str, float] | None = None, confidence: float | None = None,
+                 superseded: bool = False, **data: Any) -> None:
+        _refuse_cascade_mark("MultiChoiceJudgeVote", "superseded", superseded)
+        if probabilities is not None:
+            raise InputError("MultiChoiceJudgeVote(probabilities=...) is not supported: AutoRubric keys them by "
+                             "option index and a vote does not hold its criterion's option labels, which "
+                             "label_probabilities is keyed by; pass label_probabilities (original option order)")
+        super().__init__(**data)
+        _check_confidence("MultiChoiceJudgeVote", confidence, self.confidence)
+
+    @property
+    def probabilities(self) -> dict[str, float] | None:
+        """AutoRubric's ``probabilities``: ``label_probabilities`` keyed by ``str(i)``, the position
+        of each label in the original option order (the canonical NA option last, as AutoRubric
+        appends it); None on a ``one_hot`` vote, and when the selected label's position is not
+        ``selected_index`` (the labels are then not every option, and positions not indices)."""
+        if self.label_probabilities is None or self.one_hot:
+            return None
+        labels = list(self.label_probabilities)
+        if self.selected_label in labels and labels.index(self.selected_label) != self.selected_index:
+            return None
+        return {str(i): p for i, p in enumerate(self.label_probabilities.values())}
+
+    @property
+    def confidence(self) -> float | None:
+        """AutoRubric's ``confidence``: :func:`selection_confidence` of the selected option's
+        probability."""
+        return None if self.one_hot else _confidence_of(self.label_probabilities, self.selected_label)
+
+    @property
+    def superseded(self) -> bool:
+        """AutoRubric's mark of a cascade's first-stage vote; always False (no cascades yet)."""
+        return False
+
     @model_validator(mode="after")
     def _check_label_probabilities(self) -> MultiChoiceJudgeVote:
         if self.label_probabilities is not None:
@@ -481,6 +668,16 @@ class EnsembleCriterionReport(BaseModel):
     multi_choice_votes: list[MultiChoiceJudgeVote] = Field(default_factory=list)
     error: str | None = None
     label_probabilities: dict[str, float] | None = None
+
+    def __init__(self, /, *, escalated: bool = False, **data: Any) -> None:
+        _refuse_cascade_mark("EnsembleCriterionReport", "escalated", escalated)
+        super().__init__(**data)
+
+    @property
+    def escalated(self) -> bool:
+        """AutoRubric's mark of a criterion a confidence cascade escalated; always False (no
+        cascades yet)."""
+        return False
 
     @model_validator(mode="after")
     def _fill_agreement_and_check(self) -> EnsembleCriterionReport:
