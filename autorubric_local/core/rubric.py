@@ -8,14 +8,21 @@ Grading", ``Rubric``) and AutoRubric's README (github.com/delip/autorubric),
 
 from __future__ import annotations
 
+import inspect
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
 
 from autorubric_local.core.checks import MAX_FILE_BYTES, decode_utf8, read_input_text
 from autorubric_local.core.errors import InputError, MissingFileError
-from autorubric_local.core.penalty import ToGradeInput
+from autorubric_local.core.penalty import (
+    LengthPenalty,
+    ToGradeInput,
+    compute_length_penalty,
+    normalize_to_grade_input,
+)
 from autorubric_local.core.reports import (
     CriterionReport,
     EnsembleEvaluationReport,
@@ -31,22 +38,129 @@ from autorubric_local.core.types import (
     MultiChoiceVerdict,
 )
 
-__all__ = ["Grader", "Rubric"]
+__all__ = ["Grader", "Rubric", "SupportsGrade"]
 
 _SUPPORTED = "Supported formats: .yaml, .yml, .json"
 
 
-class Grader(Protocol):
-    """Anything ``Rubric.grade`` can delegate to (the graders implement it)."""
+class SupportsGrade(Protocol):
+    """Anything ``Rubric.grade`` can delegate to: :class:`Grader` subclasses and
+    ``CriterionGrader``."""
 
     async def grade(
         self,
-        *,
         to_grade: ToGradeInput,
         rubric: list[Criterion],
         query: str | None = None,
         reference_submission: str | None = None,
     ) -> EvaluationReport | EnsembleEvaluationReport: ...
+
+
+def normalize_guidelines(guidelines: str | None) -> str | None:
+    """Rubric guidelines as stored: the text verbatim, or None for none (blank text is none).
+
+    Raises
+    ------
+    TypeError
+        If ``guidelines`` is neither a str nor None.
+    """
+    if guidelines is not None and not isinstance(guidelines, str):
+        raise TypeError(f"Rubric guidelines must be a str or None, got {type(guidelines).__name__}")
+    return guidelines if guidelines and guidelines.strip() else None
+
+
+def _takes_guidelines(method: Any) -> bool:
+    """Whether ``method`` can be called with ``guidelines=`` (a parameter of that name that
+    can be passed by keyword, or ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is p.VAR_KEYWORD or (p.name == "guidelines" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+               for p in parameters)
+
+
+_WARNED = "_autorubric_local_guidelines_warned"
+
+
+def _warn_ignored_guidelines(grader: object) -> None:
+    """AutoRubric's warning "<Grader> ignores rubric guidelines", once per grader object."""
+    if getattr(grader, _WARNED, False):
+        return
+    warnings.warn(f"{type(grader).__name__} ignores rubric guidelines", UserWarning, stacklevel=3)
+    try:
+        setattr(grader, _WARNED, True)
+    except (AttributeError, TypeError):  # an object without attributes warns every time
+        pass
+
+
+class Grader:
+    """AutoRubric's base class of a custom grader: subclass it, implement :meth:`judge` and
+    :meth:`aggregate`, and :meth:`grade` runs them and applies the length penalty.
+
+    ``CriterionGrader`` does not derive from it (it plans a whole batch of judgments at once)
+    but takes the same ``length_penalty`` and ``normalize``.
+
+    Parameters
+    ----------
+    length_penalty : LengthPenalty, optional
+        Subtracted from the score :meth:`aggregate` returns (clamped at 0 when ``normalize``).
+    normalize : bool, default True
+        Passed to :meth:`aggregate`: scores in [0, 1]; False asks for raw weighted sums.
+    """
+
+    def __init__(self, *, length_penalty: LengthPenalty | None = None, normalize: bool = True) -> None:
+        self.length_penalty = length_penalty
+        self.normalize = normalize
+
+    async def judge(
+        self,
+        to_grade: str,
+        rubric: list[Criterion],
+        query: str | None = None,
+        reference_submission: str | None = None,
+    ) -> Any:
+        """The raw judge results of one submission (a subclass's own shape). A ``judge`` with a
+        ``guidelines`` keyword (or ``**kwargs``) is passed the rubric's guidelines."""
+        raise NotImplementedError(f"{type(self).__name__} must implement judge()")
+
+    async def aggregate(self, judge_results: Any, *, normalize: bool = True) -> EvaluationReport | EnsembleEvaluationReport:
+        """The report of ``judge_results``; ``normalize`` as in the constructor."""
+        raise NotImplementedError(f"{type(self).__name__} must implement aggregate()")
+
+    async def grade(
+        self,
+        to_grade: ToGradeInput,
+        rubric: list[Criterion],
+        query: str | None = None,
+        reference_submission: str | None = None,
+        *,
+        guidelines: str | None = None,
+    ) -> EvaluationReport | EnsembleEvaluationReport:
+        """Judge, aggregate, then subtract the length penalty.
+
+        ``to_grade`` given as a ``{"thinking", "output"}`` dict reaches :meth:`judge` as one
+        string with ``<thinking>``/``<output>`` markers. ``guidelines`` (blank: none) go to
+        :meth:`judge` when it takes them; otherwise it is called without them and a
+        ``UserWarning`` "<Grader> ignores rubric guidelines" is given, once per grader. A
+        report with ``score=None`` (a failed grade) is returned unchanged.
+        """
+        guidelines = normalize_guidelines(guidelines)
+        if guidelines is not None and not _takes_guidelines(self.judge):
+            _warn_ignored_guidelines(self)
+            guidelines = None
+        if isinstance(to_grade, str):
+            text = to_grade
+        else:
+            marked = [f"<{key}>{to_grade[key]}</{key}>" for key in ("thinking", "output") if to_grade.get(key)]
+            text = "\n".join(marked)
+        extra = {} if guidelines is None else {"guidelines": guidelines}
+        report = await self.aggregate(await self.judge(text, rubric, query, reference_submission, **extra),
+                                      normalize=self.normalize)
+        if self.length_penalty is None or report.score is None:
+            return report
+        score = report.score - compute_length_penalty(normalize_to_grade_input(to_grade), self.length_penalty)
+        return report.model_copy(update={"score": max(0.0, score) if self.normalize else score})
 
 
 class Rubric:
@@ -56,6 +170,12 @@ class Rubric:
     ----------
     rubric : list of Criterion
         Stored as the attribute ``rubric`` (AutoRubric's API reference, "Core Grading").
+    guidelines : str, optional
+        AutoRubric's free text that applies to every criterion, stored as ``guidelines``
+        (blank text: None). :meth:`grade` passes them to a grader whose ``grade`` takes
+        ``guidelines=``; ``CriterionGrader`` does not yet (it warns "ignores rubric guidelines",
+        as AutoRubric does for such a grader). Not written by :meth:`to_dict` nor read by the
+        loaders yet.
 
     Raises
     ------
@@ -63,7 +183,10 @@ class Rubric:
         If an item is not a :class:`Criterion` (build from dicts with :meth:`from_dict`).
     """
 
-    def __init__(self, rubric: list[Criterion]) -> None:
+    guidelines: str | None = None  # a Rubric pickled before guidelines existed has none
+
+    def __init__(self, rubric: list[Criterion], *, guidelines: str | None = None) -> None:
+        self.guidelines = normalize_guidelines(guidelines)
         criteria = list(rubric)
         for idx, criterion in enumerate(criteria):
             if not isinstance(criterion, Criterion):
@@ -82,7 +205,7 @@ class Rubric:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Rubric):
             return NotImplemented
-        return self.rubric == other.rubric
+        return self.rubric == other.rubric and self.guidelines == other.guidelines
 
     __hash__ = None  # type: ignore[assignment]  # mutable container
 
@@ -92,7 +215,7 @@ class Rubric:
     async def grade(
         self,
         to_grade: ToGradeInput,
-        grader: Grader,
+        grader: SupportsGrade,
         query: str | None = None,
         reference_submission: str | None = None,
     ) -> EvaluationReport | EnsembleEvaluationReport:
@@ -102,8 +225,8 @@ class Rubric:
         ----------
         to_grade : str or ThinkingOutputDict
             The submission; a string may carry ``<thinking>``/``<output>`` markers.
-        grader : Grader
-            Required. Length penalty and normalisation are configured on the grader.
+        grader : Grader or CriterionGrader
+            Required; given the rubric's ``guidelines`` when its ``grade`` takes them. Length penalty and normalisation are configured on the grader.
         query : str or None
             The prompt the submission answers.
         reference_submission : str or None
@@ -116,11 +239,18 @@ class Rubric:
         """
         if grader is None:
             raise TypeError("Rubric.grade() requires a grader, e.g. grader=CriterionGrader(...)")
+        extra: dict[str, Any] = {}
+        if self.guidelines is not None:
+            if _takes_guidelines(grader.grade):
+                extra["guidelines"] = self.guidelines
+            else:
+                _warn_ignored_guidelines(grader)
         return await grader.grade(
             to_grade=to_grade,
             rubric=self.rubric,
             query=query,
             reference_submission=reference_submission,
+            **extra,
         )
 
     # ------------------------------------------------------------------ loading

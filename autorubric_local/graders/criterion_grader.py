@@ -131,6 +131,31 @@ def _describe_penalty(penalty: LengthPenalty | None) -> dict[str, Any] | None:
     return {**penalty.model_dump(mode="json", exclude={"count_fn"}), "count_fn": name}
 
 
+LLM_CALLS = ("per_criterion", "per_item")
+"""AutoRubric's ``llm_calls`` values; only ``"per_criterion"`` is built here."""
+
+
+def _refuse_unbuilt(binary_response_format: type | None, multi_choice_response_format: type | None,
+                    escalation: object | None, llm_calls: str) -> None:
+    """AutoRubric parameters accepted at their defaults and refused otherwise, saying why."""
+    for name, value in (("binary_response_format", binary_response_format),
+                        ("multi_choice_response_format", multi_choice_response_format)):
+        if value is not None:
+            raise InputError(
+                f"CriterionGrader: {name} is not supported: a local judge's answer is decoded under a grammar of "
+                "the criterion's labels (and an explanation in explain mode) and its verdict read from their "
+                "probabilities, so there is no response schema to replace; leave it None")
+    if escalation is not None:
+        raise InputError("CriterionGrader: escalation (a confidence cascade, AutoRubric's EscalationConfig) is not "
+                         "supported yet (issue 53); leave it None")
+    if llm_calls not in LLM_CALLS:
+        raise InputError(f"CriterionGrader: llm_calls must be one of {', '.join(LLM_CALLS)}, got {llm_calls!r}")
+    if llm_calls != "per_criterion":
+        raise InputError("CriterionGrader: llm_calls='per_item' (one call per item for the whole rubric) is not "
+                         "supported yet (issue 53); every judgment is one criterion's, and a judge shares each "
+                         "item's prompt prefix across its criteria; use llm_calls='per_criterion'")
+
+
 class CriterionGrader:
     """Grades a submission criterion by criterion with local judges.
 
@@ -148,6 +173,19 @@ class CriterionGrader:
         criterion's own ``aggregation``.
     system_prompt : str, optional
         Replaces the default judge system prompt.
+    multi_choice_system_prompt : str, optional
+        Replaces it for multi-choice criteria (AutoRubric's parameter); a judge's own
+        ``JudgeSpec.system_prompt`` replaces both. Not with ``contextual_calibration`` yet.
+    judge_model_config : LLMConfig, optional
+        AutoRubric's name of ``llm_config``; give one of them. The judge's id is its model
+        name here (AutoRubric's is ``"default"``).
+    binary_response_format, multi_choice_response_format : None
+        AutoRubric's response schemas; a local judge's answer is grammar-constrained to the
+        labels, so any other value is an ``InputError``.
+    escalation : None
+        AutoRubric's confidence cascade, not built yet: any other value is an ``InputError``.
+    llm_calls : "per_criterion"
+        AutoRubric's calls per item; ``"per_item"`` is not built yet (``InputError``).
     shuffle_options : bool, default True
         Present multi-choice options in a seeded random order (mapped back to original indices,
         recorded as ``shuffle_order``).
@@ -217,9 +255,21 @@ class CriterionGrader:
         permutations: Literal["single", "cyclic"] = "single",
         contextual_calibration: bool = False,
         content_free_inputs: Sequence[str] | None = None,
+        judge_model_config: LLMConfig | None = None,
+        multi_choice_system_prompt: str | None = None,
+        binary_response_format: type | None = None,
+        multi_choice_response_format: type | None = None,
+        escalation: object | None = None,
+        llm_calls: Literal["per_criterion", "per_item"] = "per_criterion",
     ) -> None:
+        _refuse_unbuilt(binary_response_format, multi_choice_response_format, escalation, llm_calls)
+        if judge_model_config is not None:
+            if llm_config is not None:
+                raise InputError("CriterionGrader: give judge_model_config or llm_config, not both "
+                                 "(they are one parameter: AutoRubric's name and this package's)")
+            llm_config = judge_model_config
         if (llm_config is None) == (judges is None):
-            raise InputError("CriterionGrader: give exactly one of llm_config or judges")
+            raise InputError("CriterionGrader: give exactly one of llm_config (judge_model_config) or judges")
         self.judges: tuple[JudgeSpec, ...] = (
             (JudgeSpec(llm_config, llm_config.model),) if llm_config is not None else tuple(judges or ())
         )
@@ -230,6 +280,11 @@ class CriterionGrader:
         check_explicit_shares([(j.judge_id, j.llm_config) for j in self.judges])
         self._load_configs: dict[str, LLMConfig] | None = None
         self.system_prompt = system_prompt
+        self.multi_choice_system_prompt = multi_choice_system_prompt
+        if contextual_calibration and multi_choice_system_prompt is not None:
+            raise InputError("CriterionGrader: multi_choice_system_prompt does not work with contextual_calibration "
+                             "yet (the content-free prompts are rendered with one system prompt per judge); "
+                             "leave one of them unset")
         self.shuffle_options = shuffle_options
         self.seed_given = seed is not None
         self.seed = seed if seed is not None else secrets.randbelow(2**31)
@@ -309,6 +364,9 @@ class CriterionGrader:
                 for j in self.judges
             ],
             "system_prompt": self.system_prompt,
+            # Only when set, so the content hash of runs without it is what it always was.
+            **({"multi_choice_system_prompt": self.multi_choice_system_prompt}
+               if self.multi_choice_system_prompt is not None else {}),
             "shuffle_options": self.shuffle_options,
             "seed": self.seed,
             "permutations": self.permutations.value,
@@ -403,6 +461,7 @@ class CriterionGrader:
             auto_na_option=self.auto_na_option,
             permutations=self.permutations,
             examples=self._examples_for if self.few_shot_config is not None else None,
+            multi_choice_system_prompt=self.multi_choice_system_prompt,
         )
         if judge_indices is None:
             return tasks

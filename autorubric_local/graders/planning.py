@@ -241,6 +241,7 @@ def plan_tasks(
     auto_na_option: bool = False,
     permutations: OptionPermutations = OptionPermutations.SINGLE,
     examples: Callable[[Criterion], str] | None = None,
+    multi_choice_system_prompt: str | None = None,
 ) -> list[JudgmentTask]:
     """Every judgment of the job, item-major, then judge, then criterion.
 
@@ -252,6 +253,10 @@ def plan_tasks(
         ``system_prompt`` (not None) replaces the job's.
     system_prompt : str, optional
         Replaces :data:`autorubric_local.graders.prompts.DEFAULT_SYSTEM_PROMPT`.
+    multi_choice_system_prompt : str, optional
+        Replaces the system prompt for multi-choice criteria (AutoRubric's parameter): their
+        tasks get an item prefix of their own, rendered with it. A judge's own
+        ``system_prompt`` still replaces both.
     shuffle_options : bool
         Present multi-choice options in a seeded random order.
     seed : int
@@ -276,6 +281,16 @@ def plan_tasks(
                 reference_submission=item.reference_submission,
                 system_prompt=own_prompt if own_prompt is not None else system_prompt,
             )
+            choice_parts = parts
+            if own_prompt is None and multi_choice_system_prompt is not None and any(
+                    c.options is not None for c in item.rubric):
+                choice_parts = render_item(
+                    format_chat,
+                    item.submission,
+                    query=item.query,
+                    reference_submission=item.reference_submission,
+                    system_prompt=multi_choice_system_prompt,
+                )
             for criterion_index, original in enumerate(item.rubric):
                 criterion = original
                 if auto_na_option and criterion.options is not None:
@@ -301,7 +316,7 @@ def plan_tasks(
                             judge_index=judge_index,
                             criterion=criterion,
                             option_order=order,
-                            parts=parts,
+                            parts=parts if original.options is None else choice_parts,
                             block=_with_examples(examples(original) if examples else "", listed.spans(order)),
                             permutation_index=permutation_index,
                             shuffled=shuffle_options and order is not None,
