@@ -83,7 +83,8 @@ def fresh(proxy: CountingProxy) -> CountingProxy:
 
 def hosted(proxy: CountingProxy, **fields: Any) -> LLMConfig:
     settings: dict[str, Any] = {"model": "openai/smollm2", "api_base": proxy.url, "api_key": "none", "backend": "hosted",
-                                "max_tokens": 256, "extra_params": {"response_format_type": "json_object"}}
+                                "max_tokens": 256, "extra_params": {"response_format_type": "json_object"},
+                                "retry_min_wait": 0.25, "retry_max_wait": 8.0}  # short waits, for the test's time
     settings.update(fields)
     return LLMConfig(**settings)
 

@@ -127,8 +127,10 @@ def test_request_params_follow_the_config() -> None:
     assert system == {"role": "system", "content": [{"type": "text", "text": "S", "cache_control": {"type": "ephemeral"}}]}
 
 
-def test_backoff_doubles_up_to_eight_seconds() -> None:
-    assert [backoff_seconds(a) for a in range(7)] == [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
+def test_backoff_doubles_from_retry_min_wait_up_to_retry_max_wait() -> None:
+    # AutoRubric's defaults: 1 s, doubling, at most 60 s
+    assert [backoff_seconds(a) for a in range(8)] == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+    assert [backoff_seconds(a, 0.25, 8.0) for a in range(7)] == [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
 
 
 def test_request_slots_bound_concurrency_per_provider() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from autorubric_local.core.checks import parse_yaml, read_input_text
 from autorubric_local.core.errors import InputError
@@ -33,6 +33,10 @@ THINKING_BUDGETS: dict[str, int] = {"low": 64, "medium": 128, "high": 256}
 """Reasoning tokens a local judge writes before its verdict, per ``thinking`` level."""
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
+
+
+_LATER_FIELDS = ("retry_min_wait", "retry_max_wait")
+"""Fields added after runs were stored: :meth:`LLMConfig.describe` leaves them out at their defaults."""
 
 
 class LLMConfig(BaseModel):
@@ -65,6 +69,11 @@ class LLMConfig(BaseModel):
         LiteLLM string such as ``"openai/<name>"`` with ``api_base``; extra ``[hosted]``);
         ``"auto"`` never picks it. The AutoRubric fields ``timeout`` ... ``extra_params`` apply
         to it only (:mod:`autorubric_local.engine.hosted.client`).
+    max_retries, retry_min_wait, retry_max_wait : int, float, float
+        Hosted judges only: further attempts after a transient failure, waiting
+        ``min(retry_max_wait, retry_min_wait * 2**attempt)`` seconds before each (AutoRubric's
+        defaults 1 s and 60 s; ``max_retries`` is 0 here, AutoRubric's 3: see
+        docs/python-api.md, "Differences from AutoRubric 1.6.1").
     device, dtype : where and in what precision to run; ``"auto"`` picks CUDA + bfloat16 when a
         GPU is present, else CPU + float32. ``dtype="bfloat16"`` on a CPU pays off only where
         PyTorch has AMX tiles (``amx_bf16`` in ``/proc/cpuinfo``): there it scored the essay set
@@ -130,6 +139,8 @@ class LLMConfig(BaseModel):
     thinking: ThinkingLevelLiteral | int | None = None
     timeout: float | None = Field(default=None, gt=0)
     max_retries: int = Field(default=0, ge=0)
+    retry_min_wait: float = Field(default=1.0, ge=0.0)
+    retry_max_wait: float = Field(default=60.0, ge=0.0)
     max_parallel_requests: int | None = Field(default=None, ge=1)
     cache_enabled: bool = False
     cache_dir: str = ".autorubric_cache"
@@ -175,6 +186,13 @@ class LLMConfig(BaseModel):
             except TypeError as exc:
                 raise ValueError(str(exc)) from None
         return value
+
+    @model_validator(mode="after")
+    def _check_retry_waits(self) -> LLMConfig:
+        if self.retry_max_wait < self.retry_min_wait:
+            raise ValueError(f"retry_max_wait must be >= retry_min_wait ({self.retry_min_wait}), "
+                             f"got {self.retry_max_wait}")
+        return self
 
     @field_validator("engine_args", mode="before")
     @classmethod
@@ -241,9 +259,10 @@ class LLMConfig(BaseModel):
 
     def describe(self) -> dict[str, Any]:
         """The fields as JSON-able data for run records and content hashes: without ``engine``,
-        and without ``max_batch_tokens`` while it is unset, so runs stored before that field
-        existed keep their content hash."""
+        and without ``max_batch_tokens`` while it is unset and ``retry_min_wait``/``retry_max_wait``
+        while at their defaults, so runs stored before those fields existed keep their content hash."""
         exclude = {"engine"} | ({"max_batch_tokens"} if self.max_batch_tokens is None else set())
+        exclude |= {name for name in _LATER_FIELDS if getattr(self, name) == type(self).model_fields[name].default}
         return self.model_dump(mode="json", exclude=exclude)
 
     def to_yaml(self, path: str | Path) -> None:

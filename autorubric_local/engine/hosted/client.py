@@ -10,7 +10,8 @@ Every ``LLMConfig`` option means what AutoRubric says (AutoRubric's README, "LLM
   when set); ``timeout`` (seconds per request) too.
 - ``max_retries``: further attempts after a transient failure (429, 5xx, timeout, connection
   error; :func:`~.litellm_loader.is_transient`) or a response that does not validate against
-  ``response_format``, waiting ``0.25 * 2**attempt`` s (at most 8 s) between attempts. A client
+  ``response_format``, waiting ``retry_min_wait * 2**attempt`` s (at most ``retry_max_wait``;
+  AutoRubric's defaults 1 s and 60 s) between attempts (:func:`backoff_seconds`). A client
   error (400, 401, 404, 422 ...) is raised at once. LiteLLM's and the OpenAI SDK's own retries
   are switched off, so every attempt is one request.
 - ``max_parallel_requests``: at most this many requests in flight per provider and API base,
@@ -59,10 +60,12 @@ T = TypeVar("T", bound=BaseModel)
 SETTINGS: tuple[str, ...] = (
     "model", "temperature", "max_tokens", "top_p", "seed", "thinking", "timeout", "max_retries",
     "max_parallel_requests", "cache_enabled", "cache_dir", "cache_ttl", "prompt_caching", "api_key",
-    "api_base", "extra_headers", "extra_params",
+    "api_base", "extra_headers", "extra_params", "retry_min_wait", "retry_max_wait",
 )
 """The ``LLMConfig`` fields a hosted call reads; ``answer(**kwargs)`` may override any of them."""
 RESPONSE_FORMAT_TYPES = ("json_schema", "json_object")
+RETRY_WAITS: dict[str, float] = {"retry_min_wait": 1.0, "retry_max_wait": 60.0}
+"""AutoRubric's retry waits, for a config object that does not have those fields."""
 
 
 class HostedSettings(Protocol):
@@ -85,6 +88,7 @@ class HostedSettings(Protocol):
     api_base: str | None
     extra_headers: dict[str, str]
     extra_params: dict[str, Any]
+    # retry_min_wait, retry_max_wait: float, read when present (else RETRY_WAITS)
 
 
 class ResponseParseError(ValueError):
@@ -105,9 +109,10 @@ class ResponseParseError(ValueError):
         self.cost = cost
 
 
-def backoff_seconds(attempt: int) -> float:
-    """Wait before retry number ``attempt`` (0-based): ``min(8, 0.25 * 2**attempt)`` seconds."""
-    return min(8.0, 0.25 * 2**attempt)
+def backoff_seconds(attempt: int, min_wait: float = 1.0, max_wait: float = 60.0) -> float:
+    """Wait before retry number ``attempt`` (0-based): ``min(max_wait, min_wait * 2**attempt)``
+    seconds (``LLMConfig.retry_min_wait``/``retry_max_wait``)."""
+    return min(max_wait, min_wait * 2**attempt)
 
 
 class HostedClient:
@@ -137,7 +142,7 @@ class HostedClient:
         unknown = sorted(set(overrides) - set(SETTINGS))
         if unknown:
             raise TypeError(f"unknown LLMConfig override(s) {unknown}; allowed: {', '.join(SETTINGS)}")
-        settings = {name: getattr(self.config, name) for name in SETTINGS}
+        settings = {name: getattr(self.config, name, RETRY_WAITS.get(name)) for name in SETTINGS}
         settings.update(overrides)
         return settings
 
@@ -219,7 +224,7 @@ class HostedClient:
                     response = await load_litellm().acompletion(**params)
             except Exception as exc:  # LiteLLM raises many types; only transient ones are retried
                 if attempt + 1 < attempts and is_transient(exc):
-                    await asyncio.sleep(backoff_seconds(attempt))
+                    await asyncio.sleep(backoff_seconds(attempt, settings["retry_min_wait"], settings["retry_max_wait"]))
                     continue
                 raise
             body = _body(response)
@@ -229,7 +234,7 @@ class HostedClient:
             except ResponseParseError as exc:
                 exc.cost = spent
                 if attempt + 1 < attempts:
-                    await asyncio.sleep(backoff_seconds(attempt))
+                    await asyncio.sleep(backoff_seconds(attempt, settings["retry_min_wait"], settings["retry_max_wait"]))
                     continue
                 raise
             if key is not None:

@@ -28,6 +28,8 @@ HOSTED_ONLY = "hosted and server judges need backend='hosted' (LiteLLM; docs/bac
 REFUSAL_REASONS: dict[str, str] = {
     "timeout": f"a local judge runs in this process, there is no request to time out; {HOSTED_ONLY}",
     "max_retries": f"a local engine call is not retried (a failed judgment is stored as an error row); {HOSTED_ONLY}",
+    "retry_min_wait": f"a local engine call is not retried, so there is no wait between retries; {HOSTED_ONLY}",
+    "retry_max_wait": f"a local engine call is not retried, so there is no wait between retries; {HOSTED_ONLY}",
     "prompt_caching": ("a local engine always shares the prompt prefix of a chunk's judgments (trie packing, vLLM "
                        "prefix caching); it cannot be turned off"),
     "api_key": HOSTED_ONLY,
@@ -46,7 +48,8 @@ REFUSAL_REASONS: dict[str, str] = {
 }
 """Why the built-in backends refuse an ``LLMConfig`` field, per field (the order messages come in)."""
 
-HOSTED_SETTINGS = ("timeout", "max_retries", "api_key", "api_base", "extra_headers", "extra_params")
+HOSTED_SETTINGS = ("timeout", "max_retries", "retry_min_wait", "retry_max_wait", "api_key", "api_base",
+                   "extra_headers", "extra_params")
 """AutoRubric's hosted-API settings, which no local backend implements."""
 
 

@@ -1,0 +1,278 @@
+"""AutoRubric 1.6.1's names for what autorubric-local holds under its own (issue 53): each is
+read from the local field, never stored twice, and each refusal of something not built yet says
+why. Hand-computed cases."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from typing import Any
+
+import pytest
+
+from autorubric_local import (
+    CriterionReport,
+    EnsembleCriterionReport,
+    EvaluationReport,
+    JudgeVote,
+    LengthPenalty,
+    LLMConfig,
+    MultiChoiceJudgeVote,
+    Rubric,
+)
+from autorubric_local.engine.scripted import ScriptedEngine
+from autorubric_local.graders import CriterionGrader, Grader
+from autorubric_local.graders.planning import GradeItem, plan_tasks
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.reports import selection_confidence
+from autorubric_local.core.types import (
+    CANONICAL_NA_OPTION,
+    Criterion,
+    CriterionJudgment,
+    CriterionOption,
+    MultiChoiceVerdict,
+)
+
+FORMAT = ScriptedEngine().format_chat
+
+OPTIONS = [CriterionOption(label="poor", value=0.0), CriterionOption(label="fair", value=0.5),
+           CriterionOption(label="good", value=1.0)]
+
+
+# --- votes and reports: probabilities, confidence, superseded, escalated -----------------------
+
+def test_selection_confidence_is_autorubrics_formula() -> None:
+    # clamp((K p - 1) / (K - 1), 0, 1)
+    assert selection_confidence(0.8, 2) == pytest.approx(0.6)     # (1.6 - 1) / 1
+    assert selection_confidence(0.5, 3) == pytest.approx(0.25)    # (1.5 - 1) / 2
+    assert selection_confidence(0.25, 4) == 0.0                   # chance
+    assert selection_confidence(0.1, 4) == 0.0                    # below chance: clamped
+    assert selection_confidence(1.0, 3) == 1.0
+    with pytest.raises(ValueError, match="n_outcomes"):
+        selection_confidence(1.0, 1)
+
+
+def test_judge_vote_probabilities_and_confidence_read_label_probabilities() -> None:
+    vote = JudgeVote(judge_id="j", verdict="MET", reason="",
+                     label_probabilities={"MET": 0.5, "UNMET": 0.3, "CANNOT_ASSESS": 0.2})
+    assert vote.probabilities == {"MET": 0.5, "UNMET": 0.3, "CANNOT_ASSESS": 0.2}
+    assert vote.confidence == pytest.approx(0.25)
+    assert vote.superseded is False
+    assert "probabilities" not in vote.model_dump() and "confidence" not in vote.model_dump()
+    # AutoRubric's argument fills label_probabilities; a consistent confidence is accepted
+    given = JudgeVote(judge_id="j", verdict="UNMET", reason="", probabilities={"MET": 0.1, "UNMET": 0.9},
+                      confidence=0.8)
+    assert given.label_probabilities == {"MET": 0.1, "UNMET": 0.9}
+    assert given.confidence == pytest.approx(0.8)
+    # no distribution read (one-hot, or none): None, as AutoRubric's LLM judges
+    assert JudgeVote(judge_id="j", verdict="MET", reason="").confidence is None
+    one_hot = JudgeVote(judge_id="j", verdict="MET", reason="", label_probabilities={"MET": 1.0, "UNMET": 0.0},
+                        one_hot=True)
+    assert one_hot.probabilities is None and one_hot.confidence is None
+
+
+def test_judge_vote_refuses_what_it_cannot_mean() -> None:
+    with pytest.raises(InputError, match="disagrees with its probabilities, which give 0.6"):
+        JudgeVote(judge_id="j", verdict="MET", reason="", probabilities={"MET": 0.8, "UNMET": 0.2}, confidence=0.9)
+    with pytest.raises(InputError, match="without probabilities"):
+        JudgeVote(judge_id="j", verdict="MET", reason="", confidence=0.5)
+    with pytest.raises(InputError, match="disagree"):
+        JudgeVote(judge_id="j", verdict="MET", reason="", probabilities={"MET": 0.8, "UNMET": 0.2},
+                  label_probabilities={"MET": 0.7, "UNMET": 0.3})
+    with pytest.raises(InputError, match=r"superseded=True\) is not supported yet.*EscalationConfig"):
+        JudgeVote(judge_id="j", verdict="MET", reason="", superseded=True)
+
+
+def test_multi_choice_vote_keys_probabilities_by_option_index() -> None:
+    vote = MultiChoiceJudgeVote(judge_id="j", selected_index=2, selected_label="good", value=1.0, reason="",
+                                label_probabilities={"poor": 0.1, "fair": 0.2, "good": 0.6,
+                                                     CANONICAL_NA_OPTION.label: 0.1})
+    assert vote.probabilities == {"0": 0.1, "1": 0.2, "2": 0.6, "3": 0.1}
+    assert vote.confidence == pytest.approx((4 * 0.6 - 1) / 3)
+    assert vote.superseded is False
+    with pytest.raises(InputError, match="does not hold its criterion's option labels"):
+        MultiChoiceJudgeVote(judge_id="j", selected_index=0, selected_label="poor", value=0.0, reason="",
+                             probabilities={"0": 1.0})
+    with pytest.raises(InputError, match="superseded=True"):
+        MultiChoiceJudgeVote(judge_id="j", selected_index=0, selected_label="poor", value=0.0, reason="",
+                             superseded=True)
+
+
+def test_criterion_report_maps_autorubric_keys_both_ways() -> None:
+    report = CriterionReport(requirement="r", options=OPTIONS, reason="",
+                             multi_choice_verdict=MultiChoiceVerdict(selected_index=1, selected_label="fair", value=0.5),
+                             probabilities={"0": 0.2, "1": 0.7, "3": 0.1})
+    assert report.label_probabilities == {"poor": 0.2, "fair": 0.7, CANONICAL_NA_OPTION.label: 0.1}
+    assert report.probabilities == {"0": 0.2, "1": 0.7, "3": 0.1}
+    assert report.confidence == pytest.approx((3 * 0.7 - 1) / 2)  # K = 3 offered outcomes
+    binary = CriterionReport(requirement="r", verdict="UNMET", reason="", label_probabilities={"MET": 0.3, "UNMET": 0.7})
+    assert binary.probabilities == {"MET": 0.3, "UNMET": 0.7}
+    assert binary.confidence == pytest.approx(0.4)
+    with pytest.raises(InputError, match="not an option index"):
+        CriterionReport(requirement="r", options=OPTIONS, reason="", probabilities={"fair": 1.0})
+
+
+def test_ensemble_report_is_never_escalated_here() -> None:
+    report = EnsembleCriterionReport(criterion=Criterion(requirement="r"), final_verdict="MET", final_reason="")
+    assert report.escalated is False
+    with pytest.raises(InputError, match=r"escalated=True\) is not supported yet"):
+        EnsembleCriterionReport(criterion=Criterion(requirement="r"), final_verdict="MET", final_reason="",
+                                escalated=True)
+
+
+# --- CriterionGrader: AutoRubric's parameters ---------------------------------------------------
+
+def _config(engine: object | None = None) -> LLMConfig:
+    return LLMConfig(model="scripted", engine=engine or ScriptedEngine())
+
+
+def test_judge_model_config_is_llm_config() -> None:
+    config = _config()
+    grader = CriterionGrader(judge_model_config=config, seed=1)
+    assert [j.llm_config for j in grader.judges] == [config]
+    assert grader.describe() == CriterionGrader(config, seed=1).describe()
+    with pytest.raises(InputError, match="judge_model_config or llm_config, not both"):
+        CriterionGrader(config, judge_model_config=config)
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"binary_response_format": CriterionJudgment}, "binary_response_format is not supported: .*grammar"),
+    ({"multi_choice_response_format": CriterionJudgment}, "multi_choice_response_format is not supported"),
+    ({"escalation": object()}, r"escalation \(a confidence cascade.*not supported yet"),
+    ({"llm_calls": "per_item"}, "llm_calls='per_item'.*not supported yet"),
+    ({"llm_calls": "per_rubric"}, "llm_calls must be one of per_criterion, per_item, got 'per_rubric'"),
+])
+def test_criterion_grader_refuses_what_is_not_built(arguments: dict, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        CriterionGrader(_config(), **arguments)
+
+
+def test_criterion_grader_accepts_autorubrics_defaults() -> None:
+    grader = CriterionGrader(_config(), seed=1, binary_response_format=None, multi_choice_response_format=None,
+                             escalation=None, llm_calls="per_criterion", multi_choice_system_prompt=None)
+    assert grader.describe() == CriterionGrader(_config(), seed=1).describe()  # the content hash stays
+
+
+def test_multi_choice_system_prompt_replaces_the_prompt_of_multi_choice_criteria_only() -> None:
+    binary = Criterion(requirement="Says hello.")
+    choice = Criterion(requirement="How polite?", options=OPTIONS)
+    item = GradeItem("hello there", (binary, choice))
+    tasks = plan_tasks([item], [("j", FORMAT)], shuffle_options=False, multi_choice_system_prompt="MC PROMPT")
+    by_kind = {task.criterion.options is None: task for task in tasks}
+    assert "MC PROMPT" in by_kind[False].prefix and "MC PROMPT" not in by_kind[True].prefix
+    assert by_kind[True].prefix == plan_tasks([item], [("j", FORMAT)], shuffle_options=False)[0].prefix
+    # a judge's own system prompt replaces both
+    own = plan_tasks([item], [("j", FORMAT, "OWN")], shuffle_options=False, multi_choice_system_prompt="MC PROMPT")
+    assert all("OWN" in task.prefix and "MC PROMPT" not in task.prefix for task in own)
+    grader = CriterionGrader(_config(), seed=1, multi_choice_system_prompt="MC PROMPT")
+    assert grader.describe()["multi_choice_system_prompt"] == "MC PROMPT"
+    assert "MC PROMPT" in [t for t in grader.plan([item]) if t.criterion.options is not None][0].prefix
+    with pytest.raises(InputError, match="does not work with contextual_calibration yet"):
+        CriterionGrader(_config(), multi_choice_system_prompt="MC", contextual_calibration=True)
+
+
+# --- Grader: AutoRubric's base class of custom graders; Rubric.guidelines -----------------------
+
+class _Constant(Grader):
+    """Every criterion MET; records what judge() was given."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.seen: list[tuple[str, str | None]] = []
+
+    async def judge(self, to_grade: str, rubric: list[Criterion], query: str | None = None,
+                    reference_submission: str | None = None, *, guidelines: str | None = None) -> Any:
+        self.seen.append((to_grade, guidelines))
+        return rubric
+
+    async def aggregate(self, judge_results: Any, *, normalize: bool = True) -> EvaluationReport:
+        total = sum(c.weight for c in judge_results)
+        return EvaluationReport(score=1.0 if normalize else total, raw_score=total)
+
+
+class _Old(_Constant):
+    async def judge(self, to_grade: str, rubric: list[Criterion], query: str | None = None,
+                    reference_submission: str | None = None) -> Any:
+        self.seen.append((to_grade, None))
+        return rubric
+
+
+RUBRIC = [Criterion(requirement="a", weight=3.0), Criterion(requirement="b", weight=1.0)]
+
+
+def test_grader_base_class_judges_aggregates_and_penalises() -> None:
+    assert asyncio.run(_Constant().grade("x", RUBRIC)).score == 1.0
+    assert asyncio.run(_Constant(normalize=False).grade("x", RUBRIC)).score == 4.0
+    # 4 words over a free budget of 2 with cap 4: the whole penalty_at_cap, 0.25 (exponent irrelevant at the cap)
+    penalty = LengthPenalty(free_budget=2, max_cap=4, penalty_at_cap=0.25, penalty_type="ALL")
+    assert asyncio.run(_Constant(length_penalty=penalty).grade("one two three four", RUBRIC)).score == pytest.approx(0.75)
+    raw = asyncio.run(_Constant(length_penalty=penalty, normalize=False).grade("one two three four", RUBRIC))
+    assert raw.score == pytest.approx(3.75) and raw.raw_score == 4.0
+    grader = _Constant()
+    asyncio.run(grader.grade({"thinking": "T", "output": "O"}, RUBRIC))
+    assert grader.seen == [("<thinking>T</thinking>\n<output>O</output>", None)]
+    with pytest.raises(NotImplementedError, match="must implement judge"):
+        asyncio.run(Grader().grade("x", RUBRIC))
+
+
+def test_rubric_guidelines_reach_a_grader_that_takes_them_and_warn_otherwise() -> None:
+    assert Rubric(RUBRIC, guidelines="  \n").guidelines is None
+    with pytest.raises(TypeError, match="str or None"):
+        Rubric(RUBRIC, guidelines=3)  # type: ignore[arg-type]
+    rubric = Rubric(RUBRIC, guidelines="Be strict.")
+    takes = _Constant()
+    asyncio.run(rubric.grade("x", takes))
+    assert takes.seen == [("x", "Be strict.")]
+    old = _Old()
+    with pytest.warns(UserWarning, match="_Old ignores rubric guidelines"):
+        asyncio.run(rubric.grade("x", old))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        asyncio.run(rubric.grade("x", old))  # once per grader
+    assert old.seen == [("x", None), ("x", None)]
+    assert Rubric(RUBRIC) != rubric
+
+
+# --- LLMConfig: AutoRubric's retry waits --------------------------------------------------------
+
+def test_retry_waits_have_autorubrics_defaults_and_leave_old_hashes_alone() -> None:
+    config = LLMConfig(model="m")
+    assert (config.retry_min_wait, config.retry_max_wait) == (1.0, 60.0)
+    assert "retry_min_wait" not in config.describe() and "retry_max_wait" not in config.describe()
+    assert LLMConfig(model="m", retry_min_wait=0.5).describe()["retry_min_wait"] == 0.5
+    with pytest.raises(ValueError, match=r"retry_max_wait must be >= retry_min_wait \(2.0\), got 1.0"):
+        LLMConfig(model="m", retry_min_wait=2.0, retry_max_wait=1.0)
+
+
+def test_a_local_backend_refuses_retry_waits() -> None:
+    from autorubric_local.judges.backends.support import unsupported_settings
+
+    problems = unsupported_settings(LLMConfig(model="m", retry_min_wait=0.5), "transformers")
+    assert problems == ["LLMConfig.retry_min_wait is not supported by the transformers backend (got 0.5); a local "
+                        "engine call is not retried, so there is no wait between retries; hosted and server judges "
+                        "need backend='hosted' (LiteLLM; docs/backends.md, \"Hosted and server judges\")"]
+    assert unsupported_settings(LLMConfig(model="m", retry_min_wait=0.5), "hosted") == []
+
+
+def test_hosted_retries_wait_retry_min_wait_doubling(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autorubric_local.engine.hosted import client as hosted_client
+
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    class Flaky(Exception):
+        pass
+
+    class FakeLiteLLM:
+        async def acompletion(self, **params: Any) -> Any:
+            raise Flaky("503")
+
+    monkeypatch.setattr(hosted_client.asyncio, "sleep", sleep)
+    monkeypatch.setattr(hosted_client, "load_litellm", lambda: FakeLiteLLM())
+    monkeypatch.setattr(hosted_client, "is_transient", lambda exc: isinstance(exc, Flaky))
+    config = LLMConfig(model="openai/x", backend="hosted", max_retries=3, retry_min_wait=0.5, retry_max_wait=1.5)
+    with pytest.raises(Flaky):
+        asyncio.run(hosted_client.HostedClient(config).answer("s", "u"))
+    assert waits == [0.5, 1.0, 1.5]  # 0.5 * 2**attempt, capped at 1.5
