@@ -114,6 +114,13 @@ _LAZY: dict[str, str] = {
             "IndeterminacyReport", "IndeterminacySettings", "analyse_runs", "maybe_rubric",
         )
     },
+    **{
+        name: "autorubric_local.meta"
+        for name in (
+            "evaluate_rubric_in_context", "evaluate_rubric_standalone", "get_in_context_meta_rubric",
+            "get_standalone_meta_rubric",
+        )
+    },
 }
 
 
