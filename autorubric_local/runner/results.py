@@ -41,6 +41,9 @@ class ItemResult:
         The item's report; a failed item has ``report.score is None`` and ``report.error`` set.
     duration_seconds : float
         The item's share of engine time: the sum of its judgments' engine seconds.
+    error : str or None
+        Why grading the item failed (AutoRubric's field): ``report.error`` unless given; None
+        when it was graded.
     item_id : str
         The item's id (``DataItem.id``, or ``"item-<idx>"``).
     """
@@ -49,12 +52,12 @@ class ItemResult:
     item: DataItem
     report: EnsembleEvaluationReport
     duration_seconds: float
+    error: str | None = None
     item_id: str = ""
 
-    @property
-    def error(self) -> str | None:
-        """The item's error message, or None when it was graded."""
-        return self.report.error
+    def __post_init__(self) -> None:
+        if self.error is None and self.report.error is not None:
+            object.__setattr__(self, "error", self.report.error)  # frozen: set once, while built
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,10 @@ class EvalResult:
     completed_at: datetime
     errors: list[tuple[int, str]] = field(default_factory=list)
     experiment_name: str | None = None
+    experiment_dir: Path | None = None
+    """The run's experiment folder (``<experiments_dir>/<experiment_name>``, holding
+    ``results.sqlite``), as AutoRubric has it; None for a database given as ``db_path`` under
+    another file name, or in memory."""
     run_id: str | None = None
     db_path: str | None = None
     total_judgments: int = 0
@@ -118,19 +125,43 @@ class EvalResult:
         return compute_metrics(self, dataset, **kwargs)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ExperimentManifest:
-    """What a stored run is: name, id, where, its content hash and how far it got."""
+    """What a stored run is: name, id, where, its content hash and how far it got.
+
+    AutoRubric's fields, from the stored run (:func:`load_manifest`): ``created_at`` and
+    ``started_at`` (its start), ``completed_at`` (its end; None while unfinished),
+    ``dataset_name``, ``dataset_path`` (the file it was read from, when known), ``dataset_hash``
+    (``sha256:`` of the canonical JSON of its items' content hashes, scheme
+    ``autorubric-local/dataset``; None for runs stored before items had hashes),
+    ``completed_indices`` (the graded items' indices), ``total_duration_seconds`` (wall time,
+    summed over sessions), ``grader_config`` (the stored grader description). ``status`` is this
+    package's (``"running"``, ``"finished"``, ...), not AutoRubric's ``"completed"``;
+    ``error`` and ``eval_config`` are not stored and stay None.
+    This package's: ``run_id``, ``db_path``, ``content_hash``, ``started_utc``,
+    ``finished_utc`` (ISO strings) and ``completed_items`` (``len(completed_indices)``).
+    """
 
     experiment_name: str
-    run_id: str
-    db_path: str
-    status: str
-    content_hash: str | None
-    started_utc: str
-    finished_utc: str | None
     total_items: int
-    completed_items: int
+    status: str
+    created_at: datetime | None = None
+    dataset_name: str | None = None
+    dataset_hash: str | None = None
+    completed_indices: frozenset[int] = frozenset()
+    error: str | None = None
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    total_duration_seconds: float | None = None
+    dataset_path: str | None = None
+    grader_config: dict[str, Any] | None = None
+    eval_config: dict[str, Any] | None = None
+    run_id: str | None = None
+    db_path: str | None = None
+    content_hash: str | None = None
+    started_utc: str | None = None
+    finished_utc: str | None = None
+    completed_items: int = 0
 
 
 def resolve_db_path(path: str | Path) -> Path:
@@ -179,13 +210,41 @@ def load_result(db_path: str | Path, run: str | None = None) -> tuple[EvalResult
         store.close()
 
 
+def dataset_hash(item_hashes: Sequence[str]) -> str:
+    """``ExperimentManifest.dataset_hash``: the hash of the run's items' content hashes, in order."""
+    from autorubric_local.runner.checkpoint import canonical_hash
+
+    return canonical_hash({"scheme": "autorubric-local/dataset", "items": list(item_hashes)})
+
+
+def experiment_dir(db_path: str | None) -> Path | None:
+    """The experiment folder of a database at ``<folder>/results.sqlite``; None otherwise."""
+    if db_path is None or db_path == ":memory:":
+        return None
+    path = Path(db_path)
+    return path.parent if path.name == "results.sqlite" else None
+
+
 def load_manifest(db_path: str | Path, run: str | None = None) -> ExperimentManifest:
     """Summary of a stored run (see :func:`load_result` for the arguments)."""
     store, row, path = _open_run(db_path, run)
     try:
         items = store.item_rows(row["id"])
+        done = frozenset(index for index, item in enumerate(items) if item.get("report_json") is not None)
+        hashes = [item.get("item_hash") for item in items]
+        started = _parse_utc(row["started_utc"])
+        header = dataset_header(row)
         return ExperimentManifest(
             experiment_name=row["name"],
+            created_at=started,
+            dataset_name=header.get("name"),
+            dataset_hash=None if not hashes or None in hashes else dataset_hash(hashes),
+            completed_indices=done,
+            started_at=started,
+            completed_at=_parse_utc(row["finished_utc"]) if row.get("finished_utc") else None,
+            total_duration_seconds=float(row["wall_seconds"]) if row.get("wall_seconds") is not None else None,
+            dataset_path=row.get("data_path"),
+            grader_config=json.loads(row["grader_json"]) if row.get("grader_json") else None,
             run_id=row["id"],
             db_path=str(path),
             status=row["status"],
@@ -193,7 +252,7 @@ def load_manifest(db_path: str | Path, run: str | None = None) -> ExperimentMani
             started_utc=row["started_utc"],
             finished_utc=row["finished_utc"],
             total_items=row.get("total_items") or len(items),
-            completed_items=sum(1 for item in items if item.get("report_json") is not None),
+            completed_items=len(done),
         )
     finally:
         store.close()
@@ -238,6 +297,7 @@ def result_from_store(store: Store, run: Mapping[str, Any], db_path: str) -> tup
         completed_at=_parse_utc(run["finished_utc"]) if run.get("finished_utc") else datetime.now(UTC),
         errors=[(index, message) for index, message in failed if message is not None],
         experiment_name=run["name"],
+        experiment_dir=experiment_dir(db_path),
         run_id=run["id"],
         db_path=db_path,
         total_judgments=judgments,

@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from autorubric_local.core.errors import AutorubricError
 from autorubric_local.core.reports import EnsembleEvaluationReport
@@ -539,9 +539,49 @@ def _header(dataset: RubricDataset) -> dict[str, Any]:
     return header
 
 
-async def evaluate(dataset: RubricDataset, grader: CriterionGrader, **config: Any) -> EvalResult:
-    """Evaluate ``dataset`` with ``grader``; keyword arguments are :class:`EvalConfig` fields.
+async def evaluate(
+    dataset: RubricDataset,
+    grader: CriterionGrader,
+    *,
+    fail_fast: bool = False,
+    show_progress: bool = True,
+    progress_style: Literal["simple", "detailed"] = "simple",
+    max_concurrent_items: int | None = None,
+    experiment_name: str | None = None,
+    experiments_dir: str | Path = "experiments",
+    resume: bool = True,
+    **config: Any,
+) -> EvalResult:
+    """Evaluate ``dataset`` with ``grader``: :class:`EvalRunner` with an :class:`EvalConfig`
+    of these arguments.
 
-    Example: ``result = await evaluate(dataset, grader, show_progress=False)``.
+    Parameters
+    ----------
+    dataset : RubricDataset
+    grader : CriterionGrader
+    fail_fast, show_progress, progress_style, max_concurrent_items, experiment_name,
+    experiments_dir, resume
+        AutoRubric's parameters, with its defaults: the :class:`EvalConfig` fields of those
+        names (``experiments_dir/<experiment_name>/results.sqlite`` is the run's database;
+        the same name again resumes it).
+    **config
+        Any further :class:`EvalConfig` field (``db_path``, ``chunk_judgments``,
+        ``distributed``, ...).
+
+    Returns
+    -------
+    EvalResult
+
+    Raises
+    ------
+    InputError
+        A setting out of range (the message names it), or a dataset that cannot be graded.
+
+    Examples
+    --------
+    >>> result = await evaluate(dataset, grader, show_progress=False)  # doctest: +SKIP
     """
-    return await EvalRunner(dataset, grader, EvalConfig(**config)).run()
+    settings = EvalConfig(fail_fast=fail_fast, show_progress=show_progress, progress_style=progress_style,
+                          max_concurrent_items=max_concurrent_items, experiment_name=experiment_name,
+                          experiments_dir=experiments_dir, resume=resume, **config)
+    return await EvalRunner(dataset, grader, settings).run()
