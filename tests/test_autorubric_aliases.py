@@ -5,24 +5,37 @@ why. Hand-computed cases."""
 from __future__ import annotations
 
 import asyncio
+import inspect
+import math
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from autorubric_local import (
     CriterionReport,
+    CriterionVerdict,
+    DataItem,
     EnsembleCriterionReport,
     EvaluationReport,
+    FewShotConfig,
+    FewShotExample,
     JudgeVote,
     LengthPenalty,
     LLMConfig,
     MultiChoiceJudgeVote,
     Rubric,
+    RubricDataset,
+    evaluate,
+    load_manifest,
 )
+from autorubric_local.data.item import item_to_dict
 from autorubric_local.engine.scripted import ScriptedEngine
 from autorubric_local.graders import CriterionGrader, Grader
+from autorubric_local.graders.few_shot import select_examples
 from autorubric_local.graders.planning import GradeItem, plan_tasks
+from autorubric_local.runner import EvalAbortedError
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.reports import selection_confidence
 from autorubric_local.core.types import (
@@ -276,3 +289,95 @@ def test_hosted_retries_wait_retry_min_wait_doubling(monkeypatch: pytest.MonkeyP
     with pytest.raises(Flaky):
         asyncio.run(hosted_client.HostedClient(config).answer("s", "u"))
     assert waits == [0.5, 1.0, 1.5]  # 0.5 * 2**attempt, capped at 1.5
+
+
+# --- evaluate, EvalResult.experiment_dir, ItemResult.error, ExperimentManifest ------------------
+
+def _dataset(n: int) -> RubricDataset:
+    dataset = RubricDataset(prompt="Say hi.", rubric=Rubric([Criterion(requirement="Says hi.")]), name="greetings")
+    for i in range(n):
+        dataset.add_item(f"hi {i}" if i != 1 else "poison")
+    return dataset
+
+
+def _raising(request: Any) -> Any:
+    if "poison" in request.prefix:
+        raise RuntimeError("CUDA out of memory")
+    return [math.log(0.7), math.log(0.2), math.log(0.1)]
+
+
+def test_evaluate_takes_autorubrics_parameters_and_reports_the_experiment(tmp_path: Path) -> None:
+    defaults = {name: p.default for name, p in inspect.signature(evaluate).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    assert defaults == {"fail_fast": False, "show_progress": True, "progress_style": "simple",
+                        "max_concurrent_items": None, "experiment_name": None, "experiments_dir": "experiments",
+                        "resume": True}
+    grader = CriterionGrader(_config(ScriptedEngine(policy=_raising)), seed=1)
+    result = asyncio.run(evaluate(_dataset(3), grader, show_progress=False, experiment_name="e",
+                                  experiments_dir=tmp_path, max_concurrent_items=1))
+    assert result.experiment_dir == tmp_path / "e"
+    assert [r.error is None for r in result.item_results] == [True, False, True]
+    assert "CUDA out of memory" in result.item_results[1].error
+    assert result.item_results[1].error == result.item_results[1].report.error
+    manifest = load_manifest(tmp_path / "e")
+    assert (manifest.experiment_name, manifest.total_items, manifest.completed_items) == ("e", 3, 3)
+    assert manifest.completed_indices == {0, 1, 2}
+    assert manifest.dataset_name == "greetings"
+    assert manifest.created_at == manifest.started_at and manifest.started_at.isoformat().startswith(
+        manifest.started_utc[:19])
+    assert manifest.completed_at is not None and manifest.total_duration_seconds is not None
+    assert manifest.grader_config is not None and manifest.grader_config["seed"] == 1
+    assert manifest.dataset_hash is not None and manifest.dataset_hash.startswith("sha256:")
+    # the same items hash the same, in another run of another grader
+    asyncio.run(evaluate(_dataset(3), CriterionGrader(_config(), seed=2), show_progress=False,
+                         experiment_name="f", experiments_dir=tmp_path))
+    assert load_manifest(tmp_path / "f").dataset_hash == manifest.dataset_hash
+    with pytest.raises(EvalAbortedError):
+        asyncio.run(evaluate(_dataset(3), CriterionGrader(_config(ScriptedEngine(policy=_raising)), seed=1),
+                             show_progress=False, experiment_name="g", experiments_dir=tmp_path, fail_fast=True))
+    in_file = asyncio.run(evaluate(_dataset(1), CriterionGrader(_config(), seed=1), show_progress=False,
+                                   db_path=tmp_path / "other.sqlite"))
+    assert in_file.experiment_dir is None
+
+
+# --- FewShotExample.verdict, DataItem.ground_truth_reasons, RubricDataset defaults --------------
+
+def test_few_shot_example_takes_autorubrics_verdict() -> None:
+    example = FewShotExample("s", CriterionVerdict.MET, "why")
+    assert (example.label, example.verdict, example.reason) == ("MET", CriterionVerdict.MET, "why")
+    assert FewShotExample("s", label="Partial").verdict == "Partial"
+    assert FewShotExample("s", "UNMET") == FewShotExample("s", label="UNMET")
+    with pytest.raises(InputError, match="one of them"):
+        FewShotExample("s")
+
+
+def test_ground_truth_reasons_are_checked_kept_and_shown_in_few_shot_examples() -> None:
+    item = DataItem("x", ground_truth=["MET", "UNMET"], ground_truth_reasons=["Says it.", None])
+    assert item.ground_truth_reasons == ["Says it.", None]
+    assert item_to_dict(item)["ground_truth_reasons"] == ["Says it.", None]
+    assert "ground_truth_reasons" not in item_to_dict(DataItem("x", ground_truth=["MET"]))
+    with pytest.raises(InputError, match="needs ground_truth"):
+        DataItem("x", ground_truth_reasons=["a"])
+    with pytest.raises(InputError, match="1 values for 2 ground truth values"):
+        DataItem("x", ground_truth=["MET", "UNMET"], ground_truth_reasons=["a"])
+    with pytest.raises(InputError, match=r"\[1\]: expected a string or null"):
+        DataItem("x", ground_truth=["MET", "UNMET"], ground_truth_reasons=["a", 3])
+    rubric = Rubric([Criterion(requirement="First."), Criterion(requirement="Second.")])
+    data = RubricDataset(rubric=rubric)
+    data.add_item("a", ground_truth=["MET", "UNMET"], ground_truth_reasons=["first is met", "second is not"],
+                  description="note a")
+    data.add_item("b", ground_truth=["MET", "MET"], description="note b")  # no reasons: its description
+    copied = RubricDataset.from_dict(data.to_dict())
+    assert copied.items[0].ground_truth_reasons == ["first is met", "second is not"]
+    config = FewShotConfig(n_examples=2, include_reason=True)
+    by_submission = {e.submission: e.reason for e in select_examples(data, rubric.rubric[1], config)}
+    assert by_submission == {"a": "second is not", "b": "note b"}
+    hidden = select_examples(data, rubric.rubric[1], FewShotConfig(n_examples=2))
+    assert all(e.reason is None for e in hidden)
+
+
+def test_rubric_dataset_prompt_and_rubric_are_optional() -> None:
+    data = RubricDataset()
+    assert (data.prompt, data.rubric, list(data.items)) == (None, None, [])
+    with pytest.raises(InputError, match="rubric"):
+        data.add_item("x")  # no rubric anywhere

@@ -114,10 +114,10 @@ class RubricDataset:
 
     Attributes
     ----------
-    prompt : str or None
+    prompt : str or None, default None
         The question the submissions answer; ``None`` when items carry their own prompts (or
         are graded without one).
-    rubric : Rubric or None
+    rubric : Rubric or None, default None
         Global rubric; ``None`` only when every item has its own rubric.
     items : list of DataItem
         The items, validated on construction (see the module docstring). A ``.jsonl`` file
@@ -139,8 +139,8 @@ class RubricDataset:
         dataset.compute_weighted_score(dataset[0].ground_truth)
     """
 
-    prompt: str | None
-    rubric: Rubric | None
+    prompt: str | None = None
+    rubric: Rubric | None = None
     items: list[DataItem] = field(default_factory=list)
     name: str | None = None
     reference_submission: str | None = None
@@ -177,8 +177,10 @@ class RubricDataset:
         prompt: str | None = None,
         id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        ground_truth_reasons: list[str | None] | None = None,
     ) -> DataItem:
-        """Validate a new item against its effective rubric, append it and return it.
+        """Validate a new item against its effective rubric, append it and return it
+        (``ground_truth_reasons``: AutoRubric's, see :class:`DataItem`).
 
         Raises
         ------
@@ -195,6 +197,7 @@ class RubricDataset:
                     rubric=rubric,
                     reference_submission=reference_submission,
                     prompt=prompt,
+                    ground_truth_reasons=ground_truth_reasons,
                     id=id,
                     metadata=metadata,
                 ),

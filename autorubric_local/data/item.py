@@ -30,7 +30,7 @@ __all__ = ["ITEM_FIELDS", "DataItem", "UnreadableItem", "item_to_dict", "rubric_
 
 ITEM_FIELDS: tuple[str, ...] = (
     "id", "submission", "description", "ground_truth", "rubric", "reference_submission", "prompt",
-    "metadata",
+    "ground_truth_reasons", "metadata",
 )
 """Keys allowed in an item object."""
 
@@ -55,6 +55,11 @@ class DataItem:
         Exemplar answer shown to the judge as calibration; overrides the dataset's.
     prompt : str or None
         Per-item prompt (the ``query`` passed to grading); overrides the dataset's.
+    ground_truth_reasons : list of (str or None), or None
+        AutoRubric's written reasons for the ground truth, one per criterion, aligned with
+        ``ground_truth`` (which must then be set); a None entry has no reason. A few-shot
+        example drawn from the item shows its criterion's reason under
+        ``FewShotConfig(include_reason=True)``. Never shown to a judge grading the item.
     id : str or None
         Caller's identifier for the item (autorubric-local extension); unique in a dataset.
     metadata : dict or None
@@ -77,10 +82,32 @@ class DataItem:
     rubric: Rubric | None = None
     reference_submission: str | None = None
     prompt: str | None = None
+    ground_truth_reasons: list[str | None] | None = None
     id: str | None = None
     metadata: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
+        self._check_fields()
+        self._check_reasons()
+
+    def _check_reasons(self) -> None:
+        reasons = self.ground_truth_reasons
+        if reasons is None:
+            return
+        if isinstance(reasons, (str, bytes)) or not isinstance(reasons, Sequence):
+            raise InputError(f"field 'ground_truth_reasons': expected a list or null, got {json_type_name(reasons)}")
+        if self.ground_truth is None:
+            raise InputError("field 'ground_truth_reasons': needs ground_truth, which is null")
+        if len(reasons) != len(self.ground_truth):
+            raise InputError(f"field 'ground_truth_reasons': {len(reasons)} values for {len(self.ground_truth)} "
+                             "ground truth values (one reason, or null, per criterion)")
+        for index, reason in enumerate(reasons):
+            if reason is not None and not isinstance(reason, str):
+                raise InputError(f"field 'ground_truth_reasons'[{index}]: expected a string or null, "
+                                 f"got {json_type_name(reason)}")
+        object.__setattr__(self, "ground_truth_reasons", list(reasons))
+
+    def _check_fields(self) -> None:
         if not isinstance(self.submission, str):
             raise InputError(
                 f"field 'submission': expected a string, got {json_type_name(self.submission)}"
@@ -182,6 +209,8 @@ def item_to_dict(item: DataItem) -> dict[str, Any]:
         data["reference_submission"] = item.reference_submission
     if item.prompt is not None:
         data["prompt"] = item.prompt
+    if item.ground_truth_reasons is not None:
+        data["ground_truth_reasons"] = list(item.ground_truth_reasons)
     if item.metadata is not None:
         data["metadata"] = item.metadata
     return data
@@ -202,6 +231,7 @@ def _item_from_dict(raw: object) -> DataItem:
         rubric=item_rubric,
         reference_submission=raw.get("reference_submission"),
         prompt=raw.get("prompt"),
+        ground_truth_reasons=raw.get("ground_truth_reasons"),
         id=raw.get("id"),
         metadata=raw.get("metadata"),
     )

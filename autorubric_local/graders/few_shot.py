@@ -13,7 +13,9 @@ Choices where AutoRubric is silent:
 - ``balance_verdicts``: draw round-robin across the labels present (e.g. MET, UNMET,
   CANNOT_ASSESS; or the options), in order of the criterion's labels, each label's items in a
   seeded random order; without it, a seeded random sample.
-- ``include_reason``: the training item's ``description`` is shown as the reason.
+- ``include_reason``: the training item's reason for the criterion
+  (``DataItem.ground_truth_reasons``, AutoRubric's rule) is shown; an item without one shows
+  its ``description`` instead (this package's rule before those reasons existed), or none.
 - Examples go into the criterion's part of the prompt (after the submission, before the
   question), so the submission prefix stays shared across criteria.
 """
@@ -56,13 +58,47 @@ class FewShotConfig(BaseModel):
     seed: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class FewShotExample:
-    """One graded exemplar: the submission and its label on the criterion (verdict or option)."""
+    """One graded exemplar: the submission and its label on the criterion (verdict or option).
+
+    ``FewShotExample(submission, verdict, reason)`` as AutoRubric builds it: ``verdict`` a
+    ``CriterionVerdict`` or a label string (an option label on a multi-choice criterion),
+    stored as the string ``label``; or ``label=`` by keyword. :attr:`verdict` reads it back.
+
+    Raises
+    ------
+    InputError
+        If neither or both of ``verdict`` and ``label`` are given.
+    """
 
     submission: str
     label: str
     reason: str | None = None
+
+    def __init__(self, submission: str, verdict: CriterionVerdict | str | None = None, reason: str | None = None,
+                 *, label: str | None = None) -> None:
+        if (verdict is None) == (label is None):
+            raise InputError("FewShotExample: give the verdict (AutoRubric's name) or the label, one of them")
+        object.__setattr__(self, "submission", submission)
+        object.__setattr__(self, "label", _label(verdict if verdict is not None else label))
+        object.__setattr__(self, "reason", reason)
+
+    @property
+    def verdict(self) -> CriterionVerdict | str:
+        """The label as a ``CriterionVerdict`` when it is one (binary), else the option label."""
+        return CriterionVerdict(self.label) if self.label in _VERDICTS else self.label
+
+
+_VERDICTS = frozenset(v.value for v in CriterionVerdict)
+
+
+def _reason(item: object, position: int) -> str | None:
+    """The reason a training item gives its label at ``position`` (module docstring)."""
+    reasons = getattr(item, "ground_truth_reasons", None)
+    if reasons is not None:
+        return reasons[position]
+    return getattr(item, "description", "") or None
 
 
 def _matches(a: Criterion, b: Criterion) -> bool:
@@ -83,7 +119,7 @@ def select_examples(training_data: RubricDataset, criterion: Criterion, config: 
         for position, candidate in enumerate(rubric):
             if _matches(candidate, criterion):
                 label = _label(item.ground_truth[position])
-                reason = item.description if config.include_reason and item.description else None
+                reason = _reason(item, position) if config.include_reason else None
                 by_label[label].append(FewShotExample(item.submission, label, reason))
                 break
     digest = hashlib.sha256(utf8(f"{config.seed or 0}\x1f{criterion.requirement}")).digest()
