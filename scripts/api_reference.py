@@ -3,7 +3,7 @@
 docs/python-api.md's "Reference" section names the public objects with mkdocstrings' ``:::``
 directives, which the docs site renders and GitHub shows as bare lines (issue 51).
 :func:`api_reference` writes the same objects, under the same headings, as Markdown: each
-one's signature and its docstring as written (numpydoc, in a text block). docs/api-reference.md
+one's signature and its docstring as written (numpydoc), in a text block. docs/api-reference.md
 holds it between cog markers; ``tests/test_docs_reference.py`` fails while it is stale
 (regenerate with ``PYTHONPATH=. python -m cogapp -r docs/api-reference.md``).
 """
@@ -54,8 +54,7 @@ def _entry(dotted: str, obj: Any) -> str:
     name = dotted.rpartition(".")[2]
     kind = "class" if inspect.isclass(obj) else "async def" if inspect.iscoroutinefunction(obj) else "def"
     doc = inspect.getdoc(obj) or "(no docstring)"
-    return (f"#### `{dotted}`\n\n```python\n{kind} {_signature(name, obj)}\n```\n\n"
-            f"```text\n{doc}\n```\n")
+    return f"#### `{dotted}`\n\n```text\n{kind} {_signature(name, obj)}\n\n{doc}\n```\n"  # text: not run as a docs example
 
 
 def api_reference(page: Path = PAGE) -> str:
