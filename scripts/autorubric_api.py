@@ -13,8 +13,9 @@ fails the test until the file says so.
 The wheel is read, never imported (its dependencies need not be installed): names are followed
 through ``from ... import`` to the module that defines them and read from its syntax tree. A
 class's parameters are its ``__init__``'s, or its annotated fields (a dataclass, a pydantic
-model, a ``TypedDict``); a field is required when it has no default (``Field(...)`` without
-``default``/``default_factory`` counts as none).
+model, a ``TypedDict``), those inherited from the package's own classes included; a field is
+required when it has no default (``Field(...)`` without ``default``/``default_factory`` counts
+as none).
 
 Usage:
 
@@ -133,6 +134,31 @@ def _field_default(value: ast.expr | None) -> tuple[bool, str | None]:
     return False, ast.unparse(value)
 
 
+def _fields(package: Package, module: str, node: ast.ClassDef, depth: int = 0) -> list[dict[str, Any]]:
+    """The annotated fields of a class without ``__init__``, those it inherits from classes of
+    the package first (a dataclass's or pydantic model's field order); a field the class
+    declares again replaces the inherited one in its place."""
+    inherited: list[dict[str, Any]] = []
+    for base in node.bases:
+        name = ast.unparse(base).split(".")[-1].split("[")[0]
+        try:
+            where, found = package.find(module, name)
+        except SystemExit:  # a class from outside the package (BaseModel, Generic, ...)
+            continue
+        if isinstance(found, ast.ClassDef) and depth < 10:
+            inherited += _fields(package, where, found, depth + 1)
+    own = []
+    for item in node.body:
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            if "ClassVar" in ast.unparse(item.annotation) or item.target.id == "model_config":
+                continue
+            required, default = _field_default(item.value)
+            own.append({"name": item.target.id, "kind": "keyword_only", "required": required, "default": default})
+    names = {field["name"]: field for field in own}
+    merged = [names.pop(field["name"], field) for field in inherited]
+    return merged + [field for field in own if field["name"] in names]
+
+
 def describe(package: Package, module: str, node: ast.AST) -> dict[str, Any]:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return {"kind": "function", "module": module, "async": isinstance(node, ast.AsyncFunctionDef),
@@ -146,15 +172,7 @@ def describe(package: Package, module: str, node: ast.AST) -> dict[str, Any]:
                      and n.name == "__init__"), None)
         if init is not None:
             return {"kind": "class", "module": module, "bases": bases, "parameters": parameters(init, skip_self=True)}
-        fields = []
-        for item in node.body:
-            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                if "ClassVar" in ast.unparse(item.annotation) or item.target.id == "model_config":
-                    continue
-                required, default = _field_default(item.value)
-                fields.append({"name": item.target.id, "kind": "keyword_only", "required": required,
-                               "default": default})
-        return {"kind": "class", "module": module, "bases": bases, "parameters": fields}
+        return {"kind": "class", "module": module, "bases": bases, "parameters": _fields(package, module, node)}
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
         value = node.value
         text = ast.unparse(value) if value is not None else ""
