@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import math
 import warnings
 from pathlib import Path
@@ -18,6 +19,7 @@ from autorubric_local import (
     CriterionVerdict,
     DataItem,
     EnsembleCriterionReport,
+    EvalTimingStats,
     EvaluationReport,
     FewShotConfig,
     FewShotExample,
@@ -381,3 +383,21 @@ def test_rubric_dataset_prompt_and_rubric_are_optional() -> None:
     assert (data.prompt, data.rubric, list(data.items)) == (None, None, [])
     with pytest.raises(InputError, match="rubric"):
         data.add_item("x")  # no rubric anywhere
+
+
+def test_eval_timing_stats_builds_without_judgments_per_second() -> None:
+    stats = EvalTimingStats(total_duration_seconds=2.0, mean_item_duration_seconds=1.0, min_item_duration_seconds=0.5,
+                            max_item_duration_seconds=1.5, p50_item_duration_seconds=1.0,
+                            p95_item_duration_seconds=1.45, items_per_second=1.0)
+    assert stats.judgments_per_second == 0.0
+
+
+def test_the_listed_api_has_the_fields_autorubrics_classes_inherit() -> None:
+    # scripts/autorubric_api.py follows a class's bases inside the package: AggregatedMultiChoiceVerdict
+    # inherits selected_index, selected_label, value and na from MultiChoiceVerdict; CriterionReport its
+    # criterion fields from Criterion (so "value"/"requirement" are AutoRubric's, required there too)
+    api = json.loads((Path(__file__).parent / "data" / "autorubric_api.json").read_text(encoding="utf-8"))
+    verdict = api["modules"]["autorubric"]["AggregatedMultiChoiceVerdict"]["parameters"]
+    assert [p["name"] for p in verdict] == ["selected_index", "selected_label", "value", "na", "aggregated_value"]
+    report = {p["name"]: p for p in api["modules"]["autorubric"]["CriterionReport"]["parameters"]}
+    assert report["requirement"]["required"] is True and "verdict" in report and "probabilities" in report

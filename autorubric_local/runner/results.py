@@ -62,7 +62,10 @@ class ItemResult:
 
 @dataclass(frozen=True)
 class EvalTimingStats:
-    """Timing of a run (seconds; rates per wall-clock second of the run)."""
+    """Timing of a run (seconds; rates per wall-clock second of the run).
+
+    ``judgments_per_second`` is this package's (0.0 when not given, as AutoRubric builds the
+    stats without it)."""
 
     total_duration_seconds: float
     mean_item_duration_seconds: float
@@ -71,7 +74,7 @@ class EvalTimingStats:
     p50_item_duration_seconds: float
     p95_item_duration_seconds: float
     items_per_second: float
-    judgments_per_second: float
+    judgments_per_second: float = 0.0
 
 
 @dataclass
