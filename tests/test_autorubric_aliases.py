@@ -401,3 +401,21 @@ def test_the_listed_api_has_the_fields_autorubrics_classes_inherit() -> None:
     assert [p["name"] for p in verdict] == ["selected_index", "selected_label", "value", "na", "aggregated_value"]
     report = {p["name"]: p for p in api["modules"]["autorubric"]["CriterionReport"]["parameters"]}
     assert report["requirement"]["required"] is True and "verdict" in report and "probabilities" in report
+
+
+def test_temperature_none_is_greedy_locally_and_left_out_of_a_hosted_request() -> None:
+    from autorubric_local.engine.hosted.client import HostedClient, _request_params
+    from autorubric_local.judges.memory import engine_identity
+
+    default = LLMConfig(model="m")
+    unset = LLMConfig(model="m", temperature=None)
+    assert (default.temperature, unset.temperature) == (0.0, None)
+    assert unset.sampling_temperature == 0.0 and LLMConfig(model="m", temperature=0.7).sampling_temperature == 0.7
+    assert engine_identity(unset) == engine_identity(default)  # one engine for both
+    with pytest.raises(ValueError, match="greater than or equal to 0"):
+        LLMConfig(model="m", temperature=-0.1)
+    messages = [{"role": "user", "content": "u"}]
+    hosted = LLMConfig(model="openai/x", backend="hosted", temperature=None)
+    assert "temperature" not in _request_params(HostedClient(hosted)._settings({}), messages, None, 0)
+    sent = _request_params(HostedClient(hosted.model_copy(update={"temperature": 0.0}))._settings({}), messages, None, 0)
+    assert sent["temperature"] == 0.0

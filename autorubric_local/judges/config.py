@@ -49,8 +49,11 @@ class LLMConfig(BaseModel):
         ``$AUTORUBRIC_LOCAL_MODELS``; e.g. ``"smollm2-135m-instruct"``), a local Hugging Face
         model folder, a ``.gguf`` file, or a Hugging Face id in the local Hugging Face cache.
         Nothing is downloaded.
-    temperature : float, >= 0
+    temperature : float >= 0 or None, default 0.0
         0 decodes explanations greedily. Verdicts always come from label probabilities.
+        ``None`` (AutoRubric's default): the engine's own default, greedy on a local judge
+        (:attr:`sampling_temperature` 0.0), left out of a hosted judge's request (the
+        provider's default).
     max_tokens : int, >= 1
         Upper bound on generated tokens per judgment (explanation and reasoning).
     top_p, seed : as in AutoRubric; ``seed`` seeds sampling when ``temperature > 0``.
@@ -132,7 +135,7 @@ class LLMConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     model: str = DEFAULT_MODEL
-    temperature: float = Field(default=0.0, ge=0.0)
+    temperature: float | None = Field(default=0.0, ge=0.0)
     max_tokens: int = Field(default=1024, ge=1)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     seed: int | None = None
@@ -216,6 +219,11 @@ class LLMConfig(BaseModel):
         if isinstance(value, int) and not isinstance(value, bool) and value < 1:
             raise ValueError(f"thinking budget must be >= 1 token, got {value}")
         return value
+
+    @property
+    def sampling_temperature(self) -> float:
+        """The temperature a local engine samples explanations at: ``temperature``, 0.0 for None."""
+        return 0.0 if self.temperature is None else self.temperature
 
     @property
     def thinking_budget(self) -> int:

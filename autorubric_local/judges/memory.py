@@ -45,7 +45,9 @@ ENGINE_FIELDS: tuple[str, ...] = ("model", "device", "dtype", "context_length", 
 def engine_identity(config: LLMConfig) -> str:
     """The :data:`ENGINE_FIELDS` of ``config`` as a JSON string: judges whose configs agree on
     them share one vLLM engine (and one memory share)."""
-    return json.dumps(config.model_dump(mode="json", include=set(ENGINE_FIELDS)), sort_keys=True)
+    fields = config.model_dump(mode="json", include=set(ENGINE_FIELDS))
+    fields["temperature"] = config.sampling_temperature  # None samples as 0.0: one engine
+    return json.dumps(fields, sort_keys=True)
 
 
 def is_vllm_judge(config: LLMConfig) -> bool:

@@ -6,8 +6,9 @@ Every ``LLMConfig`` option means what AutoRubric says (AutoRubric's README, "LLM
 - ``model``: LiteLLM's model string, e.g. ``"openai/gpt-4.1-mini"`` or, for an
   OpenAI-compatible server (``vllm serve``, llama.cpp's server, Ollama), ``"openai/<name>"``
   with ``api_base="http://host:port/v1"``.
-- ``temperature``, ``max_tokens``, ``top_p``, ``seed``: sent as given (``top_p``/``seed`` only
-  when set); ``timeout`` (seconds per request) too.
+- ``temperature``, ``max_tokens``, ``top_p``, ``seed``: sent as given (``temperature``,
+  ``top_p``/``seed`` only when set: ``temperature=None`` leaves the provider's default);
+  ``timeout`` (seconds per request) too.
 - ``max_retries``: further attempts after a transient failure (429, 5xx, timeout, connection
   error; :func:`~.litellm_loader.is_transient`) or a response that does not validate against
   ``response_format``, waiting ``retry_min_wait * 2**attempt`` s (at most ``retry_max_wait``;
@@ -72,7 +73,7 @@ class HostedSettings(Protocol):
     """What :class:`HostedClient` reads from its config (``LLMConfig`` has all of it)."""
 
     model: str
-    temperature: float
+    temperature: float | None
     max_tokens: int
     top_p: float | None
     seed: int | None

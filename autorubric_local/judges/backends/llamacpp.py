@@ -19,7 +19,7 @@ llama.cpp allocates its cache up front, so a preset's 32k context would hold ~0.
 
 def cache_key(config: Any, resolved: ResolvedModel | None) -> tuple[Any, ...]:
     assert resolved is not None
-    return (str(resolved.path), config.device, config.context_length, config.temperature, config.seed,
+    return (str(resolved.path), config.device, config.context_length, config.sampling_temperature, config.seed,
             prompt_format(config, resolved))
 
 
@@ -48,7 +48,7 @@ def load(config: Any, resolved: ResolvedModel | None) -> Engine:
         gguf_tokenizer(resolved.path),
         model_id=resolved.model_id,
         context_length=context,
-        temperature=config.temperature,
+        temperature=config.sampling_temperature,
         seed=config.seed,
         prompt_format=prompt_format(config, resolved),
         n_gpu_layers=0 if config.device == "cpu" else (-1 if supports_gpu() else 0),

@@ -39,7 +39,7 @@ def cache_key(config: Any, resolved: ResolvedModel | None) -> tuple[Any, ...]:
     assert resolved is not None
     device, dtype = device_and_dtype(config)
     return (str(resolved.path), device, str(dtype), config.context_length, config.max_packed_tokens,
-            config.max_batch_tokens, config.temperature, config.seed, prompt_format(config, resolved))
+            config.max_batch_tokens, config.sampling_temperature, config.seed, prompt_format(config, resolved))
 
 
 def load(config: Any, resolved: ResolvedModel | None) -> Engine:
@@ -64,7 +64,7 @@ def load(config: Any, resolved: ResolvedModel | None) -> Engine:
         context_length=context,
         max_packed_tokens=config.max_packed_tokens,
         max_batch_tokens=config.max_batch_tokens,
-        temperature=config.temperature,
+        temperature=config.sampling_temperature,
         seed=config.seed,
         prompt_format=prompt_format(config, resolved),
     )

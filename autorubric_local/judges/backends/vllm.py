@@ -22,7 +22,7 @@ def vllm_engine_args(config: Any, resolved: ResolvedModel) -> dict[str, Any]:
 def cache_key(config: Any, resolved: ResolvedModel | None) -> tuple[Any, ...]:
     assert resolved is not None
     return (str(resolved.path), config.device, config.dtype, config.context_length, config.gpu_memory_utilization,
-            json.dumps(vllm_engine_args(config, resolved), sort_keys=True), config.temperature, config.top_p,
+            json.dumps(vllm_engine_args(config, resolved), sort_keys=True), config.sampling_temperature, config.top_p,
             config.seed, prompt_format(config, resolved))
 
 
@@ -40,7 +40,7 @@ def load(config: Any, resolved: ResolvedModel | None) -> Engine:
         context_length=config.context_length or (resolved.preset.context_length if resolved.preset else None),
         device=config.device,
         dtype=config.dtype,
-        temperature=config.temperature,
+        temperature=config.sampling_temperature,
         top_p=config.top_p,
         seed=config.seed,
         gpu_memory_utilization=config.gpu_memory_utilization,
