@@ -85,6 +85,14 @@ EXIT_FAILURES = 3
                    "seed; give one (the README's Python example uses 42) for the same shuffles every time].")
 @click.option("--no-shuffle", is_flag=True, help="Show multi-choice options in their original order.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Grade only the first N items.")
+@click.option("--submission-column", default="submission", show_default=True, metavar="NAME",
+              help="A CSV or Parquet DATA file's column holding the text to grade.")
+@click.option("--id-column", default="id", show_default=True, metavar="NAME",
+              help="A CSV or Parquet DATA file's column of item ids (none: item-<i>).")
+@click.option("--query-column", default="query", show_default=True, metavar="NAME",
+              help="A CSV or Parquet DATA file's column of queries (the question each item answers).")
+@click.option("--reference-column", default="reference_submission", show_default=True, metavar="NAME",
+              help="A CSV or Parquet DATA file's column of reference answers.")
 @click.option("--run", "run_name", default=None, callback=run_name_option,
               help="Name of this run in the database (letters, digits, '.', '_', '-'; at most 128); "
                    "grading again with the same name resumes it.")
@@ -127,6 +135,10 @@ def grade(
     seed: int | None,
     no_shuffle: bool,
     limit: int | None,
+    submission_column: str,
+    id_column: str,
+    query_column: str,
+    reference_column: str,
     run_name: str | None,
     resume: bool,
     chunk_judgments: int,
@@ -145,14 +157,20 @@ def grade(
     """Grade every submission in DATA against RUBRIC (YAML or JSON).
 
     DATA is JSONL or JSON of submissions ({"submission", "id", "query",
-    "reference_submission", "metadata"}) or an AutoRubric dataset JSON; a dataset that carries
-    its own rubric can be graded without RUBRIC. Results go to the
+    "reference_submission", "metadata", "ground_truth"}), a CSV or Parquet table with a row per
+    submission (columns named by --submission-column etc.; the other columns are kept as
+    metadata), or an AutoRubric dataset JSON; a dataset that carries its own rubric can be
+    graded without RUBRIC. Results go to the
     SQLite file --db; after a crash or Ctrl-C, run the same command with the same
     --run NAME to grade only what is missing.
 
     Example:
 
         autorubric-local grade examples/battery_rubric.yaml examples/battery_submissions.jsonl --run battery-v1
+
+    A Parquet (or CSV) file of model outputs whose text is in the column "output":
+
+        autorubric-local grade examples/battery_rubric.yaml outputs.parquet --submission-column output
 
     A labelled AutoRubric dataset with its own rubric (then: autorubric-local metrics results.sqlite):
 
@@ -194,6 +212,7 @@ def grade(
       143  stopped by SIGTERM (129: SIGHUP), handled as Ctrl-C; committed chunks are kept
     """
     from autorubric_local.data.submissions import load_grading_data
+    from autorubric_local.data.tables import TABLE_SUFFIXES, Columns
     from autorubric_local.runner import EvalConfig, EvalRunner
     from autorubric_local.runner.distributed import RayExecutor
 
@@ -206,7 +225,9 @@ def grade(
     rubric_path, data_path = (None, paths[0]) if len(paths) == 1 else paths
     rubric = None if rubric_path is None else load_rubric(rubric_path)
     try:
-        dataset = load_grading_data(data_path, rubric, limit=limit, keep_unreadable=True)
+        columns = Columns(submission=submission_column, id=id_column, query=query_column, reference=reference_column)
+        dataset = load_grading_data(data_path, rubric, limit=limit, keep_unreadable=True,
+                                    columns=columns if data_path.suffix.lower() in TABLE_SUFFIXES else None)
         engine = _engine_options(backend, engine_arg, tensor_parallel_size, dtype)
         grader = _make_grader(model, judges_path, permutations, mode, explanation_first, seed, not no_shuffle,
                               contextual_calibration, engine)

@@ -1,6 +1,6 @@
 """Load the data the CLI grades: a submissions file or an AutoRubric dataset, as a RubricDataset.
 
-:func:`load_grading_data` accepts three layouts:
+:func:`load_grading_data` accepts four layouts:
 
 (a) **JSONL of submissions**, one object per line (blank lines skipped)::
 
@@ -23,7 +23,11 @@
     global rubric is used when ``rubric`` is None. When both exist the explicit ``rubric``
     replaces the file's global rubric; items with their own per-item rubric keep it.
 
-The layout is chosen by the suffix: ``.jsonl`` is line-based ((a), or (c)'s JSONL form when the
+(d) **a table**: a ``.csv`` or ``.parquet`` file with a row per submission, its columns mapped
+    to the fields above by :class:`~autorubric_local.data.tables.Columns` (other columns become
+    ``metadata``; :mod:`~autorubric_local.data.tables`).
+
+The layout is chosen by the suffix: ``.csv`` and ``.parquet`` are tables; ``.jsonl`` is line-based ((a), or (c)'s JSONL form when the
 first object has ``rubric`` and no ``submission``); ``.json`` is one JSON value ((b) for an
 array, (c) for an object); any other suffix is read as one JSON value if it parses as one,
 else as JSONL.
@@ -71,6 +75,7 @@ from autorubric_local.data.dataset import (
 from autorubric_local.data.item import UnreadableItem, _item_from_dict
 from autorubric_local.data.json_file import read_json_dataset
 from autorubric_local.data.jsonl_items import JsonlItems
+from autorubric_local.data.tables import TABLE_SUFFIXES, Columns, table_rows
 from autorubric_local.data.dataset import _checked_item
 from autorubric_local.data.validation import _duplicate_id, require_field
 
@@ -82,7 +87,8 @@ SUBMISSION_FIELDS: tuple[str, ...] = ("id", "submission", "query", "reference_su
 
 
 def load_grading_data(
-    path: str | Path, rubric: Rubric | None = None, *, limit: int | None = None, keep_unreadable: bool = False
+    path: str | Path, rubric: Rubric | None = None, *, limit: int | None = None, keep_unreadable: bool = False,
+    columns: Columns | None = None,
 ) -> RubricDataset:
     """Load submissions or an AutoRubric dataset from ``path`` for grading.
 
@@ -96,6 +102,10 @@ def load_grading_data(
     limit : int or None
         Load only the first ``limit`` items (a JSONL file, or a ``.json`` array, is read no
         further; a ``.json`` dataset object is read whole, its later items unchecked).
+    columns : Columns or None
+        For a ``.csv`` or ``.parquet`` file (:mod:`~autorubric_local.data.tables`): which
+        column holds each field (default: the fields' own names; other columns become the
+        item's ``metadata``). Refused for other files.
     keep_unreadable : bool
         For a JSONL file: a line that is not UTF-8, not valid JSON or not valid Unicode, or
         longer than :data:`~autorubric_local.core.checks.MAX_LINE_BYTES`, becomes an
@@ -117,6 +127,14 @@ def load_grading_data(
     path = Path(path)
     source = str(path)
     suffix = path.suffix.lower()
+    if suffix in TABLE_SUFFIXES:
+        reading = _ItemReading(source, rubric, keep_unreadable=False, path=None, unit="row")
+        for where, value in table_rows(path, columns or Columns(), limit):
+            reading.add_item(value, where)
+        return reading.dataset()
+    if columns is not None:
+        raise InputError(f"{source}: column names apply to a table ({' or '.join(TABLE_SUFFIXES)} file), "
+                         f"not a {suffix or 'suffix-less'} file")
     if suffix == ".jsonl":
         return _load_jsonl(read_jsonl_spans(path), source, rubric, limit, keep_unreadable, path)
     if suffix == ".json":

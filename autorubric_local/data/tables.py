@@ -1,0 +1,179 @@
+"""Submissions kept as tables: CSV and Parquet files read for grading (issue 54).
+
+A table of model outputs (what ``export --format parquet`` writes, and what most evaluation
+pipelines keep) is read row by row into the same submissions
+:func:`~autorubric_local.data.submissions.load_grading_data` reads from JSONL. A
+:class:`Columns` says which column holds each field: by default the fields' own names
+(``id``, ``submission``, ``query``, ``reference_submission``); every other column goes to the
+item's ``metadata`` (kept with the item, never shown to the judge). CSV is read with Python's
+``csv`` module (UTF-8, a header row; every value is text); Parquet with pyarrow, a record batch
+at a time, so ``limit`` stops reading early and a file of any size is streamed.
+
+Problems name the file, the row (1-based, the header not counted) and the column, e.g.
+``outputs.csv: row 3: column 'answer': empty``; the whole file is checked before anything is
+returned, as for JSONL.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autorubric_local.core.errors import InputError
+
+__all__ = ["TABLE_SUFFIXES", "Columns", "table_rows"]
+
+TABLE_SUFFIXES = (".csv", ".parquet")
+"""Suffixes read as tables (case-insensitive)."""
+
+PARQUET_BATCH_ROWS = 1024
+"""Rows read a record batch at a time from a Parquet file."""
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which column of a table holds each submission field.
+
+    Attributes
+    ----------
+    submission : str, default "submission"
+        The text to grade (required: a row whose cell is empty or null is an error).
+    id : str or None, default "id"
+        The item's id; without the column, items get ``item-<i>``.
+    query : str or None, default "query"
+        The question, passed to grading as the item's prompt (optional column).
+    reference : str or None, default "reference_submission"
+        An exemplar answer (optional column).
+    """
+
+    submission: str = "submission"
+    id: str | None = "id"
+    query: str | None = "query"
+    reference: str | None = "reference_submission"
+
+    def fields(self) -> dict[str, str | None]:
+        """Submission field -> column name (None: not taken from the table)."""
+        return {"id": self.id, "submission": self.submission, "query": self.query,
+                "reference_submission": self.reference}
+
+
+def table_rows(path: Path, columns: Columns, limit: int | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, submission object)`` for each row of the CSV or Parquet file ``path``, in
+    order, at most ``limit``: the object has the fields :class:`Columns` maps (a field whose
+    cell is empty or null is left out, except ``submission``) and ``metadata``, the row's other
+    columns (null cells left out; Parquet values as pyarrow gives them in Python).
+
+    Raises
+    ------
+    InputError
+        The file cannot be read as that format, or lacks the ``submission`` column (or a
+        column :class:`Columns` names that is not a default), or a row's submission is empty
+        or null, or a cell of a mapped column is not text or a whole number (an id). The
+        message names the file, row and column.
+    """
+    source = str(path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        header, rows = _csv_rows(path)
+    elif suffix == ".parquet":
+        header, rows = _parquet_rows(path)
+    else:
+        raise InputError(f"{source}: not a table (expected {' or '.join(TABLE_SUFFIXES)})")
+    mapped = columns.fields()
+    defaults = Columns().fields()
+    for field, column in mapped.items():
+        if column is None or column in header:
+            continue
+        if field == "submission" or column != defaults[field]:
+            known = ", ".join(repr(c) for c in header) or "none"
+            raise InputError(f"{source}: no column {column!r} (for the {field}; the columns: {known})")
+    taken = {column for column in mapped.values() if column is not None}
+    for number, row in enumerate(rows, start=1):
+        if limit is not None and number > limit:
+            return
+        yield f"row {number}", _submission(source, number, row, mapped, taken)
+
+
+def _submission(source: str, number: int, row: dict[str, Any], mapped: dict[str, str | None],
+                taken: set[str]) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for field, column in mapped.items():
+        if column is None or column not in row:
+            continue
+        cell = row[column]
+        if _empty(cell):
+            if field == "submission":
+                raise InputError(f"{source}: row {number}: column {column!r}: empty (the text to grade)")
+            continue
+        if isinstance(cell, bool) or not isinstance(cell, (str, int)) or (field != "id" and not isinstance(cell, str)):
+            raise InputError(f"{source}: row {number}: column {column!r}: expected text, got "
+                             f"{type(cell).__name__} {cell!r}"[:300])
+        value[field] = str(cell) if field == "id" else cell
+    metadata = {column: cell for column, cell in row.items() if column not in taken and not _empty(cell)}
+    if metadata:
+        value["metadata"] = metadata
+    return value
+
+
+def _empty(cell: Any) -> bool:
+    return cell is None or cell == "" or (isinstance(cell, float) and math.isnan(cell))
+
+
+def _csv_rows(path: Path) -> tuple[list[str], Iterator[dict[str, Any]]]:
+    source = str(path)
+    handle = path.open("r", encoding="utf-8", newline="")
+    reader = csv.reader(handle)
+    try:
+        header = next(reader, None)
+    except (csv.Error, UnicodeDecodeError) as exc:
+        handle.close()
+        raise InputError(f"{source}: line 1: not a CSV header row: {exc}") from None
+    if header is None:
+        handle.close()
+        raise InputError(f"{source}: empty file (expected a header row)")
+    duplicated = sorted({c for c in header if header.count(c) > 1})
+    if duplicated:
+        handle.close()
+        raise InputError(f"{source}: line 1: column names used twice: {', '.join(map(repr, duplicated))}")
+
+    def rows() -> Iterator[dict[str, Any]]:
+        with handle:
+            number = 0
+            try:
+                for cells in reader:
+                    if not cells:
+                        continue  # a blank line
+                    number += 1
+                    if len(cells) != len(header):
+                        raise InputError(f"{source}: row {number} (line {reader.line_num}): {len(cells)} cells, "
+                                         f"the header has {len(header)}")
+                    yield dict(zip(header, cells, strict=True))
+            except (csv.Error, UnicodeDecodeError) as exc:
+                raise InputError(f"{source}: line {reader.line_num}: {exc}") from None
+
+    return header, rows()
+
+
+def _parquet_rows(path: Path) -> tuple[list[str], Iterator[dict[str, Any]]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = str(path)
+    try:
+        parquet = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{source}: cannot be read as Parquet: {exc}") from None
+    header = list(parquet.schema_arrow.names)
+
+    def rows() -> Iterator[dict[str, Any]]:
+        try:
+            for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+                yield from batch.to_pylist()
+        except pa.ArrowException as exc:
+            raise InputError(f"{source}: cannot be read as Parquet: {exc}") from None
+
+    return header, rows()
