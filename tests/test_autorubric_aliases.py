@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from autorubric_local import (
     CriterionReport,
@@ -419,3 +420,24 @@ def test_temperature_none_is_greedy_locally_and_left_out_of_a_hosted_request() -
     assert "temperature" not in _request_params(HostedClient(hosted)._settings({}), messages, None, 0)
     sent = _request_params(HostedClient(hosted.model_copy(update={"temperature": 0.0}))._settings({}), messages, None, 0)
     assert sent["temperature"] == 0.0
+
+
+def test_data_autorubric_wrote_validates_here() -> None:
+    # AutoRubric 1.6.1's JSON of a single-judge criterion report and an ensemble criterion report
+    report = CriterionReport.model_validate_json(
+        '{"weight": 10.0, "requirement": "r", "name": null, "options": null, "scale_type": "ordinal", '
+        '"aggregation": null, "verdict": "MET", "multi_choice_verdict": null, "reason": "ok", '
+        '"shuffle_order": null, "error": null, "reasoning": null, "probabilities": {"MET": 0.9, "UNMET": 0.1}, '
+        '"confidence": 0.8}')
+    assert report.label_probabilities == {"MET": 0.9, "UNMET": 0.1} and report.confidence == pytest.approx(0.8)
+    vote = {"judge_id": "default", "verdict": "MET", "reason": "ok", "weight": 1.0, "error": None,
+            "reasoning": None, "probabilities": None, "confidence": None, "superseded": False}
+    ensemble = EnsembleCriterionReport.model_validate(
+        {"criterion": {"requirement": "r"}, "final_verdict": "MET", "final_reason": "default: ok",
+         "votes": [vote], "agreement": 1.0, "error": None, "escalated": False})
+    assert ensemble.votes[0].label_probabilities is None and ensemble.escalated is False
+    with pytest.raises(ValidationError, match="superseded=True"):
+        JudgeVote.model_validate({**vote, "superseded": True})
+    with pytest.raises(ValidationError, match="does not hold its criterion's option labels"):
+        MultiChoiceJudgeVote.model_validate({"judge_id": "j", "selected_index": 0, "selected_label": "a", "value": 1.0,
+                                             "reason": "", "probabilities": {"0": 1.0}})

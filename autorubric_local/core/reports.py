@@ -59,6 +59,11 @@ stored twice:
 - ``superseded`` (votes) and ``escalated`` (``EnsembleCriterionReport``): AutoRubric's marks
   of a confidence cascade (``EscalationConfig``), which is not built here yet; always False,
   and a constructor given True raises :class:`~autorubric_local.core.errors.InputError`.
+
+Data AutoRubric wrote (``model_validate``, ``model_validate_json``) is read the same way, as
+pydantic validates through these constructors: its ``probabilities`` fill
+``label_probabilities``, its ``confidence`` must agree with them, ``superseded``/``escalated``
+True are refused (then raised as pydantic's ``ValidationError``).
 """
 
 from __future__ import annotations
