@@ -62,6 +62,11 @@ OrdinalAggregation = Literal["mean", "median", "weighted_mean", "mode", "min", "
 frequent option; ``min``/``max`` take the lowest/highest-valued option any judge chose.
 Mode ties and equidistant snaps resolve through :meth:`Criterion.worst_option_among`."""
 
+LLMCalls = Literal["per_criterion", "per_item"]
+"""AutoRubric's ``CriterionGrader(llm_calls=...)``: one judge call per criterion (the default,
+and the only one built here) or one per item for the whole rubric (``"per_item"``, AutoRubric's
+single-call grading, ``docs/cookbook/single-call-grading.md``; refused here with the reason)."""
+
 NominalAggregation = Literal["mode", "weighted_mode", "unanimous"]
 """How an ensemble combines votes on a nominal criterion. ``mode`` is the majority option,
 ``weighted_mode`` weighs votes by judge weight, ``unanimous`` requires agreement and

@@ -15,7 +15,7 @@ import secrets
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.penalty import (
@@ -33,6 +33,7 @@ from autorubric_local.core.types import (
     AggregationStrategy,
     CannotAssessConfig,
     Criterion,
+    LLMCalls,
     NominalAggregation,
     OrdinalAggregation,
 )
@@ -131,8 +132,9 @@ def _describe_penalty(penalty: LengthPenalty | None) -> dict[str, Any] | None:
     return {**penalty.model_dump(mode="json", exclude={"count_fn"}), "count_fn": name}
 
 
-LLM_CALLS = ("per_criterion", "per_item")
-"""AutoRubric's ``llm_calls`` values; only ``"per_criterion"`` is built here."""
+LLM_CALLS: tuple[str, ...] = get_args(LLMCalls)
+"""AutoRubric's ``llm_calls`` values (:data:`~autorubric_local.core.types.LLMCalls`); only
+``"per_criterion"`` is built here."""
 
 
 def _refuse_unbuilt(binary_response_format: type | None, multi_choice_response_format: type | None,
