@@ -47,7 +47,7 @@ from autorubric_local.engine.transformers.packing import (
     pack_trie,
     prompt_shares,
 )
-from autorubric_local.engine.transformers.paths import PathFallbacks, call_model
+from autorubric_local.engine.transformers.paths import PathFallbacks, PathUnsupported, call_model
 from autorubric_local.engine.transformers.row_layouts import Layout, RowLayouts
 from autorubric_local.engine.transformers.plain import decode_plain, score_plain
 
@@ -83,6 +83,12 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         groups' ``prefix + trie`` rows in one forward pass (:mod:`.batched`); 0 scores each
         group alone (its prefix cache, then its trie chunks). None chooses by device
         (:func:`default_batch_tokens`).
+    max_decode_tokens : int or None
+        Padded key slots (rows x widest row) per batch of cross-item decoding, where the open
+        branches of many items advance in one forward pass per step (:mod:`.decode_batched`);
+        a row's width is its prefix, its suffix trie and its branches' token budgets. 0 decodes
+        one prefix group at a time (:meth:`_decode_branches`). None chooses by device
+        (:func:`default_decode_tokens`).
 
     Attributes
     ----------
@@ -112,11 +118,14 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         prompt_format: PromptFormat = "auto",
         attention: str = "auto",
         max_batch_tokens: int | None = None,
+        max_decode_tokens: int | None = None,
     ) -> None:
         if attention not in ("auto", "plain"):
             raise ValueError(f"attention must be 'auto' or 'plain', got {attention!r}")
         if max_batch_tokens is not None and max_batch_tokens < 0:
             raise ValueError(f"max_batch_tokens must be >= 0 or None, got {max_batch_tokens}")
+        if max_decode_tokens is not None and max_decode_tokens < 0:
+            raise ValueError(f"max_decode_tokens must be >= 0 or None, got {max_decode_tokens}")
         self.model = model
         self.tokenizer = tokenizer
         self.model_id = model_id
@@ -135,6 +144,8 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         self.fallbacks: list[str] = []
         self.max_batch_tokens = default_batch_tokens(model) if max_batch_tokens is None else max_batch_tokens
         self._batched_proven = False
+        self.max_decode_tokens = default_decode_tokens(model) if max_decode_tokens is None else max_decode_tokens
+        self._decode_batched_proven = False
         self.forward_timer = ForwardTimer.of(model)
 
     @property
@@ -341,11 +352,32 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         token per open branch per step, each branch attending to the prefix, its own suffix
         path and its own tokens. Every step is
         masked by the Outlines-compiled grammar of a JSON string body.
-        """
-        return _per_prefix(requests, self._generate_group)
 
-    def _generate_group(self, prefix: str, requests: list[GenerateRequest]) -> list[Generation]:
-        start = time.perf_counter()
+        With ``max_decode_tokens`` > 0 (and the packed path), the branches of many prefix
+        groups advance in one forward pass per step (:mod:`.decode_batched`); if the model
+        refuses the first such pass, the engine decodes one group at a time from then on and
+        records why in ``fallbacks``.
+        """
+        if not (self.max_decode_tokens and self.attention.packed):
+            return _per_prefix(requests, self._generate_group)
+        import torch
+
+        try:
+            with torch.inference_mode():
+                results = self._generate_batched(requests)
+        except PathUnsupported as exc:
+            if self._decode_batched_proven and exc.path == "batched":
+                raise
+            self._fall_back(f"{exc.reason}; decoding one prefix group at a time")
+            self.max_decode_tokens = 0
+            return _per_prefix(requests, self._generate_group)
+        self._decode_batched_proven = True
+        return results
+
+    def _screen(self, prefix: str, requests: list[GenerateRequest]) -> tuple[
+            list[Generation | None], list[list[int]], list[int]]:
+        """Prompt ids of a prefix group's requests, errors where a prompt cannot run, and the
+        indices of the runnable ones."""
         prompts = [self.prompt_tokens(prefix, r.suffix) for r in requests]
         results: list[Generation | None] = [None] * len(requests)
         runnable: list[int] = []
@@ -363,26 +395,89 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
                 )
             else:
                 runnable.append(index)
+        return results, prompts, runnable
+
+    def _assemble(self, requests: list[GenerateRequest], prompts: list[list[int]], results: list[Generation | None],
+                  runnable: list[int], decoded: list[tuple[list[int], bool]], shared: int,
+                  seconds: list[float]) -> list[Generation]:
+        """A prefix group's generations from its decoded token ids (runnable order)."""
+        for position, (index, (ids, closed), spent) in enumerate(zip(runnable, decoded, seconds, strict=True)):
+            body, truncated = read_generated(requests[index], self.tokenizer, ids)
+            results[index] = Generation(
+                body,
+                truncated=truncated or not closed,
+                usage=TokenUsage.of(
+                    prompt_tokens=len(prompts[index]),
+                    completion_tokens=len(ids),
+                    # The first request of the group pays for the shared prefix; the rest hit it.
+                    cache_read_input_tokens=0 if position == 0 else shared,
+                ),
+                seconds=spent,
+            )
+        return filled(results, "transformers generate")
+
+    def _generate_group(self, prefix: str, requests: list[GenerateRequest]) -> list[Generation]:
+        start = time.perf_counter()
+        results, prompts, runnable = self._screen(prefix, requests)
         if not runnable:
             return filled(results, "transformers generate")
         work = [(prompts[i], requests[i].max_new_tokens, requests[i].regex) for i in runnable]
         decoded, shared = self._packed_or_plain(lambda: self._generate_packed(work), lambda: self._generate_each(work))
         elapsed = time.perf_counter() - start
-        for position, (index, (ids, closed)) in enumerate(zip(runnable, decoded, strict=True)):
-            body, truncated = read_generated(requests[index], self.tokenizer, ids)
-            prompt_tokens = len(prompts[index])
-            results[index] = Generation(
-                body,
-                truncated=truncated or not closed,
-                usage=TokenUsage.of(
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=len(ids),
-                    # The first request of the group pays for the shared prefix; the rest hit it.
-                    cache_read_input_tokens=0 if position == 0 else shared,
-                ),
-                seconds=elapsed / len(runnable),
-            )
-        return filled(results, "transformers generate")
+        return self._assemble(requests, prompts, results, runnable, decoded, shared,
+                              [elapsed / len(runnable)] * len(runnable))
+
+    def _generate_batched(self, requests: Sequence[GenerateRequest]) -> list[Generation]:
+        """Cross-item decoding (:mod:`.decode_batched`): every prefix group's branches cut in
+        chunks as the per-group path cuts them (``max_packed_tokens``), each chunk one row;
+        consecutive rows batched up to ``max_decode_tokens`` padded key slots. Each batch
+        computes its groups' prefix caches and suffix tries as the per-group path does, then
+        decodes all its rows together. A batch's wall time is split evenly among its requests."""
+        from autorubric_local.engine.transformers.decode_batched import decode_units, plan_rows
+
+        out: list[Generation | None] = [None] * len(requests)
+        groups = []  # per group: indices, group requests, screened results, prompts, runnable, work, shared
+        rows: list[tuple[int, list[int]]] = []  # (group number, positions in its runnable list)
+        sizes: list[int] = []
+        for indices in _groups(requests).values():
+            group = [requests[i] for i in indices]
+            results, prompts, runnable = self._screen(group[0].prefix, group)
+            work = [(prompts[i], group[i].max_new_tokens, group[i].regex) for i in runnable]
+            shared = _common_prefix_length([prompt for prompt, _, _ in work]) if work else 0
+            number = len(groups)
+            groups.append((indices, group, results, prompts, runnable, work, shared))
+            suffix_sizes = [len(prompt) - shared + budget for prompt, budget, _ in work]
+            for chunk in chunk_trees(suffix_sizes, self.max_packed_tokens) if work else []:
+                rows.append((number, chunk))
+                sizes.append(shared + sum(len(work[c][0]) - shared for c in chunk)
+                             + len(chunk) * max(work[c][1] for c in chunk))
+        decoded: list[dict[int, tuple[list[int], bool]]] = [{} for _ in groups]
+        seconds: list[dict[int, float]] = [{} for _ in groups]
+        for batch in plan_rows(sizes, self.max_decode_tokens):
+            start = time.perf_counter()
+            units = []
+            caches: dict[int, Any] = {}
+            for number, chunk in (rows[r] for r in batch):
+                work, shared = groups[number][5], groups[number][6]
+                if number not in caches:
+                    caches[number] = self._prefix_cache(work[0][0][:shared])
+                units.append(self._decode_unit(shared, caches[number], [
+                    (work[c][0][shared:], work[c][1], work[c][2]) for c in chunk]))
+            del caches
+            results = decode_units(self.model, self.attention, units, self._sampler())
+            del units
+            spent = (time.perf_counter() - start) / sum(len(rows[r][1]) for r in batch)
+            for (number, chunk), branches in zip((rows[r] for r in batch), results, strict=True):
+                for c, result in zip(chunk, branches, strict=True):
+                    decoded[number][c], seconds[number][c] = result, spent
+        for number, (indices, group, results, prompts, runnable, work, shared) in enumerate(groups):
+            generations = self._assemble(
+                group, prompts, results, runnable, [decoded[number][c] for c in range(len(runnable))], shared,
+                [seconds[number][c] for c in range(len(runnable))]) if runnable else filled(
+                results, "transformers generate")
+            for index, generation in zip(indices, generations, strict=True):
+                out[index] = generation
+        return filled(out, "transformers generate")
 
     def _generate_each(self, work: list[tuple[list[int], int, str]]) -> tuple[list[tuple[list[int], bool]], int]:
         """Plain path: one request at a time on the model's own cache; nothing shared."""
@@ -403,6 +498,52 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
                 shared, cache, [(prompts[c][shared:], work[c][1], work[c][2]) for c in chunk]))
         return decoded, shared
 
+    def _suffix_pass(self, prefix_len: int, cache: Any, suffixes: list[list[int]]) -> tuple[
+            PackedRow, torch.Tensor, torch.Tensor]:
+        """The suffixes as one packed trie (shared starts computed once) on top of the prefix
+        cache, appended to it. Returns the row, the logits at each suffix's end (one row per
+        suffix) and ``seen`` (bool (n_suffixes, n_nodes)): the trie nodes on each suffix's path."""
+        import torch
+
+        device = self.model.device
+        row = pack_trie(prefix_len, [(s, []) for s in suffixes])
+        keep = sorted(set(row.ends))
+        output = call_model(
+            self.model, "packed",
+            input_ids=torch.tensor([row.token_ids], dtype=torch.long, device=device),
+            position_ids=torch.tensor([row.positions], device=device),
+            attention_mask=self._row_mask(row),
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=torch.tensor(keep, device=device),
+        )
+        seen = torch.zeros(len(suffixes), len(row.token_ids), dtype=torch.bool)
+        for branch, nodes in enumerate(row.suffix_nodes):
+            seen[branch, nodes] = True
+        return row, output.logits[0][[keep.index(end) for end in row.ends]], seen
+
+    def _decode_unit(self, prefix_len: int, cache: Any, branches: list[tuple[list[int], int, str]]) -> Any:
+        """One row of cross-item decoding (:class:`~.decode_batched.DecodeUnit`): the suffix
+        trie of ``branches`` (``(suffix_ids, max_new_tokens, regex)``) computed on the prefix
+        cache, the row's keys taken, the cache restored."""
+        import torch
+
+        from autorubric_local.engine.transformers.decode_batched import DecodeUnit
+
+        suffixes = [suffix for suffix, _, _ in branches]
+        row, logits, seen_nodes = self._suffix_pass(prefix_len, cache, suffixes)
+        layers = [(layer.keys, layer.values) for layer in cache.layers]
+        cache.crop(-len(row.token_ids))
+        return DecodeUnit(
+            layers=layers,
+            seen=torch.cat([torch.ones(len(branches), prefix_len, dtype=torch.bool), seen_nodes], 1),
+            key_positions=torch.tensor([*range(prefix_len), *row.positions], dtype=torch.long),
+            last_positions=[prefix_len + len(s) - 1 for s in suffixes],
+            logits=logits,
+            grammars=[self._grammar_of(regex) for _, _, regex in branches],
+            budgets=[budget for _, budget, _ in branches],
+        )
+
     def _decode_branches(
         self, prefix_len: int, cache: Any, branches: list[tuple[list[int], int, str]]
     ) -> list[tuple[list[int], bool]]:
@@ -422,25 +563,13 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         budgets = [budget for _, budget, _ in branches]
         # The suffixes as one trie (shared starts computed once); each branch then decodes
         # below its suffix's last node.
-        row = pack_trie(prefix_len, [(s, []) for s in suffixes])
-        keep = sorted(set(row.ends))
-        output = call_model(
-            self.model, "packed",
-            input_ids=torch.tensor([row.token_ids], dtype=torch.long, device=device),
-            position_ids=torch.tensor([row.positions], device=device),
-            attention_mask=self._row_mask(row),
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=torch.tensor(keep, device=device),
-        )
+        row, logits, seen_nodes = self._suffix_pass(prefix_len, cache, suffixes)
         appended = len(row.token_ids)
         # seen[b, k]: branch b sees appended key k (its suffix path, then its own tokens).
         seen = torch.zeros(len(branches), appended + sum(budgets), dtype=torch.bool)
-        for branch, nodes in enumerate(row.suffix_nodes):
-            seen[branch, nodes] = True
+        seen[:, :appended] = seen_nodes
         key_positions = torch.tensor([*range(prefix_len), *row.positions])
         last_suffix_position = torch.tensor([prefix_len + len(s) - 1 for s in suffixes])
-        logits = output.logits[0][[keep.index(end) for end in row.ends]]
         grammars = [self._grammar_of(regex) for _, _, regex in branches]
         guides = [grammar.new_guide() for grammar in grammars]
         generated: list[list[int]] = [[] for _ in branches]
@@ -579,6 +708,19 @@ def default_batch_tokens(model: Any) -> int:
     """
     device = getattr(model, "device", None)
     return 0 if getattr(device, "type", "cpu") == "cpu" else 16384
+
+
+def default_decode_tokens(model: Any) -> int:
+    """Default ``max_decode_tokens`` for ``model``'s device: 16384 padded key slots per batch of
+    cross-item decoding on CPU, 65536 on an accelerator (:mod:`.decode_batched`).
+
+    Memory budgets: a slot holds one token's keys and values in every layer (SmolLM2-135M in
+    float32 about 46 KB, so 16384 slots about 0.75 GB; a Llama-3.1-8B shape in bfloat16 about
+    128 KB, 65536 slots about 8.6 GB); a row of bench_engine's workload (a ~500-token prefix,
+    14 criteria of 48 explanation tokens) is about 1,800 slots, so about 9 items a batch on CPU.
+    """
+    device = getattr(model, "device", None)
+    return 16384 if getattr(device, "type", "cpu") == "cpu" else 65536
 
 
 def from_transformers(model: Any, tokenizer: Any, **kwargs: Any) -> TransformersEngine:
