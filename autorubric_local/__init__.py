@@ -116,6 +116,13 @@ _LAZY: dict[str, str] = {
         )
     },
     **{
+        name: "autorubric_local.cascades"
+        for name in (
+            "EscalationCurve", "EscalationPoint", "calibrate_escalation", "escalation_stats", "replay_escalation",
+        )
+    },
+    "EscalationConfig": "autorubric_local.graders.escalation",
+    **{
         name: "autorubric_local.meta"
         for name in (
             "evaluate_rubric_in_context", "evaluate_rubric_standalone", "get_in_context_meta_rubric",

@@ -95,8 +95,9 @@ def test_judge_vote_refuses_what_it_cannot_mean() -> None:
     with pytest.raises(InputError, match="disagree"):
         JudgeVote(judge_id="j", verdict="MET", reason="", probabilities={"MET": 0.8, "UNMET": 0.2},
                   label_probabilities={"MET": 0.7, "UNMET": 0.3})
-    with pytest.raises(InputError, match=r"superseded=True\) is not supported yet.*EscalationConfig"):
-        JudgeVote(judge_id="j", verdict="MET", reason="", superseded=True)
+    marked = JudgeVote(judge_id="j", verdict="MET", reason="", superseded=True)  # a replayed cascade's mark
+    assert marked.superseded and '"superseded":true' in marked.model_dump_json()
+    assert "superseded" not in JudgeVote(judge_id="j", verdict="MET", reason="").model_dump_json()  # JSON as before
 
 
 def test_multi_choice_vote_keys_probabilities_by_option_index() -> None:
@@ -109,9 +110,8 @@ def test_multi_choice_vote_keys_probabilities_by_option_index() -> None:
     with pytest.raises(InputError, match="does not hold its criterion's option labels"):
         MultiChoiceJudgeVote(judge_id="j", selected_index=0, selected_label="poor", value=0.0, reason="",
                              probabilities={"0": 1.0})
-    with pytest.raises(InputError, match="superseded=True"):
-        MultiChoiceJudgeVote(judge_id="j", selected_index=0, selected_label="poor", value=0.0, reason="",
-                             superseded=True)
+    assert MultiChoiceJudgeVote(judge_id="j", selected_index=0, selected_label="poor", value=0.0, reason="",
+                                superseded=True).superseded
 
 
 def test_criterion_report_maps_autorubric_keys_both_ways() -> None:
@@ -128,12 +128,14 @@ def test_criterion_report_maps_autorubric_keys_both_ways() -> None:
         CriterionReport(requirement="r", options=OPTIONS, reason="", probabilities={"fair": 1.0})
 
 
-def test_ensemble_report_is_never_escalated_here() -> None:
+def test_ensemble_report_is_escalated_only_by_a_cascade_and_its_superseded_vote_decides_nothing() -> None:
     report = EnsembleCriterionReport(criterion=Criterion(requirement="r"), final_verdict="MET", final_reason="")
-    assert report.escalated is False
-    with pytest.raises(InputError, match=r"escalated=True\) is not supported yet"):
-        EnsembleCriterionReport(criterion=Criterion(requirement="r"), final_verdict="MET", final_reason="",
-                                escalated=True)
+    assert report.escalated is False and "escalated" not in report.model_dump_json()
+    escalated = EnsembleCriterionReport(
+        criterion=Criterion(requirement="r"), final_verdict="MET", final_reason="", escalated=True,
+        votes=[JudgeVote(judge_id="large", verdict="MET", reason=""),
+               JudgeVote(judge_id="small", verdict="UNMET", reason="", superseded=True)])
+    assert escalated.escalated and escalated.agreement == 1.0  # the superseded vote is not counted
 
 
 # --- CriterionGrader: AutoRubric's parameters ---------------------------------------------------
@@ -154,7 +156,7 @@ def test_judge_model_config_is_llm_config() -> None:
 @pytest.mark.parametrize(("arguments", "message"), [
     ({"binary_response_format": CriterionJudgment}, "binary_response_format is not supported: .*grammar"),
     ({"multi_choice_response_format": CriterionJudgment}, "multi_choice_response_format is not supported"),
-    ({"escalation": object()}, r"escalation \(a confidence cascade.*not supported yet"),
+    ({"escalation": object()}, r"escalation \(a live confidence cascade.*not supported yet"),
     ({"llm_calls": "per_item"}, "llm_calls='per_item'.*not supported yet"),
     ({"llm_calls": "per_rubric"}, "llm_calls must be one of per_criterion, per_item, got 'per_rubric'"),
 ])
@@ -436,8 +438,7 @@ def test_data_autorubric_wrote_validates_here() -> None:
         {"criterion": {"requirement": "r"}, "final_verdict": "MET", "final_reason": "default: ok",
          "votes": [vote], "agreement": 1.0, "error": None, "escalated": False})
     assert ensemble.votes[0].label_probabilities is None and ensemble.escalated is False
-    with pytest.raises(ValidationError, match="superseded=True"):
-        JudgeVote.model_validate({**vote, "superseded": True})
+    assert JudgeVote.model_validate({**vote, "superseded": True}).superseded  # an AutoRubric cascade's vote reads
     with pytest.raises(ValidationError, match="does not hold its criterion's option labels"):
         MultiChoiceJudgeVote.model_validate({"judge_id": "j", "selected_index": 0, "selected_label": "a", "value": 1.0,
                                              "reason": "", "probabilities": {"0": 1.0}})

@@ -57,8 +57,8 @@ stored twice:
   ``clamp((K * p - 1) / (K - 1), 0, 1)`` with ``K`` the outcomes offered; ``None`` where
   ``probabilities`` is. As a constructor argument it must agree with the probabilities.
 - ``superseded`` (votes) and ``escalated`` (``EnsembleCriterionReport``): AutoRubric's marks
-  of a confidence cascade (``EscalationConfig``), which is not built here yet; always False,
-  and a constructor given True raises :class:`~autorubric_local.core.errors.InputError`.
+  of a confidence cascade, set by :func:`autorubric_local.cascades.replay_escalation` (a
+  grader never sets them: a live cascade is not built yet); left out of the JSON when False.
 
 Data AutoRubric wrote (``model_validate``, ``model_validate_json``) is read the same way, as
 pydantic validates through these constructors: its ``probabilities`` fill
@@ -209,6 +209,11 @@ def _confidence_of(probabilities: Mapping[str, float] | None, selected: str | No
     return selection_confidence(probabilities[selected], len(probabilities))
 
 
+def _is_false(value: object) -> bool:
+    """A cascade mark at its default (``superseded``, ``escalated``): left out of the JSON."""
+    return value is False
+
+
 def _with_probabilities(owner: str, data: dict[str, Any], probabilities: Mapping[str, float] | None,
                         as_labels: Any = None) -> dict[str, Any]:
     """``data`` with AutoRubric's ``probabilities`` argument as ``label_probabilities``
@@ -232,14 +237,6 @@ def _check_confidence(owner: str, given: float | None, derived: float | None) ->
                          "read from label_probabilities (clamp((K*p - 1)/(K - 1), 0, 1)), pass those instead")
     if abs(given - derived) > CONFIDENCE_TOLERANCE:
         raise InputError(f"{owner}: confidence={given} disagrees with its probabilities, which give {derived}")
-
-
-def _refuse_cascade_mark(owner: str, name: str, value: bool) -> None:
-    """``superseded``/``escalated`` True belong to a confidence cascade, not built yet."""
-    if value:
-        raise InputError(f"{owner}({name}=True) is not supported yet: it marks a criterion escalated by a "
-                         "confidence cascade (AutoRubric's EscalationConfig), which autorubric-local does not "
-                         "have yet (issue 53); it is always False here")
 
 
 def _check_probabilities(
@@ -528,9 +525,13 @@ class JudgeVote(BaseModel):
     uncalibrated_label_probabilities: dict[str, float] | None = None
     one_hot: bool = False
 
+    superseded: bool = Field(default=False, exclude_if=_is_false)
+    """AutoRubric's mark of a confidence cascade's first-stage vote that the escalation judges'
+    votes replaced (:func:`autorubric_local.cascades.replay_escalation`); it decided nothing.
+    Left out of the JSON when False, so reports stored before it read and write the same."""
+
     def __init__(self, /, *, probabilities: dict[str, float] | None = None, confidence: float | None = None,
-                 superseded: bool = False, **data: Any) -> None:
-        _refuse_cascade_mark("JudgeVote", "superseded", superseded)
+                 **data: Any) -> None:
         super().__init__(**_with_probabilities("JudgeVote", data, probabilities))
         _check_confidence("JudgeVote", confidence, self.confidence)
 
@@ -545,10 +546,6 @@ class JudgeVote(BaseModel):
         """AutoRubric's ``confidence``: :func:`selection_confidence` of the verdict's probability."""
         return _confidence_of(self.probabilities, self.verdict.value)
 
-    @property
-    def superseded(self) -> bool:
-        """AutoRubric's mark of a cascade's first-stage vote; always False (no cascades yet)."""
-        return False
 
     @model_validator(mode="after")
     def _check_label_probabilities(self) -> JudgeVote:
@@ -601,9 +598,11 @@ class MultiChoiceJudgeVote(BaseModel):
     uncalibrated_label_probabilities: dict[str, float] | None = None
     one_hot: bool = False
 
+    superseded: bool = Field(default=False, exclude_if=_is_false)
+    """As :attr:`JudgeVote.superseded`."""
+
     def __init__(self, /, *, probabilities: dict[str, float] | None = None, confidence: float | None = None,
-                 superseded: bool = False, **data: Any) -> None:
-        _refuse_cascade_mark("MultiChoiceJudgeVote", "superseded", superseded)
+                 **data: Any) -> None:
         if probabilities is not None:
             raise InputError("MultiChoiceJudgeVote(probabilities=...) is not supported: AutoRubric keys them by "
                              "option index and a vote does not hold its criterion's option labels, which "
@@ -630,10 +629,6 @@ class MultiChoiceJudgeVote(BaseModel):
         probability."""
         return None if self.one_hot else _confidence_of(self.label_probabilities, self.selected_label)
 
-    @property
-    def superseded(self) -> bool:
-        """AutoRubric's mark of a cascade's first-stage vote; always False (no cascades yet)."""
-        return False
 
     @model_validator(mode="after")
     def _check_label_probabilities(self) -> MultiChoiceJudgeVote:
@@ -673,16 +668,10 @@ class EnsembleCriterionReport(BaseModel):
     multi_choice_votes: list[MultiChoiceJudgeVote] = Field(default_factory=list)
     error: str | None = None
     label_probabilities: dict[str, float] | None = None
-
-    def __init__(self, /, *, escalated: bool = False, **data: Any) -> None:
-        _refuse_cascade_mark("EnsembleCriterionReport", "escalated", escalated)
-        super().__init__(**data)
-
-    @property
-    def escalated(self) -> bool:
-        """AutoRubric's mark of a criterion a confidence cascade escalated; always False (no
-        cascades yet)."""
-        return False
+    escalated: bool = Field(default=False, exclude_if=_is_false)
+    """AutoRubric's mark of a criterion a confidence cascade escalated: the escalation judges'
+    votes alone decided it, and the first stage's vote is kept with ``superseded=True``
+    (:func:`autorubric_local.cascades.replay_escalation`). Left out of the JSON when False."""
 
     @model_validator(mode="after")
     def _fill_agreement_and_check(self) -> EnsembleCriterionReport:
@@ -693,13 +682,17 @@ class EnsembleCriterionReport(BaseModel):
         return self
 
     def _agreement_from_votes(self) -> float:
-        if self.votes:
-            agreeing = sum(1 for v in self.votes if v.verdict == self.final_verdict)
-            return agreeing / len(self.votes)
-        if self.multi_choice_votes and self.final_multi_choice_verdict is not None:
+        """The share of the deciding votes (a cascade's superseded vote decided nothing) that
+        chose the final verdict."""
+        votes = [v for v in self.votes if not v.superseded]
+        if votes:
+            agreeing = sum(1 for v in votes if v.verdict == self.final_verdict)
+            return agreeing / len(votes)
+        choices = [v for v in self.multi_choice_votes if not v.superseded]
+        if choices and self.final_multi_choice_verdict is not None:
             final_index = self.final_multi_choice_verdict.selected_index
-            agreeing = sum(1 for v in self.multi_choice_votes if v.selected_index == final_index)
-            return agreeing / len(self.multi_choice_votes)
+            agreeing = sum(1 for v in choices if v.selected_index == final_index)
+            return agreeing / len(choices)
         return 0.0
 
     @property

@@ -1,4 +1,4 @@
-"""Graders: ``CriterionGrader`` and ``JudgeSpec`` (AutoRubric's ``autorubric.graders``)."""
+"""Graders: ``CriterionGrader``, ``JudgeSpec`` and ``EscalationConfig`` (AutoRubric's ``autorubric.graders``)."""
 
 from autorubric_local.core.rubric import Grader
 from autorubric_local.graders.criterion_grader import (
@@ -6,5 +6,6 @@ from autorubric_local.graders.criterion_grader import (
     GradedItem,
     JudgeSpec,
 )
+from autorubric_local.graders.escalation import EscalationConfig
 
-__all__ = ["CriterionGrader", "GradedItem", "Grader", "JudgeSpec"]
+__all__ = ["CriterionGrader", "EscalationConfig", "GradedItem", "Grader", "JudgeSpec"]

@@ -148,8 +148,9 @@ def _refuse_unbuilt(binary_response_format: type | None, multi_choice_response_f
                 "the criterion's labels (and an explanation in explain mode) and its verdict read from their "
                 "probabilities, so there is no response schema to replace; leave it None")
     if escalation is not None:
-        raise InputError("CriterionGrader: escalation (a confidence cascade, AutoRubric's EscalationConfig) is not "
-                         "supported yet (issue 53); leave it None")
+        raise InputError("CriterionGrader: escalation (a live confidence cascade, AutoRubric's EscalationConfig) is "
+                         "not supported yet (issue 53); leave it None. A cascade can be replayed from a run of each "
+                         "stage: autorubric_local.cascades.replay_escalation / calibrate_escalation")
     if llm_calls not in LLM_CALLS:
         raise InputError(f"CriterionGrader: llm_calls must be one of {', '.join(LLM_CALLS)}, got {llm_calls!r}")
     if llm_calls != "per_criterion":

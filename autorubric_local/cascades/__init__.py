@@ -1,0 +1,16 @@
+"""Confidence cascades (AutoRubric 1.6.1's ``autorubric.escalation``): replayed, measured and
+calibrated offline from a run of the first stage and a run of the escalation judges
+(:mod:`.replay`). The live cascade (``CriterionGrader(escalation=...)``) is not built yet."""
+
+from autorubric_local.cascades.replay import (
+    DEFAULT_THRESHOLDS,
+    EscalationCurve,
+    EscalationPoint,
+    calibrate_escalation,
+    escalates,
+    escalation_stats,
+    replay_escalation,
+)
+
+__all__ = ["DEFAULT_THRESHOLDS", "EscalationCurve", "EscalationPoint", "calibrate_escalation", "escalates",
+           "escalation_stats", "replay_escalation"]
