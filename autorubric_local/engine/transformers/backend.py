@@ -718,6 +718,13 @@ def default_decode_tokens(model: Any) -> int:
     float32 about 46 KB, so 16384 slots about 0.75 GB; a Llama-3.1-8B shape in bfloat16 about
     128 KB, 65536 slots about 8.6 GB); a row of bench_engine's workload (a ~500-token prefix,
     14 criteria of 48 explanation tokens) is about 1,800 slots, so about 9 items a batch on CPU.
+
+    On by default on CPU, on mixed evidence: on the shared 2-core machine (SmolLM2-135M, 112
+    explain judgments, identical outputs) batched decoding took 226 s against 403 s per group
+    by the mean of A B B A runs, but the adjacent pair at the lowest load went the other way
+    (180 s against 102 s) under load averages of 1.4-4.0
+    (scripts/results/bench_engine_explain_batched_2cpu_2026-12-02.txt); a CPU decode step is
+    mostly matrix products already, so the gain there is small. Pass 0 to decode per group.
     """
     device = getattr(model, "device", None)
     return 16384 if getattr(device, "type", "cpu") == "cpu" else 65536
