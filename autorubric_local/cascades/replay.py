@@ -398,7 +398,8 @@ def _share(outcomes: list[bool]) -> float | None:
 
 
 def _labels_by_item(dataset: RubricDataset) -> dict[str, list[Any] | None]:
-    return {item.id: item.ground_truth for item in dataset.items}  # type: ignore[misc]
+    """Ground truth by the id a run gives each item: its own, else ``item-<i>`` (its position)."""
+    return {item.id or f"item-{i}": item.ground_truth for i, item in enumerate(dataset.items)}
 
 
 def _label(truth: list[Any] | None, k: int, criterion: Criterion) -> Prediction:
