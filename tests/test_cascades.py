@@ -60,19 +60,19 @@ def large_policy(request: ScoreRequest) -> list[float]:
     return _scores(request, TRUTH[item][list(CRITERIA).index(criterion)], 0.99)
 
 
-def dataset() -> RubricDataset:
+def dataset(ids: bool = True) -> RubricDataset:
     rubric = Rubric([Criterion(name="A", weight=10.0, requirement=CRITERIA["A"]),
                      Criterion(name="B", weight=5.0, requirement=CRITERIA["B"])])
     data = RubricDataset(prompt="Name the letters.", rubric=rubric)
     for k, truth in TRUTH.items():
-        data.add_item(f"Answer number {k}.", ground_truth=list(truth), id=f"i{k}")
+        data.add_item(f"Answer number {k}.", ground_truth=list(truth), id=f"i{k}" if ids else None)
     return data
 
 
-def run(policy: object, name: str) -> object:
+def run(policy: object, name: str, ids: bool = True) -> object:
     grader = CriterionGrader(llm_config=LLMConfig(model=name, engine=ScriptedEngine(model_id=name, policy=policy)),
                              seed=1)
-    return EvalRunner(dataset(), grader, EvalConfig(db_path=":memory:", show_progress=False)).run_sync()
+    return EvalRunner(dataset(ids), grader, EvalConfig(db_path=":memory:", show_progress=False)).run_sync()
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +159,10 @@ def test_bad_input_is_refused(runs: tuple[object, object]) -> None:
         replay_escalation(small, short, EscalationPoint(threshold=0.5, escalation_rate=None, dm_accuracy_kept=None,
                                                         dm_accuracy_escalated=None, fallback_accuracy_escalated=None,
                                                         metric=None, cost_usd=None, compute_seconds=0.0))
+
+
+def test_items_without_ids_are_found_by_the_runs_item_ids() -> None:
+    small, large = run(small_policy, "small", ids=False), run(large_policy, "large", ids=False)
+    replay = replay_escalation(small, large, EscalationConfig(LLMConfig(model="large"), 0.5))
+    assert [i.item_id for i in replay.item_results] == [f"item-{k}" for k in TRUTH]
+    assert escalation_stats(replay, dataset(ids=False)).metric == pytest.approx(0.75)
