@@ -199,6 +199,7 @@ def test_plan_rows_keeps_order_and_budget() -> None:
 
 
 def test_default_decode_tokens_and_validation(tiny_model: Any) -> None:
-    assert default_decode_tokens(tiny_model.model) == 16384
+    assert default_decode_tokens(tiny_model.model) == 0  # CPU: one prefix group per step
+    assert from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="d").max_decode_tokens == 0
     with pytest.raises(ValueError, match="max_decode_tokens must be >= 0 or None, got -1"):
         from_transformers(tiny_model.model, tiny_model.tokenizer, model_id="v", max_decode_tokens=-1)

@@ -88,7 +88,7 @@ class TransformersEngine(HFTextMixin, PathFallbacks):
         branches of many items advance in one forward pass per step (:mod:`.decode_batched`);
         a row's width is its prefix, its suffix trie and its branches' token budgets. 0 decodes
         one prefix group at a time (:meth:`_decode_branches`). None chooses by device
-        (:func:`default_decode_tokens`).
+        (:func:`default_decode_tokens`: 0 on CPU).
 
     Attributes
     ----------
@@ -711,23 +711,24 @@ def default_batch_tokens(model: Any) -> int:
 
 
 def default_decode_tokens(model: Any) -> int:
-    """Default ``max_decode_tokens`` for ``model``'s device: 16384 padded key slots per batch of
-    cross-item decoding on CPU, 65536 on an accelerator (:mod:`.decode_batched`).
+    """Default ``max_decode_tokens`` for ``model``'s device: 0 (one prefix group per decode
+    step, :meth:`TransformersEngine._decode_branches`) on CPU, 65536 padded key slots per batch
+    of cross-item decoding on an accelerator (:mod:`.decode_batched`).
 
-    Memory budgets: a slot holds one token's keys and values in every layer (SmolLM2-135M in
-    float32 about 46 KB, so 16384 slots about 0.75 GB; a Llama-3.1-8B shape in bfloat16 about
-    128 KB, 65536 slots about 8.6 GB); a row of bench_engine's workload (a ~500-token prefix,
-    14 criteria of 48 explanation tokens) is about 1,800 slots, so about 9 items a batch on CPU.
-
-    On by default on CPU, on mixed evidence: on the shared 2-core machine (SmolLM2-135M, 112
-    explain judgments, identical outputs) batched decoding took 226 s against 403 s per group
-    by the mean of A B B A runs, but the adjacent pair at the lowest load went the other way
-    (180 s against 102 s) under load averages of 1.4-4.0
-    (scripts/results/bench_engine_explain_batched_2cpu_2026-12-02.txt); a CPU decode step is
-    mostly matrix products already, so the gain there is small. Pass 0 to decode per group.
+    CPU stays per group because cross-item decoding was not a clean win there: on the shared
+    2-core machine (SmolLM2-135M, 112 explain judgments, identical outputs) it took 226 s against
+    403 s per group by the mean of A B B A runs, but the adjacent pair at the lowest load went
+    the other way (180 s against 102 s), and so did a later pair on 56 judgments, under load
+    averages of 1.3-4.0 (scripts/results/bench_engine_explain_batched_2cpu_2026-12-02.txt): a CPU
+    decode step of one item's ~14 branches is already mostly matrix products, and the padded
+    batch adds slots for closed branches. On an accelerator a step costs about one read of the
+    weights whatever the batch; the figure is a memory budget, not a measurement (a slot holds
+    one token's keys and values in every layer: a Llama-3.1-8B shape in bfloat16 about 128 KB,
+    65536 slots about 8.6 GB; a row of bench_engine's workload, a ~500-token prefix and 14
+    criteria of 48 explanation tokens, is about 1,800 slots).
     """
     device = getattr(model, "device", None)
-    return 16384 if getattr(device, "type", "cpu") == "cpu" else 65536
+    return 0 if getattr(device, "type", "cpu") == "cpu" else 65536
 
 
 def from_transformers(model: Any, tokenizer: Any, **kwargs: Any) -> TransformersEngine:
