@@ -56,8 +56,9 @@ def main() -> None:
         config = EvalConfig(db_path=out / "results.sqlite", experiment_name=f"q1-{model}", show_progress=False)
         runs[model] = EvalRunner(data, grader, config).run_sync()
         judgments = sum(len(i.report.report or []) for i in runs[model].item_results)
-        print(f"{model}: {len(runs[model].item_results)} items, {judgments} judgments, "
-              f"{time.perf_counter() - started:.1f} s (wall, this run or read back)", flush=True)
+        engine = sum(i.duration_seconds for i in runs[model].item_results)
+        print(f"{model}: {len(runs[model].item_results)} items, {judgments} judgments, {engine:.1f} s of engine "
+              f"time, {time.perf_counter() - started:.1f} s (wall, this run or read back)", flush=True)
     curve = calibrate_escalation(data, runs[SMALL], runs[LARGE])
     header = ["threshold", "escalated", "accuracy", "small kept", "small deferred", "large deferred", "engine s"]
     print(" | ".join(header))
