@@ -3,7 +3,9 @@
 Labels are kept per *source* (``dataset`` for the run's own ground truth, else the resolved
 path of the labels file they came from), so one graded run can be estimated with several
 label sets without grading again. A selection records, for every item of the run, the
-inclusion probability it was drawn with and whether it was drawn, before any label exists.
+inclusion probability it was drawn with and whether it was drawn, before any label exists. A
+selection of a comparison's comparisons (migration 15) records the same per comparison (prompt
+and pair of systems), with the side each response is shown on.
 """
 
 from __future__ import annotations
@@ -86,4 +88,43 @@ class LabelTables:
             r["item_id"]: (r["inclusion_probability"], bool(r["drawn"]))
             for r in self.db["label_selection_items"].rows_where("selection_id = ?", [row["id"]])
         }
+        return row
+
+    def save_comparison_selection(self, sweep_id: str, *, judge_id: str, question: str, budget: float,
+                                  seed: int | None, mix: float, settings: Mapping[str, Any],
+                                  items: Sequence[Mapping[str, Any]]) -> int:
+        """Store one selection of a comparison's comparisons in one transaction; return its id.
+
+        ``items``: one mapping per judged comparison with ``item_id``, ``prompt_id``, ``system_a``,
+        ``system_b``, ``inclusion_probability``, ``drawn`` and ``shown_left`` (migration 15)."""
+        with write_transaction(self.db):
+            table = self.db["comparison_selections"].insert({
+                "sweep_id": sweep_id, "selected_utc": utc_now(), "judge_id": judge_id, "question": question,
+                "budget": budget, "seed": seed, "mix": mix, "settings_json": json.dumps(dict(settings), sort_keys=True),
+            })
+            selection_id = int(table.last_pk)  # type: ignore[arg-type]
+            self.db["comparison_selection_items"].insert_all(
+                ({"selection_id": selection_id, "item_id": r["item_id"], "prompt_id": r["prompt_id"],
+                  "system_a": r["system_a"], "system_b": r["system_b"],
+                  "inclusion_probability": float(r["inclusion_probability"]), "drawn": int(bool(r["drawn"])),
+                  "shown_left": r["shown_left"]} for r in items),
+                batch_size=1000,
+            )
+        return selection_id
+
+    def comparison_selection(self, sweep_id: str, selection_id: int | None = None) -> dict[str, Any] | None:
+        """A selection of the comparison ``sweep_id`` (default its latest) with its ``items``
+        (a list of row dicts in stored order), or ``None`` when it has none (or a database
+        older than migration 15)."""
+        if not self.db["comparison_selections"].exists():
+            return None
+        where, params = "sweep_id = ?", [sweep_id]
+        if selection_id is not None:
+            where, params = "sweep_id = ? and id = ?", [sweep_id, selection_id]
+        rows = list(self.db["comparison_selections"].rows_where(where, params, order_by="id desc", limit=1))
+        if not rows:
+            return None
+        row = dict(rows[0])
+        row["items"] = [dict(r) for r in self.db["comparison_selection_items"].rows_where(
+            "selection_id = ?", [row["id"]], order_by="rowid")]
         return row

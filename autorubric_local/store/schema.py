@@ -99,6 +99,16 @@ Tables (units in column names):
   ``inclusion_probability`` (pi_i in (0, 1]) and ``drawn`` (1 when the item was chosen for
   labelling), written before any label is seen, so the estimates' inverse-probability weights
   are the design's own.
+- Migration 15, selections of comparisons to label (:mod:`autorubric_local.comparisons.labelling`):
+  ``comparison_selections``, one row per ``autorubric-local label select`` of a comparison
+  (``id`` autoincrement, ``sweep_id``, ``selected_utc``, ``judge_id`` and ``question`` whose
+  preferences set the probabilities, ``budget``, ``seed``, ``mix``, ``settings_json``), and
+  ``comparison_selection_items``, one row per judged comparison (prompt and pair of systems):
+  ``selection_id``, ``item_id`` (the comparison's item id in the sweep), ``prompt_id``,
+  ``system_a``, ``system_b``, ``inclusion_probability`` (pi_i in (0, 1]), ``drawn`` (1 when
+  chosen for labelling) and ``shown_left`` (the system shown on the left in its labelling task,
+  drawn at random per comparison), written before any label is seen. Tables of their own rather
+  than rows of ``label_selections``: a comparison is a sweep, not a run.
 - ``run_leases`` (migration 5): the lease of a run being written, at most one per run:
   ``run_id`` (primary key), ``owner`` (``<host>:<pid>:<random hex>``, one per writer), ``pid``
   and ``host`` of the writing process, ``acquired_utc`` and ``heartbeat_utc`` (renewed with
@@ -424,6 +434,23 @@ def _migration_14(db: sqlite_utils.Database) -> None:
     )
 
 
+
+def _migration_15(db: sqlite_utils.Database) -> None:
+    db["comparison_selections"].create(
+        {"id": int, "sweep_id": str, "selected_utc": str, "judge_id": str, "question": str, "budget": float,
+         "seed": int, "mix": float, "settings_json": str},
+        pk="id",
+        not_null={"sweep_id", "selected_utc", "judge_id", "question", "budget", "mix"},
+        foreign_keys=[("sweep_id", "sweeps", "id")],
+    )
+    db["comparison_selection_items"].create(
+        {"selection_id": int, "item_id": str, "prompt_id": str, "system_a": str, "system_b": str,
+         "inclusion_probability": float, "drawn": int, "shown_left": str},
+        pk=("selection_id", "item_id"),
+        not_null={"prompt_id", "system_a", "system_b", "inclusion_probability", "drawn", "shown_left"},
+        foreign_keys=[("selection_id", "comparison_selections", "id")],
+    )
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
     (2, "runner checkpoints (item reports, content hash)", _migration_2),
@@ -439,6 +466,8 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...]
     (12, "resumable sweeps: content hash, plan and the sweep's lease", _migration_12),
     (13, "judgments.one_hot: label probabilities that are one-hot (no logprobs from the backend)", _migration_13),
     (14, "human labels by source, and label selections with their inclusion probabilities", _migration_14),
+    (15, "selections of comparisons to label, with inclusion probabilities and the side each response is shown",
+     _migration_15),
 )
 """Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
 

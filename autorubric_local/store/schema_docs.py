@@ -50,6 +50,10 @@ TABLES: dict[str, str] = {
     "label_selections": "One row per `autorubric-local label select`: a draw of items for people to label.",
     "label_selection_items": "One row per selection and item of the run, written before any label is seen, "
     "so the estimates' inverse-probability weights are the design's own.",
+    "comparison_selections": "One row per `autorubric-local label select` of a comparison: a draw of "
+    "comparisons for people to label.",
+    "comparison_selection_items": "One row per selection and judged comparison (prompt and pair of systems), "
+    "written before any label is seen.",
     "criterion_results": "One row per item and criterion, `item_criteria` with the run name, item index "
     "and item score.",
     "judge_votes": "One row per judgment, each judge's vote in each option order.",
@@ -352,6 +356,27 @@ COLUMNS: dict[str, dict[str, str]] = {
         "item_id": _ITEM_ID,
         "inclusion_probability": "pi_i in (0, 1]: the item's probability of being drawn.",
         "drawn": "1 when the item was chosen for labelling.",
+    },
+    "comparison_selections": {
+        "id": "Row id (autoincrement).",
+        "sweep_id": "The comparison (`sweeps.id`).",
+        "selected_utc": "When the comparisons were drawn (ISO 8601, UTC).",
+        "judge_id": "The judge whose preferences set the probabilities.",
+        "question": "The question the labels answer (`overall` or a rubric criterion's name).",
+        "budget": "Expected number of comparisons to label.",
+        "seed": "Random seed of the draws and of the sides shown.",
+        "mix": "Share of the uniform design mixed into the uncertainty-driven one.",
+        "settings_json": "All settings of the selection, as JSON.",
+    },
+    "comparison_selection_items": {
+        "selection_id": "The selection (`comparison_selections.id`).",
+        "item_id": "The comparison's item id in the sweep (`<prompt id> <a> vs <b>`).",
+        "prompt_id": "The prompt's id.",
+        "system_a": "The comparison's first system.",
+        "system_b": "The comparison's second system.",
+        "inclusion_probability": "pi_i in (0, 1]: the comparison's probability of being drawn.",
+        "drawn": "1 when the comparison was chosen for labelling.",
+        "shown_left": "The system whose response its labelling task shows on the left.",
     },
     "criterion_results": {
         "run_name": "The run's name.",
