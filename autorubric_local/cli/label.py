@@ -31,8 +31,9 @@ def label() -> None:
 @click.option("--budget", type=click.FloatRange(0, min_open=True), required=True,
               help="Expected number of items to label (the number drawn varies around it).")
 @click.option("--seed", type=int, default=None, help="Seed of the draws (stored with the selection).")
-@click.option("--target", default="score", show_default=True,
-              help="The target whose judge uncertainty sets the probabilities: score or a criterion name.")
+@click.option("--target", default=None,
+              help="The target whose judge uncertainty sets the probabilities: score or a criterion name "
+                   "[default: score]; for a comparison, the question the labels answer [default: overall].")
 @click.option("--mix", type=click.FloatRange(0, 1), default=0.2, show_default=True,
               help="Weight of the uniform rule mixed in (keeps every probability away from 0).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -43,12 +44,24 @@ def label() -> None:
                    "it (same name, .xml).")
 @click.option("--with-predictions", is_flag=True,
               help="Pre-fill the Label Studio tasks with the judge's verdicts (anchors labellers on the "
-                   "judge; off by default).")
-def select(run: str, db_path: Path, budget: float, seed: int | None, target: str, mix: float,
-           out: Path | None, label_studio: Path | None, with_predictions: bool) -> None:
+                   "judge; off by default; not for a comparison).")
+@click.option("--judge", "judge_id", default=None,
+              help="A comparison: the judge whose preferences set the probabilities [default: its only judge].")
+@click.option("--data", "data_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="A comparison: its comparison file, for the responses in --out and --label-studio "
+                   "[default: the file stored with it].")
+def select(run: str, db_path: Path, budget: float, seed: int | None, target: str | None, mix: float,
+           out: Path | None, label_studio: Path | None, with_predictions: bool, judge_id: str | None,
+           data_path: Path | None) -> None:
     """Draw items of RUN for people to label, each with a probability that grows with the judge's
     uncertainty about it (active inference, Zrnic & Candes 2024), and store every item's
     probability and draw in DB so that `estimate` can weight the labels.
+
+    RUN may be a comparison (`autorubric-local compare`): then each judged comparison (a prompt
+    and a pair of systems) is drawn by the uncertainty of the judge's preference, the Label
+    Studio tasks show the two responses in an order drawn per task, and `ranking RUN --labels`
+    weights the labels by the stored probabilities (import an export with `label
+    import-preferences`).
 
     Example:
 
@@ -60,6 +73,17 @@ def select(run: str, db_path: Path, budget: float, seed: int | None, target: str
 
     if not db_path.is_file():
         raise click.ClickException(f"{db_path}: no such database")
+    comparison = _comparison_or_none(db_path, run)
+    if comparison is not None:
+        if with_predictions:
+            raise click.UsageError("--with-predictions is not for a comparison (the judge's preference would "
+                                   "anchor the labellers)")
+        _select_comparisons(comparison, db_path, budget, seed, target or "overall", mix, out, label_studio,
+                            judge_id, data_path)
+        return
+    if judge_id is not None or data_path is not None:
+        raise click.UsageError("--judge and --data are for a comparison; RUN is a graded run")
+    target = target or "score"
     try:
         loaded = load_run(db_path, run, selection=None, require_labels=False)
         # drawn, written, then stored: a file that cannot be written leaves no selection behind
@@ -80,6 +104,160 @@ def select(run: str, db_path: Path, budget: float, seed: int | None, target: str
     if out is None:
         for row in rows:
             click.echo(row["id"])
+
+
+def _comparison_or_none(db_path: Path, run: str) -> Any:
+    """The stored comparison RUN names (its name or sweep id), or None when RUN is a graded run;
+    a name shared by a run and a comparison is refused."""
+    from autorubric_local.bias.cells import SweepKind
+    from autorubric_local.cli.common import open_store
+    from autorubric_local.comparisons.judging import read_comparison
+    from autorubric_local.core.errors import AutorubricError
+
+    store = open_store(db_path)
+    try:
+        sweep = store.find_sweep(run)
+        if sweep is None or sweep.get("kind") != SweepKind.COMPARISON.value:
+            return None
+        if store.find_run(run) is not None:
+            raise click.ClickException(f"{db_path}: {run!r} names both a graded run and a comparison ({sweep['id']}); "
+                                       "give the one you mean by its id")
+        return read_comparison(store, run, where=str(db_path)), sweep
+    except AutorubricError as e:
+        raise fail(e) from None
+    finally:
+        store.close()
+
+
+def _select_comparisons(found: Any, db_path: Path, budget: float, seed: int | None, question: str, mix: float,
+                        out: Path | None, label_studio: Path | None, judge_id: str | None,
+                        data_path: Path | None) -> None:
+    from autorubric_local.comparisons import labelling
+    from autorubric_local.core.errors import AutorubricError
+
+    comparison, sweep = found
+    try:
+        selection = labelling.draw_comparison_selection(comparison, budget=budget, seed=seed, judge_id=judge_id,
+                                                        question=question, mix=mix)
+        rows: list[dict[str, Any]] = []
+        if out is not None or label_studio is not None:
+            stored_path = Path(sweep["data_path"]) if sweep.get("data_path") else None
+            stored_path = stored_path if stored_path is not None and stored_path.is_file() else None  # --system
+            data = data_path if data_path is not None else stored_path
+            plan = json.loads(sweep["plan_json"]) if sweep.get("plan_json") else None
+            rows = labelling.comparison_selection_rows(comparison, selection, data, plan)
+        # drawn, written, then stored: a file that cannot be written leaves no selection behind
+        try:
+            if label_studio is not None:
+                text = next(q["text"] for q in comparison.questions if q["name"] == question)
+                labelling.write_label_studio(rows, text, label_studio)
+            if out is not None:
+                out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        except OSError as e:
+            raise click.ClickException(f"{e.filename}: cannot write: {e.strerror}") from None
+        selection = labelling.save_comparison_selection(db_path, selection)
+    except AutorubricError as e:
+        raise fail(e) from None
+    left_out = f"; {selection.n_left_out} without a complete judgment left out" if selection.n_left_out else ""
+    click.echo(f"comparison selection {selection.selection_id}: {len(selection.drawn)} of {len(selection.items)} "
+               f"comparisons drawn (expected {budget:g}); judge {selection.judge_id}, question {question}, "
+               f"seed {seed}{left_out}", err=True)
+    if out is None:
+        for c in selection.drawn:
+            click.echo(c.item_id)
+
+
+@label.command("import-preferences")
+@click.argument("export", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The preference labels to write (JSONL {\"id\", \"a\", \"b\", \"winner\"}), for "
+                   "`ranking RUN --labels`.")
+def import_preferences(export: Path, out: Path) -> None:
+    """Turn a Label Studio export (JSON or JSON-MIN) of the pairwise tasks `label select` wrote
+    for a comparison, or its filled-in --out JSONL, into preference labels: the left/right order
+    each task showed is undone, so `a` and `b` are the comparison's systems. Tasks left
+    unanswered are counted and left out.
+
+    Example:
+
+        autorubric-local label import-preferences export.json --out preferences.jsonl
+    """
+    from autorubric_local.comparisons.labelling import read_preference_export
+    from autorubric_local.core.errors import AutorubricError
+
+    try:
+        labels, unanswered = read_preference_export(export)
+    except AutorubricError as e:
+        raise fail(e) from None
+    try:
+        out.write_text("".join(json.dumps(r) + "\n" for r in labels), encoding="utf-8")
+    except OSError as e:
+        raise click.ClickException(f"{e.filename}: cannot write: {e.strerror}") from None
+    first = f" (first: {unanswered[0]!r})" if unanswered else ""
+    click.echo(f"{len(labels)} preference label(s) written to {out}; {len(unanswered)} task(s) unanswered{first}",
+               err=True)
+
+
+def print_active_win_rates(db_path: Path, stored: Any, labels: Any, labels_path: Path, question: str | None,
+                           confidence: float, as_json: bool) -> bool:
+    """``ranking RUN --labels`` under a stored selection: print each pair's Horvitz-Thompson and
+    active win rates and return True; return False (print nothing) when RUN has no selection."""
+    from rich.table import Table
+
+    from autorubric_local.cli.common import plain_console
+    from autorubric_local.comparisons.active import active_win_rates
+    from autorubric_local.comparisons.labelling import load_comparison_selection
+    from autorubric_local.comparisons.ranking import RUBRIC
+    from autorubric_local.core.errors import AutorubricError
+
+    try:
+        selection = None if stored.nway else load_comparison_selection(db_path, stored)
+    except AutorubricError as e:
+        raise fail(e) from None
+    if selection is None:
+        return False
+    if question == RUBRIC:
+        raise click.UsageError("--labels: preference labels answer one question; give --question NAME")
+    question = question or selection.question
+    level = f"{confidence:.0%}"
+    out: dict[str, Any] = {}
+    console = plain_console()
+    for judge_id in stored.judge_ids:
+        try:
+            rates = active_win_rates(stored, selection, labels, judge_id=judge_id, question=question,
+                                     confidence=confidence, source=str(labels_path))
+        except AutorubricError as e:
+            raise fail(e) from None
+        if as_json:
+            out[judge_id] = [{"system": r.system, "against": r.other, "comparisons": r.n_comparisons,
+                              "drawn": r.n_drawn, "ignored_labels": r.n_ignored, "judge": r.judge,
+                              "n_effective": r.n_effective, "classical": vars(r.classical), "active": vars(r.active)}
+                             for r in rates]
+            continue
+        table = Table(title=f"Human win rates, judge {judge_id}, question {question}, labels drawn by selection "
+                            f"{selection.selection_id}: labels alone (Horvitz-Thompson) and judge-corrected "
+                            f"(active inference), {level} intervals")
+        for column in ("system", "against", "comparisons", "drawn", "judge alone", "labels (HT)", "active", "lam"):
+            table.add_column(column)
+        notes: list[str] = []
+        for r in rates:
+            cells = []
+            for interval in (r.classical, r.active):
+                cells.append("-" if interval.ci_low is None else
+                             f"{interval.estimate:.3f} [{interval.ci_low:.3f}, {interval.ci_high:.3f}]")
+                if interval.note and interval.note not in notes:
+                    notes.append(interval.note)
+            lam = "-" if r.active.lam is None else f"{r.active.lam:.2f}"
+            table.add_row(r.system, r.other, str(r.n_comparisons), str(r.n_drawn), f"{r.judge:.3f}", *cells, lam)
+        console.print(table)
+        ignored = sum(r.n_ignored for r in rates)
+        if ignored:
+            notes.append(f"{ignored} label(s) of comparisons the selection did not draw are left out")
+        for k, note in enumerate(notes, 1):
+            console.print(f"note {k}: {note}", markup=False)
+    if as_json:
+        click.echo(json.dumps({"active_win_rates": out, "selection": selection.selection_id}, indent=2))
+    return True
 
 
 def _judge_label(cr: Any) -> str | None:
