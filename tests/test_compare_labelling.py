@@ -100,6 +100,12 @@ def test_an_incomplete_judgment_is_left_out_and_several_judges_need_one_named() 
     with pytest.raises(InputError, match="has 2 judges"):
         draw_comparison_selection(two, budget=1)
     assert draw_comparison_selection(two, budget=1, judge_id="k").judge_id == "k"
+    from autorubric_local.comparisons.judging import NWayJudgment
+
+    nway = StoredComparison("sweep-n", "n", two.description, ("j",), (), "finished",
+                            nway=(NWayJudgment("p1", "p1", ("s1", "s2"), "j", "overall", ({"s1": 1.0, "s2": 0.0},), (0,)),))
+    with pytest.raises(InputError, match="is N-way"):
+        draw_comparison_selection(nway, budget=1)
 
 
 # ---------------------------------------------------------------------------- a stored comparison, the CLI
@@ -185,6 +191,9 @@ def test_the_data_must_be_the_judged_data(tmp_path: Path, monkeypatch: pytest.Mo
                                      "--out", str(tmp_path / "x.jsonl"), "--data", str(changed)])
     assert done.exit_code == 1 and "differs from the one comparison 'cmp' judged" in done.output
     assert load_comparison_selection(db, load_comparison(db, "cmp")) is None  # nothing stored on failure
+    anchored = CliRunner().invoke(main, ["label", "select", "cmp", "--db", str(db), "--budget", "2",
+                                         "--with-predictions", "--label-studio", str(tmp_path / "t.json")])
+    assert anchored.exit_code == 2 and "not for a comparison" in anchored.output
 
 
 def truth_winner(row: dict[str, Any]) -> str:
@@ -322,6 +331,19 @@ def test_active_win_rates_need_every_drawn_label_and_leave_undrawn_labels_out() 
     assert again.n_ignored == 1 and again.active == rate.active
     with pytest.raises(InputError, match=r"1 comparison\(s\) drawn by selection 0 have no label in the labels"):
         active_win_rates(comparison, selection, labels[1:], judge_id="j")
+    # Another judge supplies f on the selection's comparisons it judged; one it judged beyond them is
+    # no part of the design's population and is left out, not refused.
+    other = [judgment(f"p{i}", pa, 0.1, judge="k") for i, pa in enumerate([0.7, 0.3, 0.5, 0.5, 0.6, 0.2, 0.9])]
+    both = stored([*comparison.judgments, *other], judges=("j", "k"))
+    both = StoredComparison(selection.sweep_id, "cmp", both.description, ("j", "k"), both.judgments, "finished")
+    (by_k,) = active_win_rates(both, selection, labels, judge_id="k")
+    assert by_k.n_comparisons == 6 and by_k.n_drawn == rate.n_drawn
+    assert by_k.classical.estimate == pytest.approx(rate.classical.estimate)  # HT does not use f
+    assert by_k.judge == pytest.approx(np.mean([0.75, 0.35, 0.55, 0.55, 0.65, 0.25]))
+    grown = StoredComparison(selection.sweep_id, "cmp", both.description, ("j",),
+                             (*comparison.judgments, judgment("p6", 0.5, 0.1)), "finished")
+    with pytest.raises(InputError, match=r"1 judged comparison\(s\) are not in selection 0 \(first: prompt 'p6'"):
+        active_win_rates(grown, selection, labels, judge_id="j")
 
 
 def test_active_win_rate_intervals_cover_the_truth_with_non_uniform_probabilities() -> None:

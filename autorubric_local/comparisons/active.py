@@ -116,8 +116,10 @@ def active_win_rates(comparison: StoredComparison, selection: ComparisonSelectio
     ------
     InputError
         ``confidence`` outside (0, 1); a selection of another comparison; a label of a comparison
-        that was not judged; a judged comparison missing from the selection (the comparison grew
-        after it); or drawn comparisons without a label (the count and the first are named).
+        that was not judged; a comparison judged by the selection's judge but missing from the
+        selection (the comparison grew after it); or drawn comparisons without a label (the count
+        and the first are named). Another judge's estimates cover the selection's comparisons that
+        it judged completely.
 
     References
     ----------
@@ -145,7 +147,9 @@ def active_win_rates(comparison: StoredComparison, selection: ComparisonSelectio
                              f"judgment of judge {judge_id!r} on question {question!r} in comparison {comparison.name!r}")
         human[key] = label
     outside = [key for key in judged if key not in design]
-    if outside:
+    if outside and (judge_id, question) != (selection.judge_id, selection.question):  # the selection's comparisons
+        judged = {key: value for key, value in judged.items() if key in design}
+    elif outside:
         prompt, pair = outside[0][0], sorted(outside[0][1])
         raise InputError(f"{len(outside)} judged comparison(s) are not in selection {selection.selection_id} (first: "
                          f"prompt {prompt!r}, systems {pair[0]!r} and {pair[1]!r}): the comparison changed after it; "
