@@ -184,7 +184,8 @@ def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: P
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Human preference labels (JSONL {\"id\", \"a\", \"b\", \"winner\": \"a\"|\"b\"|\"tie\"}) of a "
                    "random sample of the comparisons: also print each pair's win rate from the labels alone "
-                   "and corrected by prediction-powered inference (PPI++).")
+                   "and corrected by prediction-powered inference (PPI++); of the comparisons `label select` "
+                   "drew: weighted by their stored probabilities (active inference).")
 @_ranking_options
 def ranking(run: str, db_path: Path, labels_path: Path | None, **options: Any) -> None:
     """Rank the systems of a stored comparison RUN (its name or id) again, with no judge loaded.
@@ -204,7 +205,12 @@ def ranking(run: str, db_path: Path, labels_path: Path | None, **options: Any) -
         raise fail(exc) from exc
     _print(stored, **options)
     if labels is not None:
-        _print_corrected(stored, labels, options["question"], options["confidence"], options["as_json"])
+        from autorubric_local.cli.label import print_active_win_rates  # labels drawn by `label select`: weighted
+
+        assert labels_path is not None
+        if not print_active_win_rates(db_path, stored, labels, labels_path, options["question"],
+                                      options["confidence"], options["as_json"]):
+            _print_corrected(stored, labels, options["question"], options["confidence"], options["as_json"])
 
 
 def _print_corrected(stored: StoredComparison, labels: Any, question: str | None, confidence: float,
