@@ -55,6 +55,9 @@ def _ranking_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--confidence", type=click.FloatRange(0.5, 0.999), default=0.9, show_default=True,
                      help="Confidence level of the intervals."),
         click.option("--seed", type=int, default=0, show_default=True, help="Seeds the bootstrap."),
+        click.option("--style-control", "style_control", is_flag=True,
+                     help="Also rank with the responses' style as covariates (length, markdown headers, list items, "
+                          "bold; Chatbot Arena / Arena-Hard style control) and print the style coefficients."),
         click.option("--json", "as_json", is_flag=True, help="Print the rankings as JSON instead of tables."),
     ]
     for option in reversed(options):
@@ -91,13 +94,16 @@ def _ranking_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--chunk-judgments", type=click.IntRange(min=1), default=DEFAULT_CHUNK_JUDGMENTS, show_default=True,
               help="Most judgments per engine chunk (whole pairs); each chunk is committed at once.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N prompts.")
+@click.option("--scale", type=click.Choice(["3", "5"]), default="3", show_default=True,
+              help="Verdict scale: 3 (1 / 2 / tie) or 5 (Arena-Hard's 1>>2 1>2 1=2 2>1 2>>1; a strong verdict "
+                   "counts as 3 games in Bradley-Terry).")
 @_ranking_options
 @ray_options
 def compare(data_path: Path | None, system_files: tuple[str, ...], rubric_path: Path | None, overall: bool,
             n_way: bool, baseline: str | None,
             pairs: tuple[str, ...], model: str, judges_path: Path | None, db_path: Path, run_name: str | None,
-            resume: bool, chunk_judgments: int, limit: int | None, ray_address: str | None, workers: int | None,
-            worker_cpus: float | None, worker_gpus: float | None, **ranking: Any) -> None:
+            resume: bool, chunk_judgments: int, limit: int | None, scale: str, ray_address: str | None,
+            workers: int | None, worker_cpus: float | None, worker_gpus: float | None, **ranking: Any) -> None:
     """Judge which of two systems' responses is better, for every pair, in both slot orders.
 
     DATA is JSONL, one prompt a line: {"id": "p1", "query": "...", "responses": {"sys-a": "...",
@@ -117,7 +123,7 @@ def compare(data_path: Path | None, system_files: tuple[str, ...], rubric_path: 
     same --run NAME to judge only what is missing. `autorubric-local ranking NAME` ranks it again.
     """
     _judge(data_path, system_files, rubric_path, overall, n_way, baseline, pairs, model, judges_path, db_path, run_name, resume,
-           chunk_judgments, limit, ray_address, workers, worker_cpus, worker_gpus, ranking)
+           chunk_judgments, limit, ray_address, workers, worker_cpus, worker_gpus, ranking, int(scale))
 
 
 @stops_on_termination
@@ -125,7 +131,7 @@ def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: P
            n_way: bool, baseline: str | None, pairs: tuple[str, ...],
            model: str, judges_path: Path | None, db_path: Path, run_name: str | None, resume: bool,
            chunk_judgments: int, limit: int | None, ray_address: str | None, workers: int | None,
-           worker_cpus: float | None, worker_gpus: float | None, ranking: dict[str, Any]) -> None:
+           worker_cpus: float | None, worker_gpus: float | None, ranking: dict[str, Any], scale: int = 3) -> None:
     from autorubric_local.bias.stored import SweepChunkReport
     from autorubric_local.comparisons.data import load_comparisons
     from autorubric_local.comparisons.judging import run_comparison
@@ -158,6 +164,7 @@ def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: P
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume, chunk_judgments=chunk_judgments,
                             show_progress=False, distributed=distributed)
         stored = run_comparison(prompts, judges, questions, config, baseline=baseline, pairs=chosen, n_way=n_way,
+                                scale=scale,
                                 data_path=str(data_path) if data_path is not None else " ".join(system_files),
                                 on_chunk=report)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (stops_on_termination)
@@ -283,7 +290,7 @@ def _pair(text: str) -> tuple[str, str]:
 
 
 def _print(stored: StoredComparison, *, question: str | None, method: str, tie_model: str, n_bootstrap: int,
-           confidence: float, seed: int, as_json: bool) -> None:
+           confidence: float, seed: int, as_json: bool, style_control: bool = False) -> None:
     from autorubric_local.comparisons.ranking import RUBRIC, default_question, position_bias, rank_systems
 
     question = question or default_question(stored)
@@ -310,6 +317,9 @@ def _print(stored: StoredComparison, *, question: str | None, method: str, tie_m
                                    "consistency_low": b.consistency_low, "consistency_high": b.consistency_high}
                                   for b in biases],
             }
+            if style_control:
+                out["judges"][judge_id]["style_control"] = _style(stored, judge_id, question, method, n_bootstrap,
+                                                                  confidence, seed, tie_model, False)
             continue
         level = f"{confidence:.0%}"
         table = Table(title=f"Ranking, judge {judge_id}, question {question} ({method}; Bradley-Terry, ties "
@@ -343,5 +353,41 @@ def _print(stored: StoredComparison, *, question: str | None, method: str, tie_m
             slots = "-" if m.primacy is None else f"{m.primacy:.2f} | {m.recency:.2f}"
             bias_table.add_row(b.question, str(m.n), f"{m.consistency:.3f}", interval, f"{m.conflict_rate:.3f}", slots)
         console.print(bias_table)
+        if style_control:
+            _style(stored, judge_id, question, method, n_bootstrap, confidence, seed, tie_model, True)
     if as_json:
         click.echo(json.dumps(out, indent=2))
+
+
+def _style(stored: StoredComparison, judge_id: str, question: str, method: str, n_bootstrap: int, confidence: float,
+           seed: int, tie_model: str, show: bool) -> dict[str, Any]:
+    """The style-controlled ranking of one judge: printed as two tables (``show``), returned as JSON."""
+    from autorubric_local.comparisons.ranking import rank_style_controlled
+
+    if tie_model != "half":
+        raise click.UsageError("--style-control fits ties as half a win: use --tie-model half")
+    try:
+        ranked = rank_style_controlled(stored, judge_id=judge_id, question=question, method=method,
+                                       n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
+    except AutorubricError as exc:
+        raise fail(exc) from exc
+    if show:
+        level = f"{confidence:.0%}"
+        console = plain_console()
+        table = Table(title=f"Style-controlled ranking, judge {judge_id}, question {question} ({method}; Bradley-Terry "
+                            f"with style covariates; {level} intervals over {ranked.n_prompts} prompts)")
+        for column in ("rank", "system", "score", f"{level} interval"):
+            table.add_column(column)
+        for place, s in enumerate(ranked.systems, 1):
+            table.add_row(str(place), s.system, f"{s.score:.0f}", f"[{s.score_low:.0f}, {s.score_high:.0f}]")
+        console.print(table)
+        coefficients = Table(title="Style coefficients: log-odds of winning per standard deviation of the normalised "
+                                   "difference (first response minus second)")
+        for column in ("feature", "coefficient", f"{level} interval", "sd of the difference"):
+            coefficients.add_column(column)
+        for c in ranked.coefficients:
+            coefficients.add_row(c.feature, f"{c.estimate:+.3f}", f"[{c.low:+.3f}, {c.high:+.3f}]", f"{c.sd:.3f}")
+        console.print(coefficients)
+        if ranked.left_out:
+            console.print(f"left out (the same in every comparison): {', '.join(ranked.left_out)}", markup=False)
+    return ranked.as_dict()

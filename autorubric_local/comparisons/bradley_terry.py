@@ -225,7 +225,7 @@ def _reached(size: int, edges: np.ndarray) -> set[int]:
     return reached
 
 
-def _check_identified(size: int, pairs: np.ndarray, counts: np.ndarray, systems: Sequence[str]) -> None:
+def check_identified(size: int, pairs: np.ndarray, counts: np.ndarray, systems: Sequence[str]) -> None:
     """Ford's condition (Ford, Amer. Math. Monthly 1957): the maximum-likelihood strengths exist
     (are finite and unique) iff, in the graph with an edge ``i -> j`` wherever ``i`` beat or tied
     ``j`` at least once, every system reaches every other. Checked as: system 0 reaches all, and
@@ -283,7 +283,7 @@ def fit_bradley_terry(data: PairCounts, *, tie_model: str = "half", prompt_weigh
     if size < 2:
         raise InputError(f"a ranking needs at least 2 systems, got {size}")
     counts = data.total(prompt_weights)
-    _check_identified(size, data.pairs, counts, data.systems)
+    check_identified(size, data.pairs, counts, data.systems)
     has_tie = tie_model != "half"
     if has_tie and counts[:, 1].sum() <= 0:
         raise InputError(f"tie model {tie_model!r} needs at least one tie; use 'half'")
@@ -411,5 +411,5 @@ def bootstrap_bradley_terry(data: PairCounts, *, n_bootstrap: int = 100, confide
     return BradleyTerryIntervals(fit, low, high, confidence, len(samples), stacked)
 
 
-__all__ = ["ARENA_SCALE", "TIE_MODELS", "BradleyTerryFit", "BradleyTerryIntervals", "PairCounts",
+__all__ = ["ARENA_SCALE", "TIE_MODELS", "BradleyTerryFit", "BradleyTerryIntervals", "PairCounts", "check_identified",
            "bootstrap_bradley_terry", "fit_bradley_terry", "log_likelihood", "pair_counts"]

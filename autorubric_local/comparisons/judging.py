@@ -10,8 +10,10 @@ flight), a lease against a second writer, Ray actors with ``EvalConfig.distribut
 
 The stored sweep's ``rubric_json`` holds the comparison's description
 (:func:`comparison_description`: systems, questions with weights, and each pair's prompt and
-systems), so :func:`load_comparison` reads a stored comparison back from the database alone:
-one :class:`PairJudgment` per (pair, question, judge) with both orders' label probabilities.
+systems; the verdict scale, 3 or 5, a description without one being 3; and each response's
+style counts, :func:`~.style.style_counts`, for style control), so :func:`load_comparison` reads
+a stored comparison back from the database alone: one :class:`PairJudgment` per (pair,
+question, judge) with both orders' label probabilities.
 """
 
 from __future__ import annotations
@@ -26,8 +28,27 @@ from typing import Any
 from autorubric_local.bias.cells import SweepKind, SweepSettings
 from autorubric_local.bias.stored import StoredSweep, SweepChunkReport, run_stored_sweep
 from autorubric_local.comparisons.data import ComparisonPrompt, plan_pairs
-from autorubric_local.comparisons.preferences import balanced_preference, hard_verdict, swap_rule
-from autorubric_local.comparisons.prompts import NWayItem, PairItem, Question, nway_criterion, overall_question
+from autorubric_local.comparisons.preferences import (
+    LABELS5,
+    arena_hard_counts,
+    balanced_graded,
+    balanced_preference,
+    collapsed_verdict,
+    graded_preference,
+    hard_label,
+    hard_verdict,
+    swap_rule,
+    weighted_swap_counts,
+)
+from autorubric_local.comparisons.prompts import (
+    SCALES,
+    NWayItem,
+    PairItem,
+    Question,
+    nway_criterion,
+    overall_question,
+)
+from autorubric_local.comparisons.style import style_counts
 from autorubric_local.core.errors import InputError
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.runner.config import EvalConfig
@@ -43,21 +64,23 @@ COMPARISON_FORMAT = "autorubric-local/comparison-v1"
 _SLOT_LABELS = ("1", "2", "tie")  # shown answer k -> slot label (prompts.ANSWER_LABELS)
 
 
-def comparison_items(chosen: Sequence[tuple[ComparisonPrompt, str, str]], questions: Sequence[Question]) -> list[PairItem]:
-    """One :class:`PairItem` per chosen ``(prompt, a, b)``, asking every question.
+def comparison_items(chosen: Sequence[tuple[ComparisonPrompt, str, str]], questions: Sequence[Question],
+                     scale: int = 3) -> list[PairItem]:
+    """One :class:`PairItem` per chosen ``(prompt, a, b)``, asking every question on the verdict
+    ``scale`` (3 or 5, :mod:`.prompts`).
 
     Item ids are ``"<prompt id> <a> vs <b>"``.
 
     Raises
     ------
     InputError
-        No question, or two questions of the same name.
+        No question, two questions of the same name, or a scale other than 3 or 5.
     """
     _check_questions(questions)
-    criteria = tuple(q.criterion() for q in questions)
+    criteria = tuple(q.criterion(scale) for q in questions)
     return [PairItem(submission=prompt.query, rubric=criteria, reference_submission=prompt.reference,
                      item_id=f"{prompt.prompt_id} {a} vs {b}", prompt_id=prompt.prompt_id, system_a=a, system_b=b,
-                     response_a=prompt.responses[a], response_b=prompt.responses[b])
+                     response_a=prompt.responses[a], response_b=prompt.responses[b], scale=scale)
             for prompt, a, b in chosen]
 
 
@@ -87,23 +110,32 @@ def nway_items(prompts: Sequence[ComparisonPrompt], questions: Sequence[Question
 
 def comparison_description(items: Sequence[PairItem | NWayItem], questions: Sequence[Question]) -> dict[str, Any]:
     """JSON-ready description stored as the sweep's ``rubric_json``: ``format``, ``mode``
-    (``pairs`` or ``nway``), ``systems`` (in order of first appearance), ``questions``
-    (``name``, ``text``, ``weight``) and ``pairs``: per item ``item_id``, ``prompt_id`` and
-    ``a``, ``b`` (pairs) or ``systems`` (N-way, in the item's slot order of rotation 0)."""
+    (``pairs`` or ``nway``), ``scale`` (3 or 5), ``systems`` (in order of first appearance),
+    ``questions`` (``name``, ``text``, ``weight``), ``pairs``: per item ``item_id``,
+    ``prompt_id`` and ``a``, ``b`` (pairs) or ``systems`` (N-way, in the item's slot order of
+    rotation 0), and ``style``: per prompt id and system the response's
+    :func:`~.style.style_counts` (what style control reads; the texts themselves are not stored)."""
     nway = bool(items) and isinstance(items[0], NWayItem)
     entries: list[dict[str, Any]] = []
     systems: list[str] = []
+    style: dict[str, dict[str, dict[str, int]]] = {}
     for item in items:
         if isinstance(item, NWayItem):
             entries.append({"item_id": item.item_id, "prompt_id": item.prompt_id, "systems": list(item.systems)})
             systems += item.systems
+            shown = zip(item.systems, item.responses, strict=True)
         else:
             entries.append({"item_id": item.item_id, "prompt_id": item.prompt_id, "a": item.system_a, "b": item.system_b})
             systems += (item.system_a, item.system_b)
+            shown = zip((item.system_a, item.system_b), (item.response_a, item.response_b), strict=True)
+        for system, text in shown:
+            style.setdefault(item.prompt_id, {})[system] = style_counts(text)
+    scale = items[0].scale if items and isinstance(items[0], PairItem) else 3
     return {
-        "format": COMPARISON_FORMAT, "mode": "nway" if nway else "pairs", "systems": list(dict.fromkeys(systems)),
+        "format": COMPARISON_FORMAT, "mode": "nway" if nway else "pairs", "scale": scale,
+        "systems": list(dict.fromkeys(systems)),
         "questions": [{"name": q.name, "text": q.text, "weight": q.weight} for q in questions],
-        "pairs": entries,
+        "pairs": entries, "style": style,
     }
 
 
@@ -115,10 +147,13 @@ class PairJudgment:
     ----------
     item_id, prompt_id, system_a, system_b, judge_id, question : str
     ab, ba : dict of str to float, or None
-        The judge's probabilities of the slot labels ``"1"``, ``"2"``, ``"tie"`` in order ``ab``
-        (``a`` in slot 1) and order ``ba``; None when that judgment failed.
+        The judge's probabilities of the slot labels ``"1"``, ``"2"``, ``"tie"`` (``scale`` 3) or
+        of :data:`~.preferences.LABELS5` (``scale`` 5) in order ``ab`` (``a`` in slot 1) and
+        order ``ba``; None when that judgment failed.
     errors : tuple of str
         The failed orders' errors (empty when both have probabilities).
+    scale : int, 3 or 5
+        The verdict scale (:mod:`.preferences` for what a 5-point verdict counts).
     """
 
     item_id: str
@@ -130,6 +165,7 @@ class PairJudgment:
     ab: dict[str, float] | None
     ba: dict[str, float] | None
     errors: tuple[str, ...] = ()
+    scale: int = 3
 
     @property
     def complete(self) -> bool:
@@ -139,15 +175,59 @@ class PairJudgment:
     @property
     def preference(self) -> dict[str, float] | None:
         """Balanced position calibration (:func:`~.preferences.balanced_preference`):
-        ``{"a", "b", "tie"}``; None unless complete."""
-        return balanced_preference(self.ab, self.ba) if self.ab is not None and self.ba is not None else None
+        ``{"a", "b", "tie"}``; on the 5-point scale the balanced grades as three probabilities
+        (:func:`~.preferences.graded_preference`: ``P(a) + P(tie) / 2`` is the expected grade).
+        None unless complete."""
+        if self.ab is None or self.ba is None:
+            return None
+        if self.scale == 5:
+            return graded_preference(balanced_graded(self.ab, self.ba))
+        return balanced_preference(self.ab, self.ba)
+
+    @property
+    def graded(self) -> dict[str, float] | None:
+        """The 5-point balanced grades (:func:`~.preferences.balanced_graded`, keys
+        :data:`~.preferences.GRADES`); None on the 3-point scale or unless complete."""
+        if self.scale != 5 or self.ab is None or self.ba is None:
+            return None
+        return balanced_graded(self.ab, self.ba)
 
     @property
     def verdicts(self) -> tuple[str, str] | None:
-        """Each order's hard verdict (slot labels, :func:`~.preferences.hard_verdict`); None unless complete."""
+        """Each order's hard verdict (slot labels ``"1"``, ``"2"``, ``"tie"``,
+        :func:`~.preferences.hard_verdict`; on the 5-point scale the direction of the most
+        probable label, :func:`~.preferences.collapsed_verdict`); None unless complete."""
         if self.ab is None or self.ba is None:
             return None
+        if self.scale == 5:
+            return collapsed_verdict(self.ab), collapsed_verdict(self.ba)
         return hard_verdict(self.ab), hard_verdict(self.ba)
+
+    @property
+    def labels(self) -> tuple[str, str] | None:
+        """Each order's most probable 5-point label (:func:`~.preferences.hard_label`); None on
+        the 3-point scale or unless complete."""
+        if self.scale != 5 or self.ab is None or self.ba is None:
+            return None
+        return hard_label(self.ab), hard_label(self.ba)
+
+    def bradley_terry_counts(self, method: str) -> tuple[float, float, float] | None:
+        """``(wins, ties, losses)`` of ``a`` as Bradley-Terry counts them: on the 3-point scale
+        one comparison (``soft``: the preference; ``swap``: the swap verdict); on the 5-point
+        scale Arena-Hard-Auto's games, a strong verdict weighing 3
+        (:func:`~.preferences.arena_hard_counts` of the balanced grades, or
+        :func:`~.preferences.weighted_swap_counts`). None unless complete."""
+        if self.ab is None or self.ba is None:
+            return None
+        if self.scale == 5:
+            if method == "soft":
+                return arena_hard_counts(balanced_graded(self.ab, self.ba))
+            return weighted_swap_counts(self.ab, self.ba)
+        if method == "soft":
+            p = balanced_preference(self.ab, self.ba)
+            return p["a"], p["tie"], p["b"]
+        verdict = swap_rule(hard_verdict(self.ab), hard_verdict(self.ba))
+        return float(verdict == "a"), float(verdict == "tie"), float(verdict == "b")
 
     @property
     def swap_verdict(self) -> str | None:
@@ -237,6 +317,11 @@ class StoredComparison:
     def questions(self) -> tuple[dict[str, Any], ...]:
         return tuple(self.description["questions"])
 
+    @property
+    def scale(self) -> int:
+        """The verdict scale, 3 or 5 (a comparison stored without one is 3)."""
+        return int(self.description.get("scale", 3))
+
 
 def run_comparison(
     prompts: Sequence[ComparisonPrompt],
@@ -251,6 +336,7 @@ def run_comparison(
     on_chunk: Callable[[SweepChunkReport], None] | None = None,
     stop: threading.Event | None = None,
     n_way: bool = False,
+    scale: int = 3,
 ) -> StoredComparison:
     """Judge every chosen pair of ``prompts`` in both orders and store it (module docstring).
 
@@ -279,6 +365,9 @@ def run_comparison(
         Show every system of a prompt in one judgment, in each of the N rotations of the slots
         (:class:`~.prompts.NWayItem`), instead of pairs in both orders; ``baseline`` and
         ``pairs`` do not apply.
+    scale : {3, 5}, default 3
+        The verdict scale: ``1``, ``2``, tie; or Arena-Hard's ``1>>2 1>2 1=2 2>1 2>>1``
+        (:mod:`.prompts`, :mod:`.preferences`). Pairs only.
 
     Returns
     -------
@@ -288,7 +377,8 @@ def run_comparison(
     Raises
     ------
     InputError
-        Bad pairs or questions; a stored comparison of that name whose content differs.
+        Bad pairs or questions; a scale other than 3 or 5, or the 5-point scale with
+        ``n_way``; a stored comparison of that name whose content differs.
     RunLockedError
         Another live process is writing this comparison.
     EvalInterruptedError
@@ -298,9 +388,13 @@ def run_comparison(
     questions = list(questions) if questions is not None else [overall_question()]
     if n_way and (baseline is not None or pairs is not None):
         raise InputError("an N-way comparison shows every system at once: no baseline or pairs")
+    if scale not in SCALES:
+        raise InputError(f"scale must be one of {list(SCALES)}, got {scale!r}")
+    if n_way and scale != 3:
+        raise InputError("the 5-point scale compares two responses; an N-way comparison picks the best of N")
     items: Sequence[PairItem | NWayItem] = (nway_items(prompts, questions) if n_way else
                                             comparison_items(plan_pairs(prompts, baseline=baseline, pairs=pairs),
-                                                             questions))
+                                                             questions, scale))
     settings = SweepSettings(kind=SweepKind.COMPARISON, shuffle_options=False, system_prompt=system_prompt,
                              n_bootstrap=0)
     stored: StoredSweep = run_stored_sweep(items, judges, settings, config, rubric=comparison_description(items, questions),
@@ -386,7 +480,18 @@ def nway_judgments(description: Mapping[str, Any], judge_ids: Sequence[str],
 def pair_judgments(description: Mapping[str, Any], judge_ids: Sequence[str],
                    rows: Sequence[Mapping[str, Any]]) -> list[PairJudgment]:
     """One :class:`PairJudgment` per (pair, question, judge) of ``description`` whose two orders
-    are both stored (a pair not yet judged is left out), from ``sweep_judgments`` rows."""
+    are both stored (a pair not yet judged is left out), from ``sweep_judgments`` rows; the
+    labels are the description's ``scale``'s (3 when it has none).
+
+    Raises
+    ------
+    InputError
+        A stored scale other than 3 or 5.
+    """
+    scale = int(description.get("scale", 3))
+    if scale not in SCALES:
+        raise InputError(f"comparison description: field 'scale': must be one of {list(SCALES)}, got {scale!r}")
+    labels = _SLOT_LABELS if scale == 3 else LABELS5
     by_key: dict[tuple[str, int, str, int], Mapping[str, Any]] = {
         (r["item_id"], r["criterion_index"], r["judge_id"], r["rotation"]): r for r in rows if r["variant"] == "base"}
     out = []
@@ -399,13 +504,14 @@ def pair_judgments(description: Mapping[str, Any], judge_ids: Sequence[str],
                     continue
                 errors = tuple(r["error"] for r in (ab, ba) if r["error"] is not None)
                 out.append(PairJudgment(pair["item_id"], pair["prompt_id"], pair["a"], pair["b"], judge_id,
-                                        question["name"], _slot_probabilities(ab), _slot_probabilities(ba), errors))
+                                        question["name"], _slot_probabilities(ab, labels),
+                                        _slot_probabilities(ba, labels), errors, scale))
     return out
 
 
-def _slot_probabilities(row: Mapping[str, Any]) -> dict[str, float] | None:
-    """A stored rotation's probabilities, shown-answer order, as slot labels; None on error."""
+def _slot_probabilities(row: Mapping[str, Any], labels: Sequence[str] = _SLOT_LABELS) -> dict[str, float] | None:
+    """A stored rotation's probabilities, shown-answer order, as slot ``labels``; None on error."""
     if row["error"] is not None or not row["probabilities_json"]:
         return None
     values = json.loads(row["probabilities_json"])
-    return dict(zip(_SLOT_LABELS, (float(v) for v in values), strict=True))
+    return dict(zip(labels, (float(v) for v in values), strict=True))

@@ -10,7 +10,11 @@
   (:func:`~.bradley_terry.bootstrap_bradley_terry`: ties as half a win, or the Davidson /
   Rao-Kupper tie models; percentile cluster-bootstrap intervals over prompts), shown on Chatbot
   Arena's scale (``400 beta / ln 10 + 1000``), with each system's win rate (``wins + ties / 2``
-  over its comparisons) and the win-rate matrix.
+  over its comparisons) and the win-rate matrix. On the 5-point scale Bradley-Terry fits
+  Arena-Hard-Auto's weighted games (a strong verdict counts 3) and the win rates are the
+  expected grades (:mod:`.preferences`).
+- :func:`rank_style_controlled`: the same outcomes ranked with the responses' style (length,
+  markdown) as covariates, Chatbot Arena's and Arena-Hard's style control (:mod:`.style`).
 - :func:`position_bias`: position consistency, conflict rate, primacy and recency
   (:func:`~.preferences.position_consistency`; Shi et al., arXiv 2406.07791), with a
   percentile cluster-bootstrap interval over prompts for the consistency (Efron & Tibshirani
@@ -29,11 +33,20 @@ import numpy as np
 from autorubric_local.comparisons.bradley_terry import ARENA_SCALE, bootstrap_bradley_terry, pair_counts
 from autorubric_local.comparisons.judging import NWayJudgment, PairJudgment, StoredComparison
 from autorubric_local.comparisons.preferences import PositionConsistency, consistent, position_consistency
+from autorubric_local.comparisons.style import (
+    FEATURES,
+    StyleCoefficient,
+    StyleRanking,
+    StyleSystemRank,
+    bootstrap_style_controlled,
+    style_comparisons,
+    style_features,
+)
 from autorubric_local.core.errors import InputError
 from autorubric_local.estimates.methods import bounded_mean_interval
 
 __all__ = ["METHODS", "RUBRIC", "Outcome", "PositionBias", "Ranking", "SystemRank", "default_question",
-           "outcomes", "position_bias", "rank_systems"]
+           "outcomes", "position_bias", "rank_style_controlled", "rank_systems"]
 
 METHODS = ("soft", "swap")
 RUBRIC = "rubric"
@@ -42,7 +55,8 @@ RUBRIC = "rubric"
 
 @dataclass(frozen=True)
 class Outcome:
-    """One pair's outcome for system ``a`` (wins + ties + losses = 1)."""
+    """One pair's outcome for system ``a`` (wins + ties + losses = 1; for Bradley-Terry on the
+    5-point scale, :func:`outcomes` with ``weighted``, Arena-Hard's game counts, 1 to 3)."""
 
     prompt_id: str
     a: str
@@ -58,7 +72,11 @@ def default_question(comparison: StoredComparison) -> str:
     return "overall" if "overall" in names or not names else RUBRIC
 
 
-def _one(judgment: PairJudgment, method: str) -> tuple[float, float, float]:
+def _one(judgment: PairJudgment, method: str, weighted: bool = False) -> tuple[float, float, float]:
+    if weighted:
+        counts = judgment.bradley_terry_counts(method)
+        assert counts is not None
+        return counts
     if method == "soft":
         p = judgment.preference
         assert p is not None
@@ -67,8 +85,13 @@ def _one(judgment: PairJudgment, method: str) -> tuple[float, float, float]:
     return float(verdict == "a"), float(verdict == "tie"), float(verdict == "b")
 
 
-def outcomes(comparison: StoredComparison, *, judge_id: str, question: str, method: str = "soft") -> list[Outcome]:
+def outcomes(comparison: StoredComparison, *, judge_id: str, question: str, method: str = "soft",
+             weighted: bool = False) -> list[Outcome]:
     """Each complete pair's outcome for ``judge_id`` on ``question`` (module docstring).
+
+    ``weighted``: the counts Bradley-Terry fits (:meth:`~.judging.PairJudgment.bradley_terry_counts`:
+    on the 5-point scale a strong verdict counts 3 games, Arena-Hard-Auto's weighting; the same
+    as unweighted on the 3-point scale and for N-way comparisons).
 
     Raises
     ------
@@ -101,7 +124,8 @@ def outcomes(comparison: StoredComparison, *, judge_id: str, question: str, meth
     for answers in by_pair.values():
         if len(answers) < len(wanted):
             continue
-        parts = np.array([np.array(_one(answers[name], method)) * w for name, w in wanted.items()]).sum(axis=0) / total
+        parts = np.array([np.array(_one(answers[name], method, weighted)) * w
+                          for name, w in wanted.items()]).sum(axis=0) / total
         first = next(iter(answers.values()))
         out.append(Outcome(first.prompt_id, first.system_a, first.system_b, *map(float, parts)))
     return out
@@ -210,8 +234,11 @@ def rank_systems(comparison: StoredComparison, *, judge_id: str, question: str, 
     if not found:
         raise InputError(f"judge {judge_id!r}, question {question!r}: no complete comparison to rank")
     systems = [s for s in comparison.systems if any(s in (o.a, o.b) for o in found)]
-    data = pair_counts([o.prompt_id for o in found], [o.a for o in found], [o.b for o in found],
-                       [o.wins for o in found], [o.ties for o in found], [o.losses for o in found], systems=systems)
+    counted = found if comparison.scale == 3 else outcomes(comparison, judge_id=judge_id, question=question,
+                                                           method=method, weighted=True)
+    data = pair_counts([o.prompt_id for o in counted], [o.a for o in counted], [o.b for o in counted],
+                       [o.wins for o in counted], [o.ties for o in counted], [o.losses for o in counted],
+                       systems=systems)
     fitted = bootstrap_bradley_terry(data, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
                                      tie_model=tie_model)
     sums: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -228,6 +255,51 @@ def rank_systems(comparison: StoredComparison, *, judge_id: str, question: str, 
     ranks.sort(key=lambda r: -r.beta)
     return Ranking(judge_id, question, method, tie_model, tuple(ranks), matrix, len(data.prompts), len(found),
                    confidence, fitted.n_bootstrap)
+
+
+def rank_style_controlled(comparison: StoredComparison, *, judge_id: str, question: str, method: str = "soft",
+                          n_bootstrap: int = 200, confidence: float = 0.9, seed: int = 0) -> StyleRanking:
+    """Style-controlled ranking of a stored comparison for one judge and question: the outcomes
+    Bradley-Terry fits (:func:`outcomes` with ``weighted``; ties half a win), the
+    style counts stored with the comparison (``description["style"]``), :mod:`.style`.
+
+    Raises
+    ------
+    InputError
+        As :func:`outcomes`; no complete comparison; a comparison stored without its
+        responses' style counts (judged before style control was added: judge it again); and as
+        :func:`~.style.bootstrap_style_controlled`.
+    """
+    style = comparison.description.get("style")
+    if not isinstance(style, dict):
+        raise InputError(f"comparison {comparison.name!r} ({comparison.sweep_id}) was stored without its responses' "
+                         "style counts (before style control was added); judge it again with `compare` under a "
+                         "new --run to rank it with --style-control")
+    found = outcomes(comparison, judge_id=judge_id, question=question, method=method, weighted=True)
+    if not found:
+        raise InputError(f"judge {judge_id!r}, question {question!r}: no complete comparison to rank")
+    raw = []
+    for o in found:
+        try:
+            raw.append(style_features(style[o.prompt_id][o.a], style[o.prompt_id][o.b]))
+        except KeyError as exc:
+            raise InputError(f"comparison {comparison.name!r}: prompt {o.prompt_id!r}: no stored style counts of "
+                             f"system {exc.args[0]!r}") from None
+    systems = [s for s in comparison.systems if any(s in (o.a, o.b) for o in found)]
+    data = style_comparisons([o.prompt_id for o in found], [o.a for o in found], [o.b for o in found],
+                             [o.wins for o in found], [o.ties for o in found], [o.losses for o in found], raw,
+                             systems=systems)
+    fitted = bootstrap_style_controlled(data, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed)
+    ranks = [StyleSystemRank(s, float(fitted.fit.beta[k]), float(ARENA_SCALE * fitted.fit.beta[k] + 1000.0),
+                             float(ARENA_SCALE * fitted.beta_low[k] + 1000.0),
+                             float(ARENA_SCALE * fitted.beta_high[k] + 1000.0)) for k, s in enumerate(data.systems)]
+    ranks.sort(key=lambda r: -r.beta)
+    coefficients = tuple(StyleCoefficient(name, float(fitted.fit.gamma[k]), float(fitted.gamma_low[k]),
+                                          float(fitted.gamma_high[k]), float(data.sd[k]))
+                         for k, name in enumerate(data.features))
+    return StyleRanking(judge_id, question, method, tuple(ranks), coefficients,
+                        tuple(f for f in FEATURES if f not in data.features), len(data.prompts), len(found),
+                        confidence, fitted.n_bootstrap)
 
 
 @dataclass(frozen=True)
