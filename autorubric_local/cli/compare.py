@@ -10,6 +10,7 @@ the same ``--run NAME``; the tables come from
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -193,8 +194,11 @@ def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: P
                    "random sample of the comparisons: also print each pair's win rate from the labels alone "
                    "and corrected by prediction-powered inference (PPI++); of the comparisons `label select` "
                    "drew: weighted by their stored probabilities (active inference).")
+@click.option("--paired", is_flag=True,
+              help="Also test each pair of systems for a preference: the mean preference difference over the "
+                   "prompts both were compared on, with a sign-flip permutation p-value (Holm-adjusted over pairs).")
 @_ranking_options
-def ranking(run: str, db_path: Path, labels_path: Path | None, **options: Any) -> None:
+def ranking(run: str, db_path: Path, labels_path: Path | None, paired: bool, **options: Any) -> None:
     """Rank the systems of a stored comparison RUN (its name or id) again, with no judge loaded.
 
     Example:
@@ -218,6 +222,8 @@ def ranking(run: str, db_path: Path, labels_path: Path | None, **options: Any) -
         if not print_active_win_rates(db_path, stored, labels, labels_path, options["question"],
                                       options["confidence"], options["as_json"]):
             _print_corrected(stored, labels, options["question"], options["confidence"], options["as_json"])
+    if paired:
+        _print_paired(stored, options["question"], options["method"], options["seed"], options["as_json"])
 
 
 def _print_corrected(stored: StoredComparison, labels: Any, question: str | None, confidence: float,
@@ -260,8 +266,91 @@ def _print_corrected(stored: StoredComparison, labels: Any, question: str | None
         console.print(table)
         for k, note in enumerate(notes, 1):
             console.print(f"note {k}: {note}", markup=False)
+    coefficients = _print_corrected_bt(stored, labels, question, confidence, as_json)
     if as_json:
-        click.echo(json.dumps({"corrected_win_rates": out}, indent=2))
+        click.echo(json.dumps({"corrected_win_rates": out, "corrected_bradley_terry": coefficients}, indent=2))
+
+
+def _print_corrected_bt(stored: StoredComparison, labels: Any, question: str, confidence: float,
+                        as_json: bool) -> dict[str, Any]:
+    """The classical and PPI++ Bradley-Terry coefficients of each judge (a table each, or their JSON)."""
+    from autorubric_local.comparisons.corrected_bt import corrected_bradley_terry
+
+    out: dict[str, Any] = {}
+    console = plain_console()
+    for judge_id in stored.judge_ids:
+        try:
+            fitted = corrected_bradley_terry(stored, labels, judge_id=judge_id, question=question, confidence=confidence)
+        except InputError as exc:  # labels that give win rates may not identify coefficients: say why, go on
+            out[judge_id] = {"error": str(exc)}
+            if not as_json:
+                console.print(f"no Bradley-Terry coefficients for judge {judge_id} from these labels: {exc}",
+                              markup=False)
+            continue
+        if as_json:
+            out[judge_id] = {"reference": fitted.reference, "comparisons": fitted.n_comparisons,
+                             "labelled": fitted.n_labelled, "coefficients": [
+                                 {"system": c.system, "comparisons": c.n_comparisons, "labelled": c.n_labelled,
+                                  "judge": None if math.isnan(c.judge) else c.judge, "classical": vars(c.classical),
+                                  "ppi": vars(c.ppi)} for c in fitted.coefficients]}
+            continue
+        table = Table(title=f"Human Bradley-Terry coefficients, judge {judge_id}, question {question}: log-odds of "
+                            f"beating {fitted.reference} (ties half a win); labels alone (classical) and "
+                            f"judge-corrected (PPI++), {confidence:.0%} intervals")
+        for column in ("system", "comparisons", "labelled", "judge alone", "classical", "PPI++", "lam"):
+            table.add_column(column)
+        notes: list[str] = []
+        for c in fitted.coefficients:
+            if c.system == fitted.reference:
+                table.add_row(c.system, str(c.n_comparisons), str(c.n_labelled), "0 (reference)", "0", "0", "-")
+                continue
+            cells = []
+            for interval in (c.classical, c.ppi):
+                cells.append(f"{interval.estimate:+.3f} [{interval.ci_low:+.3f}, {interval.ci_high:+.3f}]")
+                for note in (interval.note or "").split("; "):
+                    if note and note not in notes:
+                        notes.append(note)
+            judge = "-" if math.isnan(c.judge) else f"{c.judge:+.3f}"
+            lam = "-" if c.ppi.lam is None else f"{c.ppi.lam:.2f}"
+            table.add_row(c.system, str(c.n_comparisons), str(c.n_labelled), judge, *cells, lam)
+        console.print(table)
+        for k, note in enumerate(notes, 1):
+            console.print(f"note {k}: {note}", markup=False)
+    return out
+
+
+def _print_paired(stored: StoredComparison, question: str | None, method: str, seed: int, as_json: bool) -> None:
+    """Each judge's paired sign-flip tests between every compared pair of systems."""
+    from autorubric_local.comparisons.paired import paired_tests
+    from autorubric_local.comparisons.ranking import default_question
+
+    question = question or default_question(stored)
+    out: dict[str, Any] = {}
+    console = plain_console()
+    for judge_id in stored.judge_ids:
+        try:
+            tests = paired_tests(stored, judge_id=judge_id, question=question, method=method, seed=seed)
+        except AutorubricError as exc:
+            raise fail(exc) from exc
+        if as_json:
+            out[judge_id] = [{"system": t.system, "against": t.other, "prompts": t.n_prompts,
+                              "difference": t.difference, "win_rate": t.win_rate, "p_value": t.p_value,
+                              "p_holm": t.p_holm, "exact": t.exact} for t in tests]
+            continue
+        table = Table(title=f"Paired tests, judge {judge_id}, question {question} ({method}): mean preference "
+                            "difference over prompts, sign-flip permutation p-value, Holm-adjusted over "
+                            f"{len(tests)} pair{'s' if len(tests) != 1 else ''}")
+        for column in ("system", "against", "prompts", "difference", "win rate", "p", "p (Holm)"):
+            table.add_column(column)
+        for t in tests:
+            table.add_row(t.system, t.other, str(t.n_prompts), f"{t.difference:+.3f}", f"{t.win_rate:.3f}",
+                          f"{t.p_value:.4f}" + ("" if t.exact else "*"), f"{t.p_holm:.4f}")
+        console.print(table)
+        if not all(t.exact for t in tests):
+            console.print("* from random sign patterns (more than 13 prompts): p = (1 + hits) / (1 + 9999)",
+                          markup=False)
+    if as_json:
+        click.echo(json.dumps({"paired_tests": out}, indent=2))
 
 
 def _joined(system_files: tuple[str, ...], rubric: Any) -> list[Any]:

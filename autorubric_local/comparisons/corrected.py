@@ -47,7 +47,8 @@ from autorubric_local.estimates.methods import (
     within_range,
 )
 
-__all__ = ["LABEL_FIELDS", "CorrectedWinRate", "PreferenceLabel", "corrected_win_rates", "load_preference_labels"]
+__all__ = ["LABEL_FIELDS", "CorrectedWinRate", "LabelledPreference", "PreferenceLabel", "corrected_win_rates",
+           "labelled_preferences", "load_preference_labels"]
 
 LABEL_FIELDS: tuple[str, ...] = ("id", "a", "b", "winner")
 
@@ -115,6 +116,50 @@ def load_preference_labels(path: str | Path) -> list[PreferenceLabel]:
 
 
 @dataclass(frozen=True)
+class LabelledPreference:
+    """One complete judgment of systems ``a`` and ``b`` (in the comparison's order) with the
+    judge's soft preference for ``a`` (``P(a) + P(tie) / 2``, balanced over both slot orders) and
+    its human label, if any."""
+
+    prompt_id: str
+    a: str
+    b: str
+    judge: float
+    label: PreferenceLabel | None
+
+
+def labelled_preferences(comparison: StoredComparison, labels: Sequence[PreferenceLabel], *, judge_id: str,
+                         question: str) -> list[LabelledPreference]:
+    """Every complete pair judgment of ``judge_id`` on ``question``, each with its label (or None).
+
+    Returns
+    -------
+    list of LabelledPreference
+        In the comparison's judgment order, one per judged (prompt, pair of systems).
+
+    Raises
+    ------
+    InputError
+        A label names a comparison that was not judged (its prompt and systems are named).
+    """
+    judged: dict[tuple[str, frozenset[str]], tuple[str, str, str, float]] = {}
+    for j in comparison.judgments:
+        if j.judge_id == judge_id and j.question == question and j.complete:
+            p = j.preference
+            assert p is not None
+            judged[(j.prompt_id, frozenset((j.system_a, j.system_b)))] = (j.prompt_id, j.system_a, j.system_b,
+                                                                          p["a"] + p["tie"] / 2)
+    human: dict[tuple[str, frozenset[str]], PreferenceLabel] = {}
+    for label in labels:
+        key = (label.prompt_id, frozenset((label.a, label.b)))
+        if key not in judged:
+            raise InputError(f"label of prompt {label.prompt_id!r}, systems {label.a!r} and {label.b!r}: no complete "
+                             f"judgment of judge {judge_id!r} on question {question!r} in comparison {comparison.name!r}")
+        human[key] = label
+    return [LabelledPreference(*value, human.get(key)) for key, value in judged.items()]
+
+
+@dataclass(frozen=True)
 class CorrectedWinRate:
     """One pair's human win rate of ``system`` over ``other``: the judge's mean alone, the
     classical estimate from the labels and the PPI++ estimate (each an
@@ -155,26 +200,14 @@ def corrected_win_rates(comparison: StoredComparison, labels: Sequence[Preferenc
         pair has 2 labels.
     """
     alpha = 1.0 - confidence
-    judged: dict[tuple[str, frozenset[str]], tuple[str, str, float]] = {}
-    for j in comparison.judgments:
-        if j.judge_id == judge_id and j.question == question and j.complete:
-            p = j.preference
-            assert p is not None
-            judged[(j.prompt_id, frozenset((j.system_a, j.system_b)))] = (j.system_a, j.system_b, p["a"] + p["tie"] / 2)
-    human: dict[tuple[str, frozenset[str]], PreferenceLabel] = {}
-    for label in labels:
-        key = (label.prompt_id, frozenset((label.a, label.b)))
-        if key not in judged:
-            raise InputError(f"label of prompt {label.prompt_id!r}, systems {label.a!r} and {label.b!r}: no complete "
-                             f"judgment of judge {judge_id!r} on question {question!r} in comparison {comparison.name!r}")
-        human[key] = label
+    matched = labelled_preferences(comparison, labels, judge_id=judge_id, question=question)
     order = {s: k for k, s in enumerate(comparison.systems)}
     by_pair: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
-    for key, (a, b, f) in judged.items():
-        first, second = sorted((a, b), key=order.__getitem__)
-        f_first = f if first == a else 1.0 - f
-        label = human.get(key)
-        by_pair.setdefault((first, second), []).append((f_first, None if label is None else label.outcome_for(first)))
+    for row in matched:
+        first, second = sorted((row.a, row.b), key=order.__getitem__)
+        f_first = row.judge if first == row.a else 1.0 - row.judge
+        y = None if row.label is None else row.label.outcome_for(first)
+        by_pair.setdefault((first, second), []).append((f_first, y))
     out = []
     for (first, second), rows in by_pair.items():
         f = np.array([r[0] for r in rows])
