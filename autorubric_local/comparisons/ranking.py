@@ -269,6 +269,13 @@ def rank_style_controlled(comparison: StoredComparison, *, judge_id: str, questi
         As :func:`outcomes`; no complete comparison; a comparison stored without its
         responses' style counts (judged before style control was added: judge it again); and as
         :func:`~.style.bootstrap_style_controlled`.
+
+    Returns
+    -------
+    StyleRanking
+        Systems best first with centred strengths (log-odds) and Arena-scale scores with their
+        percentile intervals; each varying feature's coefficient (log-odds per root mean square
+        of its normalised difference) with its interval; the features left out.
     """
     style = comparison.description.get("style")
     if not isinstance(style, dict):
