@@ -5,7 +5,9 @@ This room holds the analysis of comparative judgments, pure functions of arrays 
 (no engine, no store): mapping a judgment made in one slot order back to systems, balanced
 position calibration and the MT-Bench swap rule (:mod:`.preferences`), position consistency
 (:mod:`.preferences`), and Bradley-Terry rankings with tie models and cluster-bootstrap intervals
-(:mod:`.bradley_terry`). Formulas and their papers are in each module's docstring.
+(:mod:`.bradley_terry`), style control (:mod:`.style`), paired tests (:mod:`.paired`), and
+rankings corrected by human preference labels (:mod:`.corrected`, :mod:`.corrected_bt`,
+:mod:`.labelling`, :mod:`.active`). Formulas and their papers are in each module's docstring.
 """
 
 from autorubric_local.comparisons.bradley_terry import (
