@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autorubric_local.comparisons.corrected import PreferenceLabel
+from autorubric_local.comparisons.corrected import PreferenceLabel, labelled_preferences
 from autorubric_local.comparisons.judging import StoredComparison
 from autorubric_local.comparisons.labelling import ComparisonSelection
 from autorubric_local.core.errors import InputError
@@ -133,19 +133,9 @@ def active_win_rates(comparison: StoredComparison, selection: ComparisonSelectio
     question = question or selection.question
     alpha = 1.0 - confidence
     design = {(c.prompt_id, frozenset((c.system_a, c.system_b))): c for c in selection.items}
-    judged: dict[tuple[str, frozenset[str]], tuple[str, str, float]] = {}
-    for j in comparison.judgments:
-        if j.judge_id == judge_id and j.question == question and j.complete:
-            p = j.preference
-            assert p is not None
-            judged[(j.prompt_id, frozenset((j.system_a, j.system_b)))] = (j.system_a, j.system_b, p["a"] + p["tie"] / 2)
-    human: dict[tuple[str, frozenset[str]], PreferenceLabel] = {}
-    for label in labels:
-        key = (label.prompt_id, frozenset((label.a, label.b)))
-        if key not in judged:
-            raise InputError(f"label of prompt {label.prompt_id!r}, systems {label.a!r} and {label.b!r}: no complete "
-                             f"judgment of judge {judge_id!r} on question {question!r} in comparison {comparison.name!r}")
-        human[key] = label
+    rows = labelled_preferences(comparison, labels, judge_id=judge_id, question=question)
+    judged = {(r.prompt_id, frozenset((r.a, r.b))): (r.a, r.b, r.judge) for r in rows}
+    human = {(r.prompt_id, frozenset((r.a, r.b))): r.label for r in rows if r.label is not None}
     outside = [key for key in judged if key not in design]
     if outside and (judge_id, question) != (selection.judge_id, selection.question):  # the selection's comparisons
         judged = {key: value for key, value in judged.items() if key in design}

@@ -52,11 +52,14 @@ LABELS = ("1", "2", "tie")
 A, B, TIE = "a", "b", "tie"
 
 
-def _checked(probabilities: Mapping[str, float]) -> dict[str, float]:
-    unknown = sorted(set(probabilities) - set(LABELS))
+def _checked(probabilities: Mapping[str, float], labels: Sequence[str] = LABELS,
+             what: str = "pairwise labels") -> dict[str, float]:
+    """``probabilities`` over ``labels`` (missing ones 0), normalised to sum to 1; an
+    ``InputError`` for an unknown label, a value outside [0, 1] or a zero total."""
+    unknown = sorted(set(probabilities) - set(labels))
     if unknown:
-        raise InputError(f"pairwise labels must be among {list(LABELS)}, got {unknown}")
-    values = {label: float(probabilities.get(label, 0.0)) for label in LABELS}
+        raise InputError(f"{what} must be among {list(labels)}, got {unknown}")
+    values = {label: float(probabilities.get(label, 0.0)) for label in labels}
     if any(not 0.0 <= v <= 1.0 for v in values.values()):
         raise InputError(f"pairwise label probabilities must lie in [0, 1], got {values}")
     total = sum(values.values())
@@ -216,16 +219,7 @@ _DIRECTION5 = {"1>>2": "1", "1>2": "1", "1=2": "tie", "2>1": "2", "2>>1": "2"}
 
 
 def _checked5(probabilities: Mapping[str, float]) -> dict[str, float]:
-    unknown = sorted(set(probabilities) - set(LABELS5))
-    if unknown:
-        raise InputError(f"5-point pairwise labels must be among {list(LABELS5)}, got {unknown}")
-    values = {label: float(probabilities.get(label, 0.0)) for label in LABELS5}
-    if any(not 0.0 <= v <= 1.0 for v in values.values()):
-        raise InputError(f"pairwise label probabilities must lie in [0, 1], got {values}")
-    total = sum(values.values())
-    if total <= 0.0:
-        raise InputError("pairwise label probabilities sum to 0")
-    return {label: v / total for label, v in values.items()}
+    return _checked(probabilities, LABELS5, "5-point pairwise labels")
 
 
 def graded_probabilities(probabilities: Mapping[str, float], *, swapped: bool) -> dict[str, float]:
