@@ -25,7 +25,6 @@ interpolation as scikit-learn's ``predict`` does).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from enum import Enum
 
@@ -34,9 +33,9 @@ from pydantic import BaseModel, ConfigDict
 from scipy.special import expit, logit
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import cohen_kappa_score
 
 from autorubric_local.core.errors import InputError
+from autorubric_local.metrics.agreement import cohen_kappa
 
 __all__ = [
     "PLATT_C",
@@ -158,10 +157,7 @@ def _logit(p: np.ndarray) -> np.ndarray:
 def kappa(y: np.ndarray, predicted: np.ndarray) -> float | None:
     """Cohen's kappa of two 0/1 arrays (``sklearn.metrics.cohen_kappa_score``); None when it is
     undefined (both raters constant on the same class: 0/0)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        value = float(cohen_kappa_score(y, predicted, labels=[0, 1]))
-    return value if np.isfinite(value) else None
+    return cohen_kappa(y, predicted, [0, 1])
 
 
 def threshold_kappas(y: np.ndarray, p: np.ndarray, thresholds: np.ndarray) -> np.ndarray:

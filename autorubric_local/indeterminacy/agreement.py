@@ -14,14 +14,12 @@ is ``None``. Shapes: ``n`` items, ``K`` options; labels are option indices.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import entropy
-from sklearn.metrics import cohen_kappa_score
 
 from autorubric_local.core.errors import InputError
+from autorubric_local.metrics.agreement import cohen_kappa as metrics_kappa
 
 __all__ = [
     "DEFAULT_EPSILON",
@@ -93,10 +91,7 @@ def cohen_kappa(human: np.ndarray | list[int], judge: np.ndarray | list[int], n_
         As :func:`hit_rate`.
     """
     h, j = _labels(human, judge)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # sklearn warns (UndefinedMetricWarning) and returns NaN when undefined
-        value = float(cohen_kappa_score(h, j, labels=list(range(n_options))))
-    return value if np.isfinite(value) else None
+    return metrics_kappa(h, j, list(range(n_options)))
 
 
 def kl_divergence(human: np.ndarray, judge: np.ndarray, *, epsilon: float = DEFAULT_EPSILON) -> float:

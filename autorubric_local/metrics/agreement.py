@@ -34,6 +34,7 @@ from autorubric_local.metrics.types import (
 __all__ = [
     "confusion_counts",
     "criterion_metrics",
+    "cohen_kappa",
     "kappa_from_confusion",
     "label_codes",
     "prf_from_confusion",
@@ -126,10 +127,15 @@ def label_codes(pairs: CriterionPairs, ca: CannotAssessMode, na: NAMode) -> list
 # ---- per-criterion metrics -------------------------------------------------------------------
 
 
-def _quiet_kappa(h: np.ndarray, j: np.ndarray, labels: list[int], weights: str | None) -> float | None:
+def cohen_kappa(human: np.ndarray, judge: np.ndarray, labels: list[int], weights: str | None = None) -> float | None:
+    """Cohen's kappa (Cohen, 1960), or weighted kappa (Cohen, 1968) with ``weights="linear"`` or
+    ``"quadratic"``, of two label arrays of shape (n,): ``sklearn.metrics.cohen_kappa_score`` with
+    ``labels``, in [-1, 1]. The one place the package calls it: ``None`` where it is undefined (both
+    raters constant on the same label, or no items: the 0/0 scikit-learn warns about and reports as
+    NaN), with that warning silenced."""
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore")
-        return finite_or_none(cohen_kappa_score(h, j, labels=labels, weights=weights))
+        return finite_or_none(cohen_kappa_score(human, judge, labels=labels, weights=weights))
 
 
 def criterion_metrics(
@@ -172,7 +178,7 @@ def criterion_metrics(
                                 calibration=cal)
     cm = confusion_matrix(h, j, labels=codes)
     accuracy = float(accuracy_score(h, j))
-    kappa = _quiet_kappa(h, j, codes, None)
+    kappa = cohen_kappa(h, j, codes, None)
     if kappa is None:
         warn.append(f"criterion {name!r}: kappa undefined (both sides use a single label)")
     extra: dict[str, object] = {}
@@ -207,7 +213,7 @@ def _ordinal(pairs: CriterionPairs, h: np.ndarray, j: np.ndarray,
         return out
     n_positions = int(position.max()) + 1
     out["adjacent_accuracy"] = float(np.mean(np.abs(ph[ok] - pj[ok]) <= 1))
-    out["weighted_kappa"] = _quiet_kappa(ph[ok], pj[ok], list(range(n_positions)), "quadratic")
+    out["weighted_kappa"] = cohen_kappa(ph[ok], pj[ok], list(range(n_positions)), "quadratic")
     if out["weighted_kappa"] is None:
         warn.append(f"criterion {pairs.key!r}: weighted kappa undefined (single label)")
     hv = np.asarray(pairs.human_value, dtype=float)
