@@ -156,7 +156,9 @@ def _refuse_unbuilt(binary_response_format: type | None, multi_choice_response_f
     if llm_calls != "per_criterion":
         raise InputError("CriterionGrader: llm_calls='per_item' (one call per item for the whole rubric) is not "
                          "supported yet (issue 53); every judgment is one criterion's, and a judge shares each "
-                         "item's prompt prefix across its criteria; use llm_calls='per_criterion'")
+                         "item's prompt prefix across its criteria; use llm_calls='per_criterion'. Single-call "
+                         "scoring in score mode on local engines exists below the grader, not stored or "
+                         "resumable yet: autorubric_local.graders.per_item.score_per_item")
 
 
 class CriterionGrader:
