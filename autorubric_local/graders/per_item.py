@@ -92,7 +92,7 @@ def _argmax(values: Sequence[float]) -> int:
 
 
 def score_per_item(engine: Engine, items: Sequence[PerItemInput], criteria: Sequence[Criterion],
-                   system_prompt: str | None = None) -> tuple[list[list[LabelScores]], list[list[ScoreRequest]]]:
+                   system_prompt: str | None = None) -> tuple[list[list[LabelScores]], list[list[ScoreRequest | None]]]:
     """Grade every item on every criterion with one teacher-forced prompt per item.
 
     Returns ``(scores, requests)``, each a list per item of a list per criterion (length K, rubric
@@ -100,6 +100,15 @@ def score_per_item(engine: Engine, items: Sequence[PerItemInput], criteria: Sequ
     ``reasoning_first=True``, raw log-probabilities) and the request scored. Round ``k`` sends
     one batched ``engine.score`` call for all items still going. An item whose round fails gets
     that error for every later criterion (no verdict to force), with no request sent (None).
+    A hosted engine refuses these requests (they carry no ``judgment``:
+    :class:`~autorubric_local.engine.base.EngineContractError`).
+
+    Raises
+    ------
+    RuntimeError
+        If the engine returns another number of results than requests.
+    ValueError
+        If ``criteria`` is empty, or the chat template moves the prompt's split point.
     """
     parts = [per_item_parts(engine, item, criteria, system_prompt) for item in items]
     chosen: list[list[str]] = [[] for _ in items]
@@ -125,4 +134,4 @@ def score_per_item(engine: Engine, items: Sequence[PerItemInput], criteria: Sequ
             if failed[i] is not None and len(scores[i]) == k:
                 scores[i].append(LabelScores((), error=f"per_item: earlier verdict failed: {failed[i]}"))
                 requests[i].append(None)
-    return scores, requests  # type: ignore[return-value]
+    return scores, requests
