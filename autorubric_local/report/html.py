@@ -86,6 +86,10 @@ def write_report(
     off_label_threshold : float in [0, 1], default 0.5
         The summary warns about each criterion with a judgment whose off-label mass exceeds it.
 
+    When ``run`` names no run but a stored comparison (its name or sweep id), the page written
+    is the comparison's own (:func:`~.comparisons.write_comparison_report`; ``per_page``,
+    ``label_source`` and ``off_label_threshold`` do not apply). A run of the same name wins.
+
     Returns
     -------
     Path
@@ -94,12 +98,18 @@ def write_report(
     Raises
     ------
     InputError
-        No database at ``db_path``, no such run in it (the message lists the runs), or no
-        labels from ``label_source`` (the message lists the run's sources).
+        No database at ``db_path``, no such run or comparison in it (the message lists the
+        runs), or no labels from ``label_source`` (the message lists the run's sources).
     """
     path = resolve_db_path(db_path)
     store = Store.open_read_only(path)  # a read-only file, folder or mount is read unchanged
     try:
+        if store.find_run(run) is None:  # a comparison's name or id: its own page
+            from autorubric_local.report.comparisons import find_comparison, write_comparison_report
+
+            comparison = find_comparison(store, run)
+            if comparison is not None:
+                return write_comparison_report(store, comparison, out_dir)
         row = find_report_run(store, run, path)
         summary = report_summary(store, row, path, per_page=per_page, label_source=label_source,
                                  off_label_threshold=off_label_threshold)
