@@ -1,5 +1,5 @@
 """``autorubric-local report``: a run's static HTML report (self-contained pages: the summary and
-the first items in ``index.html``, the other items on linked pages)."""
+the first items in ``index.html``, the other items on linked pages), or a comparison's own page."""
 
 from __future__ import annotations
 
@@ -28,7 +28,13 @@ from autorubric_local.core.reports import OFF_LABEL_THRESHOLD
                    "probability outside the allowed labels (as grade flags it).")
 def report(run: str, db_path: Path, out_dir: Path | None, per_page: int | None, label_source: str | None,
            off_label_threshold: float) -> None:
-    """Write a static HTML report of RUN (a run name or id) and print its path.
+    """Write a static HTML report of RUN (a run or comparison name or id) and print its path.
+
+    A comparison (from compare; a run of the same name wins) gets its own page: per judge and
+    question the Bradley-Terry ranking with 90% intervals and win rates, the win-rate heat map,
+    position consistency with its interval and the slot-1 / slot-2 shares of the conflicts,
+    then every pair's judgment, with the settings (judges, questions, data hash, scale) last.
+    --per-page, --label-source and --off-label-threshold apply to runs only.
 
     index.html opens on the results, with its figures embedded: a summary line, warnings (a
     criterion whose judgments put mass outside the allowed labels), the score distribution,
@@ -46,6 +52,10 @@ def report(run: str, db_path: Path, out_dir: Path | None, per_page: int | None, 
     With the labels given to estimate --labels earlier:
 
         autorubric-local report essays-v1 --label-source labelled.jsonl
+
+    A comparison stored by compare --run cmp:
+
+        autorubric-local report cmp --out report-cmp/
     """
     from autorubric_local.core.errors import AutorubricError
     from autorubric_local.report import write_report

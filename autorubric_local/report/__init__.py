@@ -7,6 +7,8 @@
   labels imported by ``estimate``/``metrics --labels``) and reading them a page at a time;
 - :mod:`.figures`: the package's plots as PNG data URIs (matplotlib, Agg backend);
 - :mod:`.sweeps`: the database's position-bias sweeps and their plots;
+- :mod:`.comparisons`: a stored comparison's own page (``report CMP``: rankings, win-rate heat
+  maps, position consistency, pairs, settings);
 - :mod:`.html`: rendering with Jinja2 (autoescaping on, no script, nothing fetched) and
   :func:`write_report`, which writes ``<out>/index.html``.
 

@@ -107,17 +107,12 @@ def find_report_run(store: Store, run: str, db_path: str | Path) -> dict[str, An
     Raises
     ------
     InputError
-        No such run (the message names the database and lists its runs, and its comparisons
-        when it has any).
+        No such run (the message names the database and lists its runs).
     """
     row = store.find_run(run)
     if row is None:
         names = ", ".join(repr(name) for name in store.run_names()) or "none"
-        compared = [name for (name,) in store.db.execute(
-            "select name from sweeps where kind = 'comparison' order by started_utc, rowid")] \
-            if store.db["sweeps"].exists() else []
-        also = f"; comparisons: {', '.join(map(repr, dict.fromkeys(compared)))}" if compared else ""
-        raise InputError(f"{db_path}: no run named {run!r} (runs: {names}{also})")
+        raise InputError(f"{db_path}: no run named {run!r} (runs: {names})")
     return row
 
 
