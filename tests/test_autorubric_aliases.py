@@ -157,7 +157,7 @@ def test_judge_model_config_is_llm_config() -> None:
     ({"binary_response_format": CriterionJudgment}, "binary_response_format is not supported: .*grammar"),
     ({"multi_choice_response_format": CriterionJudgment}, "multi_choice_response_format is not supported"),
     ({"escalation": object()}, r"escalation \(a live confidence cascade.*not supported yet"),
-    ({"llm_calls": "per_item"}, "llm_calls='per_item'.*not supported yet"),
+    ({"llm_calls": "per_item", "mode": "explain"}, "llm_calls='per_item' does not work with mode='explain'"),
     ({"llm_calls": "per_rubric"}, "llm_calls must be one of per_criterion, per_item, got 'per_rubric'"),
 ])
 def test_criterion_grader_refuses_what_is_not_built(arguments: dict, message: str) -> None:

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 
+import pytest
+
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import Criterion, CriterionOption
+from autorubric_local.data.dataset import RubricDataset
 from autorubric_local.engine.base import LabelScores
 from autorubric_local.engine.requests import render_spans
 from autorubric_local.engine.scripted import ScriptedEngine
 from autorubric_local.engine.user_text import plain
+from autorubric_local.graders.criterion_grader import CriterionGrader
 from autorubric_local.graders.per_item import PerItemInput, rubric_spans, score_per_item
+from autorubric_local.judges.config import LLMConfig
+from autorubric_local.runner.runner import EvalRunner
 
 CRITERIA = [
     Criterion(requirement="Names the capital", weight=10.0),
@@ -81,3 +90,74 @@ def test_a_failed_round_fails_the_later_criteria_of_that_item_only():
     assert requests[0][1:] == [None, None]
     assert all(s.error is None for s in scores[1])
     assert isinstance(scores[1][0], LabelScores) and scores[1][0].logprobs == (-1.0, -2.0, -3.0)
+
+
+# ---------------------------------------------------------------- CriterionGrader(llm_calls="per_item")
+
+
+
+LOW, HIGH = math.log(0.1), math.log(0.8)
+
+
+def _per_item_grader(engine, **kwargs):
+    return CriterionGrader(llm_config=LLMConfig(model="scripted", engine=engine), llm_calls="per_item", **kwargs)
+
+
+def test_grade_per_item_gives_the_rounds_verdicts():
+    engine = ScriptedEngine()
+    # one request per round (one item): MET on criterion 1, MET on the negative criterion 2, option 3 (warm)
+    engine.enqueue_scores([HIGH, LOW, LOW], [HIGH, LOW, LOW], [LOW, LOW, HIGH])
+    report = asyncio.run(_per_item_grader(engine).grade("Paris; founded by Romans in 1999.", CRITERIA,
+                                                        query="Capital of France?"))
+    assert [r.final_verdict.value for r in report.report[:2]] == ["MET", "MET"]
+    assert report.report[2].final_multi_choice_verdict.selected_label == "warm"
+    # raw = 10 - 5 + 1.0 * 3 = 8; normalised by the positive weights 10 + 3
+    assert report.raw_score == pytest.approx(8.0)
+    assert report.score == pytest.approx(8.0 / 13.0)
+    # the grader sent exactly the per-item rounds: one prompt with the whole rubric, teacher-forced
+    assert len(engine.history) == 3
+    assert len({r.prefix for r in engine.history}) == 1 and RUBRIC_TEXT in plain(engine.history[0].prefix)
+    assert engine.history[1].suffix.endswith('{"verdicts": [{"criterion_status": "MET"}, {"criterion_status": "')
+    assert engine.history[2].suffix.endswith('{"criterion_status": "MET"}, {"selected_option": ')
+    assert report.report[0].votes[0].label_probabilities["MET"] == pytest.approx(0.8)
+
+
+def test_grade_inputs_per_item_matches_score_per_item_on_many_items():
+    grader = _per_item_grader(ScriptedEngine(policy=_policy))
+    graded = grader.grade_inputs([(item.submission, CRITERIA, item.query, None, f"i{n}")
+                                  for n, item in enumerate(ITEMS)])
+    scores, _ = score_per_item(ScriptedEngine(policy=_policy), ITEMS, CRITERIA)
+    for entry, item_scores in zip(graded, scores):
+        for criterion_report, s in zip(entry.report.report, item_scores):
+            best = max(range(len(s.logprobs)), key=s.logprobs.__getitem__)
+            if criterion_report.criterion.options is None:
+                assert criterion_report.final_verdict.value == ("MET", "UNMET", "CANNOT_ASSESS")[best]
+            else:
+                assert criterion_report.final_multi_choice_verdict.selected_index == best
+        assert len(entry.results) == 3 and all(r.error is None for r in entry.results)
+
+
+def test_a_failed_round_is_an_error_verdict_for_the_rest_of_the_item():
+    engine = ScriptedEngine(policy=_policy)
+    engine.enqueue_scores("infrastructure: boom")
+    report = asyncio.run(_per_item_grader(engine).grade("x", CRITERIA))
+    assert [r.is_error for r in report.report] == [True, True, True]
+
+
+@pytest.mark.parametrize(("kwargs", "named"), [
+    ({"mode": "explain"}, "mode='explain'"),
+    ({"llm_config": LLMConfig(model="scripted", engine=ScriptedEngine(), thinking="low")}, "thinking"),
+    ({"llm_config": LLMConfig(model="openai/x", backend="hosted")}, "hosted judges"),
+    ({"auto_na_option": True}, "auto_na_option"),
+])
+def test_per_item_refuses_what_it_is_not_built_for(kwargs, named):
+    kwargs.setdefault("llm_config", LLMConfig(model="scripted", engine=ScriptedEngine()))
+    with pytest.raises(InputError, match="score mode") as raised:
+        CriterionGrader(llm_calls="per_item", **kwargs)
+    assert named in str(raised.value)
+
+
+def test_the_runner_refuses_per_item_before_storing():
+    dataset = RubricDataset(prompt="Q", rubric=Rubric(CRITERIA))
+    with pytest.raises(InputError, match=r"per_item runs are not stored yet \(issue 53\)"):
+        EvalRunner(dataset, _per_item_grader(ScriptedEngine()))

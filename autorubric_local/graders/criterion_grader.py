@@ -38,7 +38,7 @@ from autorubric_local.core.types import (
     OrdinalAggregation,
 )
 from autorubric_local.data.dataset import RubricDataset
-from autorubric_local.engine.base import Engine, filled
+from autorubric_local.engine.base import Engine, LabelScores, filled
 from autorubric_local.engine.cached import with_request_settings
 from autorubric_local.graders.aggregation import Strategies, check_criterion_override
 from autorubric_local.graders.assembly import (
@@ -59,7 +59,14 @@ from autorubric_local.graders.content_free import (
     estimate_priors,
     plan_content_free,
 )
-from autorubric_local.graders.execution import JudgeMode, JudgmentResult, run_tasks
+from autorubric_local.graders.execution import (
+    ENGINE_FAILURES,
+    JudgeMode,
+    JudgmentResult,
+    from_scores,
+    run_tasks,
+    spent,
+)
 from autorubric_local.graders.few_shot import (
     FewShotConfig,
     check_training_text,
@@ -79,6 +86,7 @@ from autorubric_local.graders.planning import (
     judgments_per_judge,
     plan_tasks,
 )
+from autorubric_local.graders.per_item import PerItemInput, per_item_parts, score_per_item
 from autorubric_local.graders.prompts import PromptParts, render_item
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.judges.engines import load_engine, release_held, was_released
@@ -133,8 +141,12 @@ def _describe_penalty(penalty: LengthPenalty | None) -> dict[str, Any] | None:
 
 
 LLM_CALLS: tuple[str, ...] = get_args(LLMCalls)
-"""AutoRubric's ``llm_calls`` values (:data:`~autorubric_local.core.types.LLMCalls`); only
-``"per_criterion"`` is built here."""
+"""AutoRubric's ``llm_calls`` values (:data:`~autorubric_local.core.types.LLMCalls`);
+``"per_item"`` is built in score mode on local engines only (:mod:`.per_item`)."""
+
+PER_ITEM_SUPPORTED = ("llm_calls='per_item' is supported in score mode (mode='score', no LLMConfig thinking) on "
+                      "local engines (transformers, llama.cpp, vLLM, scripted), options in their own order, "
+                      "in memory (grade / grade_inputs / grade_batch)")
 
 
 def _refuse_unbuilt(binary_response_format: type | None, multi_choice_response_format: type | None,
@@ -153,12 +165,6 @@ def _refuse_unbuilt(binary_response_format: type | None, multi_choice_response_f
                          "stage: autorubric_local.cascades.replay_escalation / calibrate_escalation")
     if llm_calls not in LLM_CALLS:
         raise InputError(f"CriterionGrader: llm_calls must be one of {', '.join(LLM_CALLS)}, got {llm_calls!r}")
-    if llm_calls != "per_criterion":
-        raise InputError("CriterionGrader: llm_calls='per_item' (one call per item for the whole rubric) is not "
-                         "supported yet (issue 53); every judgment is one criterion's, and a judge shares each "
-                         "item's prompt prefix across its criteria; use llm_calls='per_criterion'. Single-call "
-                         "scoring in score mode on local engines exists below the grader, not stored or "
-                         "resumable yet: autorubric_local.graders.per_item.score_per_item")
 
 
 class CriterionGrader:
@@ -189,8 +195,14 @@ class CriterionGrader:
         labels, so any other value is an ``InputError``.
     escalation : None
         AutoRubric's confidence cascade, not built yet: any other value is an ``InputError``.
-    llm_calls : "per_criterion"
-        AutoRubric's calls per item; ``"per_item"`` is not built yet (``InputError``).
+    llm_calls : "per_criterion" or "per_item", default "per_criterion"
+        AutoRubric's calls per item. ``"per_item"``: one teacher-forced prompt per item and
+        judge with the whole rubric (:func:`.per_item.score_per_item`), score mode on local
+        engines only, in memory only (``EvalRunner`` refuses it); multi-choice options are
+        shown in their own order (``shuffle_options`` does not apply). With ``mode="explain"``,
+        ``LLMConfig.thinking``, a hosted judge, few-shot examples, ``permutations="cyclic"``,
+        ``auto_na_option``, ``contextual_calibration``, ``multi_choice_system_prompt`` or
+        ``on_overflow="truncate"`` it is an ``InputError``.
     shuffle_options : bool, default True
         Present multi-choice options in a seeded random order (mapped back to original indices,
         recorded as ``shuffle_order``).
@@ -330,6 +342,37 @@ class CriterionGrader:
                 "use mode='score', explanation_first=True or LLMConfig(thinking=...)"
             )
         self._priors: dict[str, ContextualPrior] = {}
+        self.llm_calls = llm_calls
+        if llm_calls == "per_item":
+            self._refuse_per_item()
+
+    def _refuse_per_item(self) -> None:
+        """``llm_calls="per_item"`` with a setting it is not built for: ``InputError`` naming it."""
+        refused = []
+        if self.mode is JudgeMode.EXPLAIN:
+            refused.append("mode='explain' (explanations)")
+        thinking = [j.judge_id for j in self.judges if j.llm_config.thinking_budget > 0]
+        if thinking:
+            refused.append(f"LLMConfig thinking (judges {thinking})")
+        hosted = [j.judge_id for j in self.judges if j.llm_config.backend == "hosted"]
+        if hosted:
+            refused.append(f"hosted judges ({hosted})")
+        if self.few_shot_config is not None:
+            refused.append("few-shot examples (training_data, few_shot_config)")
+        if self.permutations is not OptionPermutations.SINGLE:
+            refused.append("permutations='cyclic'")
+        if self.auto_na_option:
+            refused.append("auto_na_option")
+        if self.contextual_calibration:
+            refused.append("contextual_calibration")
+        if self.multi_choice_system_prompt is not None:
+            refused.append("multi_choice_system_prompt")
+        truncating = [j.judge_id for j in self.judges if j.llm_config.on_overflow == "truncate"]
+        if truncating:
+            refused.append(f"on_overflow='truncate' (judges {truncating})")
+        if refused:
+            raise InputError(f"CriterionGrader: llm_calls='per_item' does not work with {', '.join(refused)} yet "
+                             f"(issue 53); {PER_ITEM_SUPPORTED}. Use llm_calls='per_criterion' for the rest")
 
     # ------------------------------------------------------------------ engines
     def engine_for(self, judge: JudgeSpec) -> Engine:
@@ -499,6 +542,8 @@ class CriterionGrader:
             for c_index, criterion in enumerate(item.rubric):
                 check_criterion_override(criterion, f"{where} criterion {c_index}")
             check_item_text(item, where)
+        if self.llm_calls == "per_item":
+            return self._grade_per_item(items, graded_inputs, progress)
         tasks, cuts = self._plan_fitting(items)
         content_free = self._plan_content_free(items, tasks)
         extra = content_free.all_tasks() if content_free is not None else []
@@ -535,6 +580,60 @@ class CriterionGrader:
                 report = entry.report.model_copy(update={"input_truncated_tokens": removed, "judged_submission": text})
                 entry = GradedItem(entry.item, report, entry.results)
             graded.append(entry)
+        return graded
+
+    def _grade_per_item(
+        self, items: Sequence[GradeItem], graded_inputs: Sequence[Any] | None, progress: ProgressCallback | None
+    ) -> list[GradedItem]:
+        """:meth:`grade_batch` with ``llm_calls="per_item"``: each judge grades the items sharing
+        a rubric with :func:`.per_item.score_per_item` (one engine call per criterion round),
+        and each round's scores become an ordinary per-criterion :class:`JudgmentResult`
+        (its task's prefix the item prompt with the whole rubric, its ``prompt_suffix`` the
+        round's teacher-forced answer), assembled as per-criterion judgments are.
+
+        Raises
+        ------
+        InputError
+            If a judge's engine answers whole judgments (a hosted judge).
+        """
+        results: dict[tuple[int, int, int], list[JudgmentResult]] = defaultdict(list)
+        by_rubric: dict[str, list[int]] = defaultdict(list)
+        for index, item in enumerate(items):
+            by_rubric["\x1e".join(c.model_dump_json() for c in item.rubric)].append(index)
+        for j_index, judge in enumerate(self.judges):
+            base = self.engine_for(judge)
+            if base.capabilities.whole_judgment:
+                raise InputError(f"CriterionGrader: judge {judge.judge_id!r} is hosted (its engine answers whole "
+                                 f"judgments); {PER_ITEM_SUPPORTED}")
+            engine = with_request_settings(base, judge.llm_config)
+            system_prompt = judge.system_prompt if judge.system_prompt is not None else self.system_prompt
+            for indices in by_rubric.values():
+                criteria = list(items[indices[0]].rubric)
+                inputs = [PerItemInput(items[i].submission, items[i].query, items[i].reference_submission)
+                          for i in indices]
+                try:
+                    scores, requests = score_per_item(engine, inputs, criteria, system_prompt)
+                except ENGINE_FAILURES as exc:
+                    error = f"infrastructure: engine score call failed: {type(exc).__name__}: {exc}"
+                    scores = [[LabelScores((), error=error) for _ in criteria] for _ in inputs]
+                    requests = [[None for _ in criteria] for _ in inputs]
+                for pos, item_index in enumerate(indices):
+                    parts = per_item_parts(engine, inputs[pos], criteria, system_prompt)
+                    for c_index, criterion in enumerate(criteria):
+                        order = None if criterion.options is None else tuple(range(len(criterion.options)))
+                        task = JudgmentTask(item_index, c_index, j_index, criterion, order, parts, ())
+                        score, request = scores[pos][c_index], requests[pos][c_index]
+                        result = replace(from_scores(task, score, None, False, spent(score)),
+                                         prompt_suffix="" if request is None else request.suffix)
+                        results[(item_index, c_index, j_index)].append(result)
+                if progress is not None:
+                    progress(len(indices) * len(criteria))
+        graded: list[GradedItem] = []
+        for item_index, item in enumerate(items):
+            graded_input = (
+                graded_inputs[item_index] if graded_inputs is not None else {"thinking": "", "output": item.submission}
+            )
+            graded.append(self._assemble(item, item_index, results, graded_input))
         return graded
 
     def _plan_content_free(self, items: Sequence[GradeItem], tasks: Sequence[JudgmentTask]) -> ContentFreePlan | None:

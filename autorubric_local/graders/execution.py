@@ -255,6 +255,18 @@ def run_tasks(
     return results
 
 
+def from_scores(task: JudgmentTask, scores: LabelScores, explanation: str | None, truncated: bool,
+                spent: Spent) -> JudgmentResult:
+    """The :class:`JudgmentResult` of ``task`` from an engine's ``scores`` (an error result when
+    the scores are an error or invalid, :func:`_invalid`); ``spent`` is :func:`spent` of the calls."""
+    return _from_scores(task, scores, explanation, truncated, spent)
+
+
+def spent(call: LabelScores | Generation) -> Spent:
+    """Usage, seconds and USD of one engine call."""
+    return _spent(call)
+
+
 def _whole(task: JudgmentTask, scores: LabelScores, start: str, reasoning: ExplanationStyle | None) -> JudgmentResult:
     """The judgment of an engine that answered verdict and explanation in one call
     (``whole_judgment``): the explanation kept is ``start`` and what the judge wrote after it

@@ -9,9 +9,9 @@ teacher forcing). Grading ``K`` criteria is ``K`` rounds, each batched across al
 the rounds of one item depend on each other.
 
 Built here: score mode (no explanation), binary and multi-choice criteria, on any engine with
-``format_chat`` and ``score`` (no engine change). Not wired into
-:class:`~autorubric_local.graders.criterion_grader.CriterionGrader` yet (it still refuses
-``llm_calls="per_item"``); explain mode and hosted judges are not built.
+``format_chat`` and ``score`` (no engine change). :class:`~autorubric_local.graders.criterion_grader.CriterionGrader`
+uses it for ``llm_calls="per_item"`` (in memory; the stored runner refuses it); explain mode and
+hosted judges are not built.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from autorubric_local.core.errors import AutorubricError
+from autorubric_local.core.errors import AutorubricError, InputError
 from autorubric_local.core.reports import EnsembleEvaluationReport
 from autorubric_local.data.dataset import RubricDataset, rubric_to_json
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
@@ -151,6 +151,9 @@ class EvalRunner:
         on_chunk: Callable[[ChunkReport], None] | None = None,
         executor: ChunkExecutor | None = None,
     ) -> None:
+        if getattr(grader, "llm_calls", "per_criterion") == "per_item":
+            raise InputError("EvalRunner: per_item runs are not stored yet (issue 53); grade in memory with "
+                             "CriterionGrader.grade / grade_inputs, or use llm_calls='per_criterion'")
         self.dataset = dataset
         self.grader = grader
         self.config = config or EvalConfig()
