@@ -15,7 +15,7 @@ from autorubric_local.engine.base import LabelScores
 from autorubric_local.engine.requests import render_spans
 from autorubric_local.engine.scripted import ScriptedEngine
 from autorubric_local.engine.user_text import plain
-from autorubric_local.graders.criterion_grader import CriterionGrader
+from autorubric_local.graders.criterion_grader import CriterionGrader, JudgeSpec
 from autorubric_local.graders.per_item import PerItemInput, rubric_spans, score_per_item
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.runner.runner import EvalRunner
@@ -161,3 +161,16 @@ def test_the_runner_refuses_per_item_before_storing():
     dataset = RubricDataset(prompt="Q", rubric=Rubric(CRITERIA))
     with pytest.raises(InputError, match=r"per_item runs are not stored yet \(issue 53\)"):
         EvalRunner(dataset, _per_item_grader(ScriptedEngine()))
+
+
+def test_each_judge_of_a_panel_votes_its_own_rounds():
+    a, b = ScriptedEngine(model_id="a"), ScriptedEngine(model_id="b")
+    a.enqueue_scores([HIGH, LOW, LOW], [LOW, HIGH, LOW])
+    b.enqueue_scores([LOW, HIGH, LOW], [LOW, HIGH, LOW])
+    grader = CriterionGrader(judges=[JudgeSpec(LLMConfig(model="a", engine=a), "a"),
+                                     JudgeSpec(LLMConfig(model="b", engine=b), "b")], llm_calls="per_item")
+    report = asyncio.run(grader.grade("x", CRITERIA[:2]))
+    votes = [[(v.judge_id, v.verdict.value) for v in r.votes] for r in report.report]
+    assert votes == [[("a", "MET"), ("b", "UNMET")], [("a", "UNMET"), ("b", "UNMET")]]
+    assert report.report[1].final_verdict.value == "UNMET"  # both judges agree
+    assert len(a.history) == len(b.history) == 2
