@@ -46,6 +46,11 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "label_selections": ("Label selections", "One row per autorubric-local label select: target, budget, seed."),
     "label_selection_items": ("Label selection items", "Each item's inclusion probability in a selection, and "
                                                        "whether it was drawn for labelling."),
+    "comparison_selections": ("Comparison label selections", "One row per autorubric-local label select of a "
+                                                         "comparison: judge, question, budget, seed."),
+    "comparison_selection_items": ("Comparison label selection items", "Each judged comparison's inclusion "
+                                                                     "probability in a selection, whether it was "
+                                                                     "drawn, and the side each response is shown."),
     "sweeps": ("Position-bias sweeps", "One row per sweep: kind, status, settings, judges and rubric."),
     "sweep_judgments": ("Sweep judgments", "One row per sweep judgment and option rotation."),
     "sweep_scores": ("Sweep scores", "One row per sweep item, criterion, judge and variant: LLM, choice and Grade "

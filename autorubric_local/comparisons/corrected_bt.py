@@ -253,7 +253,8 @@ def corrected_bradley_terry(comparison: StoredComparison, labels: Sequence[Prefe
     InputError
         As :func:`~.corrected.labelled_preferences`; ``confidence`` outside (0, 1); an unknown
         reference; fewer than 2 judged systems; fewer than 2 labelled comparisons; labels that
-        do not link every system both ways (Ford's condition; the groups are named).
+        do not link every system both ways (Ford's condition; the groups are named); labels whose
+        information matrix is singular (few labels, near-perfect separation).
 
     Notes
     -----
@@ -299,7 +300,13 @@ def corrected_bradley_terry(comparison: StoredComparison, labels: Sequence[Prefe
         ppi = [Interval(c.estimate, c.ci_low, c.ci_high, c.std_error, lam=0.0, n_effective=c.n_effective, note=exact)
                for c in classical]
     else:
-        found = ppi_logistic_coefficients(x[labelled], y[labelled], f[labelled], x[~labelled], f[~labelled], alpha)
+        try:
+            found = ppi_logistic_coefficients(x[labelled], y[labelled], f[labelled], x[~labelled], f[~labelled],
+                                              alpha)
+        except np.linalg.LinAlgError as exc:  # ppi_py inverts the labels' information matrix
+            raise InputError(f"judge {judge_id!r}, question {question!r}: the {n} labels' information matrix is "
+                             "singular (too few labels, or labelled outcomes the systems separate almost "
+                             "perfectly): no interval can be given; label more comparisons") from exc
         classical, ppi = list(found[:d]), list(found[d:])
     if notes:
         classical = [Interval(**{**vars(c), "note": "; ".join(filter(None, [c.note, *notes]))}) for c in classical]

@@ -7,7 +7,7 @@ and the slot-1 / slot-2 shares of the conflicts' verdicts), then the table of pa
 settings (judges, questions, data path and content hash, scale). Everything shown is computed by
 :mod:`autorubric_local.comparisons.ranking` (:func:`rank_systems`, :func:`position_bias`); the
 heat map is :func:`~.figures.win_rate_heatmap`. System names, prompt ids and question texts come
-from the comparison file and are escaped by the template environment (:mod:`.html`).
+from the comparison file and are escaped by the template environment (:mod:`.pages`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 from autorubric_local.core.errors import AutorubricError
 from autorubric_local.report.figures import win_rate_heatmap
+from autorubric_local.report.pages import REPORT_FILE, default_out_dir, environment
 from autorubric_local.store import Store
 
 __all__ = ["COMPARISON_TEMPLATE", "MAX_PAIR_ROWS", "comparison_context", "find_comparison", "write_comparison_report"]
@@ -150,20 +151,18 @@ def _pairs(comparison: Any) -> list[dict[str, Any]]:
 
 def write_comparison_report(store: Store, row: dict[str, Any], out_dir: str | Path | None = None) -> Path:
     """Write the page of the comparison ``row`` (:func:`comparison_context`) to
-    ``out_dir/index.html`` (default :func:`~.html.default_out_dir` of its name) and return its path.
+    ``out_dir/index.html`` (default :func:`~.pages.default_out_dir` of its name) and return its path.
 
     Raises
     ------
     InputError
         As :func:`comparison_context`.
     """
-    from autorubric_local.report.html import REPORT_FILE, _environment, default_out_dir
-
     context = comparison_context(store, row)
     folder = Path(out_dir) if out_dir is not None else default_out_dir(row["name"])
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("items-*.html"):  # pages of an earlier run report in the same folder
         stale.unlink()
     page = folder / REPORT_FILE
-    page.write_text(_environment().get_template(COMPARISON_TEMPLATE).render(**context), encoding="utf-8")
+    page.write_text(environment().get_template(COMPARISON_TEMPLATE).render(**context), encoding="utf-8")
     return page

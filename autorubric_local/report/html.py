@@ -9,54 +9,21 @@ that allows no script at all and images only as ``data:`` URIs, so nothing is fe
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from autorubric_local.core.reports import OFF_LABEL_THRESHOLD
 from autorubric_local.report.context import find_report_run, item_page, report_summary
+from autorubric_local.report.pages import REPORT_FILE, default_out_dir, environment
 from autorubric_local.runner.results import resolve_db_path
 from autorubric_local.store import Store
 
 __all__ = ["REPORT_FILE", "default_out_dir", "render_report", "write_report"]
 
 TEMPLATE = "report.html.j2"
-REPORT_FILE = "index.html"
-"""Name of the page written into the output folder."""
-
-
-def _environment() -> Any:
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined
-
-    env = Environment(
-        loader=FileSystemLoader(Path(__file__).parent / "templates"),
-        autoescape=True,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["num"] = _num
-    env.filters["pct"] = _pct
-    return env
-
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1%}"
-
-
 def render_report(context: dict[str, Any]) -> str:
     """The report page of ``context`` (from :func:`.context.report_context`) as HTML text."""
-    return _environment().get_template(TEMPLATE).render(page_file=page_file, **context)
-
-
-def default_out_dir(run_name: str) -> Path:
-    """``report-<run name>``: the folder a report goes to when none is given (characters other
-    than letters, digits, ``.``, ``_`` and ``-`` replaced by ``_``)."""
-    return Path("report-" + re.sub(r"[^A-Za-z0-9._-]", "_", run_name))
+    return environment().get_template(TEMPLATE).render(page_file=page_file, **context)
 
 
 def write_report(
