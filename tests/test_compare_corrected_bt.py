@@ -25,9 +25,10 @@ from autorubric_local.cli import main
 from autorubric_local.comparisons.bradley_terry import fit_bradley_terry, pair_counts
 from autorubric_local.comparisons.corrected import PreferenceLabel
 from autorubric_local.comparisons.corrected_bt import corrected_bradley_terry, ppi_logistic_coefficients
-from autorubric_local.comparisons.judging import PairJudgment, StoredComparison
 from autorubric_local.core.errors import InputError
 from autorubric_local.estimates.api import SMALL_N_NOTE
+
+from stored_comparisons import judged, stored
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 
@@ -94,16 +95,6 @@ def test_intervals_cover_known_strengths_and_ppi_is_not_wider_than_classical() -
     pooled = {"classical": np.mean(got.classical), "ppi": np.mean(got.ppi)}
     assert 0.82 <= pooled["classical"] <= 0.98 and 0.82 <= pooled["ppi"] <= 0.98, pooled
     assert all(p <= 1.05 * c for p, c in zip(got.width_ppi, got.width_classical, strict=True)), got
-
-
-def judged(prompt: str, a: str, b: str, pa: float) -> PairJudgment:
-    return PairJudgment(f"{prompt} {a} vs {b}", prompt, a, b, "j", "overall",
-                        {"1": pa, "2": 1 - pa, "tie": 0.0}, {"1": 1 - pa, "2": pa, "tie": 0.0})
-
-
-def stored(judgments: list[PairJudgment], systems: list[str]) -> StoredComparison:
-    description = {"systems": systems, "questions": [{"name": "overall", "text": "", "weight": 0.0}], "pairs": []}
-    return StoredComparison("id", "c", description, ("j",), tuple(judgments), "finished")
 
 
 def test_the_reference_labels_below_50_notes_and_errors() -> None:

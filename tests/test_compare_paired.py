@@ -13,20 +13,10 @@ from click.testing import CliRunner
 from scipy.special import expit
 
 from autorubric_local.cli import main
-from autorubric_local.comparisons.judging import PairJudgment, StoredComparison
 from autorubric_local.comparisons.paired import holm, paired_tests, sign_flip_test
 from autorubric_local.core.errors import InputError
 
-
-def judged(prompt: str, a: str, b: str, pa: float) -> PairJudgment:
-    """A judgment whose balanced preference for ``a`` is ``pa`` (no tie)."""
-    return PairJudgment(f"{prompt} {a} vs {b}", prompt, a, b, "j", "overall",
-                        {"1": pa, "2": 1 - pa, "tie": 0.0}, {"1": 1 - pa, "2": pa, "tie": 0.0})
-
-
-def stored(judgments: list[PairJudgment], systems: list[str]) -> StoredComparison:
-    description = {"systems": systems, "questions": [{"name": "overall", "text": "", "weight": 0.0}], "pairs": []}
-    return StoredComparison("id", "c", description, ("j",), tuple(judgments), "finished")
+from stored_comparisons import judged, stored
 
 
 def test_a_hand_computed_sign_flip_test() -> None:

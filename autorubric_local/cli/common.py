@@ -307,6 +307,19 @@ LABELS_HELP = ("Human labels to use instead of the dataset's ground truth: JSONL
 LABEL_SOURCE_HELP = "Labels stored earlier from this source (a labels file's path, e.g. by estimate --labels)."
 
 
+def interval_cell(interval: Any, notes: list[str], *, signed: bool = False) -> str:
+    """``estimate [low, high]`` of an :class:`~autorubric_local.estimates.methods.Interval` to 3
+    decimals (with a sign when ``signed``), ``-`` when it has none; each of its notes (joined by
+    ``"; "``) not yet in ``notes`` is appended there, for the ``note k:`` lines under a table."""
+    for note in (interval.note or "").split("; "):
+        if note and note not in notes:
+            notes.append(note)
+    if interval.ci_low is None:
+        return "-"
+    f = "+.3f" if signed else ".3f"
+    return f"{interval.estimate:{f}} [{interval.ci_low:{f}}, {interval.ci_high:{f}}]"
+
+
 def label_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """``--labels FILE`` (``labels_file``, a Path) and ``--label-source SRC`` (``label_source``):
     the one way every analysis of a stored run takes human labels (read them with

@@ -26,6 +26,7 @@ from autorubric_local.cli.common import (
     judge_specs,
     load_rubric,
     open_store,
+    interval_cell,
     plain_console,
     ray_options,
     run_name_option,
@@ -253,14 +254,7 @@ def _print_corrected(stored: StoredComparison, labels: Any, question: str | None
             table.add_column(column)
         notes: list[str] = []
         for r in rates:
-            cells = []
-            for interval in (r.classical, r.ppi):
-                if interval.ci_low is None:
-                    cells.append("-")
-                else:
-                    cells.append(f"{interval.estimate:.3f} [{interval.ci_low:.3f}, {interval.ci_high:.3f}]")
-                if interval.note and interval.note not in notes:
-                    notes.append(interval.note)
+            cells = [interval_cell(interval, notes) for interval in (r.classical, r.ppi)]
             lam = "-" if r.ppi.lam is None else f"{r.ppi.lam:.2f}"
             table.add_row(r.system, r.other, str(r.n_comparisons), str(r.n_labelled), f"{r.judge:.3f}", *cells, lam)
         console.print(table)
@@ -304,12 +298,7 @@ def _print_corrected_bt(stored: StoredComparison, labels: Any, question: str, co
             if c.system == fitted.reference:
                 table.add_row(c.system, str(c.n_comparisons), str(c.n_labelled), "0 (reference)", "0", "0", "-")
                 continue
-            cells = []
-            for interval in (c.classical, c.ppi):
-                cells.append(f"{interval.estimate:+.3f} [{interval.ci_low:+.3f}, {interval.ci_high:+.3f}]")
-                for note in (interval.note or "").split("; "):
-                    if note and note not in notes:
-                        notes.append(note)
+            cells = [interval_cell(interval, notes, signed=True) for interval in (c.classical, c.ppi)]
             judge = "-" if math.isnan(c.judge) else f"{c.judge:+.3f}"
             lam = "-" if c.ppi.lam is None else f"{c.ppi.lam:.2f}"
             table.add_row(c.system, str(c.n_comparisons), str(c.n_labelled), judge, *cells, lam)

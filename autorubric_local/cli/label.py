@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from autorubric_local.cli.common import fail, label_warnings
+from autorubric_local.cli.common import fail, interval_cell, label_warnings
 
 _DB = click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
                    default=Path("results.sqlite"), show_default=True, help="The results database.")
@@ -241,12 +241,7 @@ def print_active_win_rates(db_path: Path, stored: Any, labels: Any, labels_path:
             table.add_column(column)
         notes: list[str] = []
         for r in rates:
-            cells = []
-            for interval in (r.classical, r.active):
-                cells.append("-" if interval.ci_low is None else
-                             f"{interval.estimate:.3f} [{interval.ci_low:.3f}, {interval.ci_high:.3f}]")
-                if interval.note and interval.note not in notes:
-                    notes.append(interval.note)
+            cells = [interval_cell(interval, notes) for interval in (r.classical, r.active)]
             lam = "-" if r.active.lam is None else f"{r.active.lam:.2f}"
             table.add_row(r.system, r.other, str(r.n_comparisons), str(r.n_drawn), f"{r.judge:.3f}", *cells, lam)
         console.print(table)
