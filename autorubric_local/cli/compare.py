@@ -38,7 +38,9 @@ from autorubric_local.judges.config import DEFAULT_MODEL
 from autorubric_local.runner.config import DEFAULT_CHUNK_JUDGMENTS
 
 if TYPE_CHECKING:  # pragma: no cover
+    from autorubric_local.comparisons.data import ComparisonColumns
     from autorubric_local.comparisons.judging import StoredComparison
+    from autorubric_local.data.tables import Columns
 
 
 def _ranking_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -70,8 +72,21 @@ def _ranking_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.command()
 @click.argument("data_path", metavar="[DATA]", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.option("--system", "system_files", multiple=True, metavar="NAME=FILE",
-              help="Instead of DATA: one system's responses in any file grade reads (submissions JSONL, an "
-                   "AutoRubric dataset), joined with the other --system files by item id (repeat, two or more).")
+              help="Instead of DATA: one system's responses in any file grade reads (submissions JSONL, a CSV or "
+                   "Parquet table, an AutoRubric dataset), joined with the other --system files by item id "
+                   "(repeat, two or more).")
+@click.option("--id-column", default=None, metavar="NAME",
+              help="A CSV or Parquet file's column of prompt (item) ids. [default: id]")
+@click.option("--system-column", default=None, metavar="NAME",
+              help="A CSV or Parquet DATA file's column of system names. [default: system]")
+@click.option("--response-column", default=None, metavar="NAME",
+              help="A CSV or Parquet file's column of responses. [default: response; in a --system file: "
+                   "submission, as grade reads it]")
+@click.option("--query-column", default=None, metavar="NAME",
+              help="A CSV or Parquet file's column of queries. [default: query]")
+@click.option("--reference-column", default=None, metavar="NAME",
+              help="A CSV or Parquet file's column of reference answers (optional unless named). [default: "
+                   "reference; in a --system file: reference_submission]")
 @click.option("--rubric", "rubric_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also ask, for each criterion of this rubric file, which response better satisfies it.")
 @click.option("--overall/--no-overall", default=True, show_default=True,
@@ -101,8 +116,9 @@ def _ranking_options(command: Callable[..., Any]) -> Callable[..., Any]:
                    "counts as 3 games in Bradley-Terry).")
 @_ranking_options
 @ray_options
-def compare(data_path: Path | None, system_files: tuple[str, ...], rubric_path: Path | None, overall: bool,
-            n_way: bool, baseline: str | None,
+def compare(data_path: Path | None, system_files: tuple[str, ...], id_column: str | None, system_column: str | None,
+            response_column: str | None, query_column: str | None, reference_column: str | None,
+            rubric_path: Path | None, overall: bool, n_way: bool, baseline: str | None,
             pairs: tuple[str, ...], model: str, judges_path: Path | None, db_path: Path, run_name: str | None,
             resume: bool, chunk_judgments: int, limit: int | None, scale: str, ray_address: str | None,
             workers: int | None, worker_cpus: float | None, worker_gpus: float | None, **ranking: Any) -> None:
@@ -110,7 +126,9 @@ def compare(data_path: Path | None, system_files: tuple[str, ...], rubric_path: 
 
     DATA is JSONL, one prompt a line: {"id": "p1", "query": "...", "responses": {"sys-a": "...",
     "sys-b": "..."}} ("reference" optional), or one line per response: {"id": "p1", "system":
-    "sys-a", "response": "...", "query": "..."}. Each pair is shown with either system as
+    "sys-a", "response": "...", "query": "..."}, or a CSV or Parquet table with a row per
+    response (columns id, system, response, query, reference; renamed by --id-column etc.,
+    other columns ignored). Each pair is shown with either system as
     "Response 1"; the judge's probabilities of 1 / 2 / tie in both orders give the preference
     (their mean, mapped to systems), the MT-Bench swap verdict, and position consistency.
     Systems are ranked by Bradley-Terry with cluster-bootstrap intervals over prompts. Instead
@@ -121,11 +139,24 @@ def compare(data_path: Path | None, system_files: tuple[str, ...], rubric_path: 
 
         autorubric-local compare examples/compare_responses.jsonl --run cmp
 
+    A Parquet table of outputs whose columns are prompt_id, model and output:
+
+        autorubric-local compare outputs.parquet --id-column prompt_id --system-column model --response-column output
+
     Results go to --db after every chunk; after a crash or Ctrl-C, run the same command with the
     same --run NAME to judge only what is missing. `autorubric-local ranking NAME` ranks it again.
     """
+    from autorubric_local.comparisons.data import ComparisonColumns
+    from autorubric_local.data.tables import Columns
+
+    if system_column is not None and system_files:
+        raise click.UsageError("--system-column names a DATA table's column; a --system file's system is its NAME")
+    shared = {"id": id_column, "query": query_column, "reference": reference_column}
+    table = ComparisonColumns(**_given({**shared, "system": system_column, "response": response_column}))
+    system_table = Columns(**_given({**shared, "submission": response_column}))  # --system files: grade's names
     _judge(data_path, system_files, rubric_path, overall, n_way, baseline, pairs, model, judges_path, db_path, run_name, resume,
-           chunk_judgments, limit, ray_address, workers, worker_cpus, worker_gpus, ranking, int(scale))
+           chunk_judgments, limit, ray_address, workers, worker_cpus, worker_gpus, ranking, int(scale),
+           (table, system_table))
 
 
 @stops_on_termination
@@ -133,7 +164,8 @@ def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: P
            n_way: bool, baseline: str | None, pairs: tuple[str, ...],
            model: str, judges_path: Path | None, db_path: Path, run_name: str | None, resume: bool,
            chunk_judgments: int, limit: int | None, ray_address: str | None, workers: int | None,
-           worker_cpus: float | None, worker_gpus: float | None, ranking: dict[str, Any], scale: int = 3) -> None:
+           worker_cpus: float | None, worker_gpus: float | None, ranking: dict[str, Any], scale: int = 3,
+           columns: tuple[ComparisonColumns | None, Columns | None] = (None, None)) -> None:
     from autorubric_local.bias.stored import SweepChunkReport
     from autorubric_local.comparisons.data import load_comparisons
     from autorubric_local.comparisons.judging import run_comparison
@@ -161,7 +193,8 @@ def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: P
                       f"{failed} ({chunk.completed_items}/{chunk.total_items} pairs)", markup=False)
 
     try:
-        prompts = (load_comparisons(data_path) if data_path is not None else _joined(system_files, rubric))[:limit]
+        prompts = (load_comparisons(data_path, columns[0]) if data_path is not None else
+                   _joined(system_files, rubric, columns[1]))[:limit]
         judges = judge_specs(model, judges_path)
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume, chunk_judgments=chunk_judgments,
                             show_progress=False, distributed=distributed)
@@ -342,13 +375,15 @@ def _print_paired(stored: StoredComparison, question: str | None, method: str, s
         click.echo(json.dumps({"paired_tests": out}, indent=2))
 
 
-def _joined(system_files: tuple[str, ...], rubric: Any) -> list[Any]:
+def _joined(system_files: tuple[str, ...], rubric: Any, columns: Columns | None = None) -> list[Any]:
     """The prompts of ``--system NAME=FILE`` files joined by item id (a submissions file needs a
-    rubric to be read; without --rubric the overall question's stands in)."""
+    rubric to be read; without --rubric the overall question's stands in); ``columns``, a
+    :class:`~autorubric_local.data.tables.Columns`, names a table file's columns."""
     from autorubric_local.comparisons.data import prompts_from_datasets
     from autorubric_local.core.rubric import Rubric
     from autorubric_local.core.types import Criterion
     from autorubric_local.data.submissions import load_grading_data
+    from autorubric_local.data.tables import TABLE_SUFFIXES
 
     reading = rubric or Rubric([Criterion(name="overall", requirement="Which response is better overall")])
     named = []
@@ -356,8 +391,14 @@ def _joined(system_files: tuple[str, ...], rubric: Any) -> list[Any]:
         name, sep, file = text.partition("=")
         if not sep or not name or not file:
             raise click.BadParameter(f"expected NAME=FILE, got {text!r}", param_hint="--system")
-        named.append((name, file, load_grading_data(file, reading)))
+        table = Path(file).suffix.lower() in TABLE_SUFFIXES
+        named.append((name, file, load_grading_data(file, reading, columns=columns if table else None)))
     return prompts_from_datasets(named)
+
+
+def _given(columns: dict[str, str | None]) -> dict[str, str]:
+    """The column flags given (one left out takes its layout's default)."""
+    return {field: column for field, column in columns.items() if column is not None}
 
 
 def _pair(text: str) -> tuple[str, str]:

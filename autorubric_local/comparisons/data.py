@@ -11,6 +11,13 @@ JSONL, one record a line (blank lines skipped), in either of two forms (they may
 (long). System names are non-empty strings. Every problem names the file, the 1-based line and
 the field, and the file is refused whole (``ProblemCollector``), before any judge loads.
 
+Or a CSV or Parquet table in the long form, a row per (prompt, system), its columns named by
+:class:`ComparisonColumns` (default: the long form's field names; other columns are ignored),
+read by :func:`~autorubric_local.data.tables.read_table` as ``grade`` reads tables. The rows are
+checked as the long form's lines, each problem naming the file, the 1-based row (the header not
+counted) and the column (``outputs.csv: row 3: column 'model': empty``), and the file is refused
+whole.
+
 Or several systems' files in any form ``grade`` reads (submissions JSONL, AutoRubric datasets),
 joined by item id (:func:`prompts_from_datasets`).
 
@@ -21,7 +28,7 @@ Arena-Hard-Auto does), or a given list of pairs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -29,11 +36,12 @@ from pathlib import Path
 from autorubric_local.core.checks import check_keys, jsonl_lines, parse_json
 from autorubric_local.core.errors import InputError
 from autorubric_local.data.dataset import RubricDataset
+from autorubric_local.data.tables import TABLE_SUFFIXES, check_columns, is_empty, read_table
 from autorubric_local.data.validation import ProblemCollector, json_type_name, read_text_file
 from autorubric_local.engine.user_text import marker_problem
 
-__all__ = ["LONG_FIELDS", "WIDE_FIELDS", "ComparisonPrompt", "load_comparisons", "plan_pairs", "prompts_from_datasets",
-           "systems_of"]
+__all__ = ["LONG_FIELDS", "WIDE_FIELDS", "ComparisonColumns", "ComparisonPrompt", "load_comparisons", "plan_pairs",
+           "prompts_from_datasets", "systems_of"]
 
 WIDE_FIELDS: tuple[str, ...] = ("id", "query", "reference", "responses")
 LONG_FIELDS: tuple[str, ...] = ("id", "system", "response", "query", "reference")
@@ -58,29 +66,58 @@ class ComparisonPrompt:
     reference: str | None = None
 
 
-def _text(row: Mapping[str, object], name: str, *, required: bool) -> str | None:
+@dataclass(frozen=True)
+class ComparisonColumns:
+    """Which column of a long-form table holds each field of a response.
+
+    Attributes
+    ----------
+    id, system, response, query : str
+        Required columns: the prompt's id, the system's name, its response, and the query (a
+        prompt's first row must give it; later rows may leave it empty).
+    reference : str, default "reference"
+        The reference answer; an optional column when left at its default.
+    """
+
+    id: str = "id"
+    system: str = "system"
+    response: str = "response"
+    query: str = "query"
+    reference: str = "reference"
+
+    def fields(self) -> dict[str, str]:
+        """Long-form field -> column name."""
+        return {"id": self.id, "system": self.system, "response": self.response, "query": self.query,
+                "reference": self.reference}
+
+
+def _field(name: str) -> str:
+    return f"field {name!r}"
+
+
+def _text(row: Mapping[str, object], name: str, *, required: bool, say: Callable[[str], str] = _field) -> str | None:
     if name not in row or row[name] is None:
         if required:
-            raise InputError(f"field {name!r}: missing")
+            raise InputError(f"{say(name)}: missing")
         return None
     value = row[name]
     if not isinstance(value, str):
-        raise InputError(f"field {name!r}: expected a string, got {json_type_name(value)}")
+        raise InputError(f"{say(name)}: expected a string, got {json_type_name(value)}")
     if required and not value.strip():
-        raise InputError(f"field {name!r}: empty")
+        raise InputError(f"{say(name)}: empty")
     if (reserved := marker_problem(value)) is not None:
-        raise InputError(f"field {name!r}: {reserved}")
+        raise InputError(f"{say(name)}: {reserved}")
     return value
 
 
-def _identifier(row: Mapping[str, object]) -> str:
+def _identifier(row: Mapping[str, object], say: Callable[[str], str] = _field) -> str:
     raw = row.get("id")
     if isinstance(raw, int) and not isinstance(raw, bool):
         return str(raw)
     if isinstance(raw, str) and raw.strip():
         return raw
-    raise InputError("field 'id': missing" if raw is None else
-                     f"field 'id': expected a non-empty string or an integer, got {raw!r}")
+    raise InputError(f"{say('id')}: missing" if raw is None else
+                     f"{say('id')}: expected a non-empty string or an integer, got {raw!r}"[:300])
 
 
 def _wide(row: dict[str, object]) -> ComparisonPrompt:
@@ -108,13 +145,20 @@ def _wide(row: dict[str, object]) -> ComparisonPrompt:
     return ComparisonPrompt(prompt_id, query, texts, reference)
 
 
-def load_comparisons(path: str | Path) -> list[ComparisonPrompt]:
-    """Read a comparison file (module docstring for the two forms).
+def load_comparisons(path: str | Path, columns: ComparisonColumns | None = None) -> list[ComparisonPrompt]:
+    """Read a comparison file (module docstring for the forms).
+
+    Parameters
+    ----------
+    path : str or Path
+        JSONL in the wide or long form, or a ``.csv`` / ``.parquet`` table in the long form.
+    columns : ComparisonColumns, optional
+        A table's column names (default: ``ComparisonColumns()``); ignored for JSONL.
 
     Returns
     -------
     list of ComparisonPrompt
-        In order of each prompt's first line.
+        In order of each prompt's first line (row).
 
     Raises
     ------
@@ -122,9 +166,13 @@ def load_comparisons(path: str | Path) -> list[ComparisonPrompt]:
         Unreadable file, invalid JSON, a bad, missing or unknown field, a repeated id (wide) or
         (id, system) (long), lines of one id with different queries, both forms in one file, or
         no prompt; every line of the message names the file, the line and the field
-        (``pairs.jsonl: line 3: field 'responses': need at least 2 systems, got 1``).
+        (``pairs.jsonl: line 3: field 'responses': need at least 2 systems, got 1``). A table
+        lacking a column, or with bad rows: the file, and the row and column
+        (``pairs.csv: row 3: column 'system': prompt 'p1' already has a response of 'a'``).
     """
     source = str(path)
+    if Path(path).suffix.lower() in TABLE_SUFFIXES:
+        return _load_table(Path(path), columns or ComparisonColumns())
     text = read_text_file(Path(path))
     problems = ProblemCollector(source)
     prompts: dict[str, ComparisonPrompt] = {}
@@ -152,24 +200,64 @@ def load_comparisons(path: str | Path) -> list[ComparisonPrompt]:
         except InputError as exc:
             problems.add(f"line {number}", str(exc))
     if form == "long":
-        for prompt_id, prompt in prompts.items():
-            if len(prompt.responses) < 2:
-                problems.add(f"line {first_line[prompt_id]}",
-                             f"field 'system': prompt {prompt_id!r} has only one system ({next(iter(prompt.responses))!r})")
+        _one_system_problems(prompts, first_line, problems, "line", _field)
     problems.raise_if_any()
     if not prompts:
         raise InputError(f"{source}: no comparison prompts found")
     return list(prompts.values())
 
 
+def _load_table(path: Path, columns: ComparisonColumns) -> list[ComparisonPrompt]:
+    """The long form from a CSV or Parquet table: each row checked as a long-form line, its
+    problems named by row and column (an empty cell is an absent field)."""
+    source = str(path)
+    header, rows = read_table(path)
+    mapped = columns.fields()
+    check_columns(source, header, {field: column for field, column in mapped.items()
+                                   if field != "reference" or column != ComparisonColumns.reference})
+    present = {field: column for field, column in mapped.items() if column in header}
+
+    def say(name: str) -> str:
+        return f"column {mapped[name]!r}"
+
+    problems = ProblemCollector(source)
+    prompts: dict[str, ComparisonPrompt] = {}
+    first_row: dict[str, int] = {}
+    for number, row in enumerate(rows, start=1):
+        fields = {field: row[column] for field, column in present.items() if not is_empty(row[column])}
+        try:
+            for field in ("id", "system", "response"):
+                if field not in fields:
+                    raise InputError(f"{say(field)}: empty")
+            _add_long(fields, prompts, first_row, number, unit="row", say=say)
+        except InputError as exc:
+            problems.add(f"row {number}", str(exc))
+    _one_system_problems(prompts, first_row, problems, "row", say)
+    problems.raise_if_any()
+    if not prompts:
+        raise InputError(f"{source}: no comparison prompts found (no rows)")
+    return list(prompts.values())
+
+
+def _one_system_problems(prompts: Mapping[str, ComparisonPrompt], first: Mapping[str, int],
+                         problems: ProblemCollector, unit: str, say: Callable[[str], str]) -> None:
+    """The long form's prompts of a single system, each named at its first line (row)."""
+    for prompt_id, prompt in prompts.items():
+        if len(prompt.responses) < 2:
+            only = next(iter(prompt.responses))
+            problems.add(f"{unit} {first[prompt_id]}", f"{say('system')}: prompt {prompt_id!r} has only one system ({only!r})")
+
+
 def _add_long(row: dict[str, object], prompts: dict[str, ComparisonPrompt], first_line: dict[str, int],
-              number: int) -> None:
-    check_keys(row, LONG_FIELDS)
-    prompt_id = _identifier(row)
-    system = _text(row, "system", required=True)
-    response = _text(row, "response", required=True)
-    query = _text(row, "query", required=prompt_id not in prompts)
-    reference = _text(row, "reference", required=False)
+              number: int, *, unit: str = "line", say: Callable[[str], str] | None = None) -> None:
+    if say is None:  # a JSONL line: its keys are the fields
+        check_keys(row, LONG_FIELDS)
+        say = _field
+    prompt_id = _identifier(row, say)
+    system = _text(row, "system", required=True, say=say)
+    response = _text(row, "response", required=True, say=say)
+    query = _text(row, "query", required=prompt_id not in prompts, say=say)
+    reference = _text(row, "reference", required=False, say=say)
     assert system is not None and response is not None
     existing = prompts.get(prompt_id)
     if existing is None:
@@ -177,13 +265,13 @@ def _add_long(row: dict[str, object], prompts: dict[str, ComparisonPrompt], firs
         prompts[prompt_id] = ComparisonPrompt(prompt_id, query, {system: response}, reference)
         first_line[prompt_id] = number
         return
+    first = f"{unit} {first_line[prompt_id]}"
     if query is not None and query != existing.query:
-        raise InputError(f"field 'query': differs from prompt {prompt_id!r}'s query on line {first_line[prompt_id]}")
+        raise InputError(f"{say('query')}: differs from prompt {prompt_id!r}'s query on {first}")
     if reference is not None and reference != existing.reference:
-        raise InputError(f"field 'reference': differs from prompt {prompt_id!r}'s reference on line "
-                         f"{first_line[prompt_id]}")
+        raise InputError(f"{say('reference')}: differs from prompt {prompt_id!r}'s reference on {first}")
     if system in existing.responses:
-        raise InputError(f"field 'system': prompt {prompt_id!r} already has a response of {system!r}")
+        raise InputError(f"{say('system')}: prompt {prompt_id!r} already has a response of {system!r}")
     prompts[prompt_id] = ComparisonPrompt(prompt_id, existing.query, {**existing.responses, system: response},
                                           existing.reference)
 

@@ -1,4 +1,6 @@
-"""Submissions kept as tables: CSV and Parquet files read for grading (issue 54).
+"""Submissions kept as tables: CSV and Parquet files read for grading (issue 54), and the
+reading of any table (:func:`read_table`, :func:`check_columns`) that ``compare``'s tables of
+responses (:mod:`autorubric_local.comparisons.data`) share.
 
 A table of model outputs (what ``export --format parquet`` writes, and what most evaluation
 pipelines keep) is read row by row into the same submissions
@@ -18,14 +20,14 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from autorubric_local.core.errors import InputError
 
-__all__ = ["TABLE_SUFFIXES", "Columns", "table_rows"]
+__all__ = ["TABLE_SUFFIXES", "Columns", "check_columns", "is_empty", "read_table", "table_rows"]
 
 TABLE_SUFFIXES = (".csv", ".parquet")
 """Suffixes read as tables (case-insensitive)."""
@@ -76,21 +78,11 @@ def table_rows(path: Path, columns: Columns, limit: int | None = None) -> Iterat
         message names the file, row and column.
     """
     source = str(path)
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        header, rows = _csv_rows(path)
-    elif suffix == ".parquet":
-        header, rows = _parquet_rows(path)
-    else:
-        raise InputError(f"{source}: not a table (expected {' or '.join(TABLE_SUFFIXES)})")
+    header, rows = read_table(path)
     mapped = columns.fields()
     defaults = Columns().fields()
-    for field, column in mapped.items():
-        if column is None or column in header:
-            continue
-        if field == "submission" or column != defaults[field]:
-            known = ", ".join(repr(c) for c in header) or "none"
-            raise InputError(f"{source}: no column {column!r} (for the {field}; the columns: {known})")
+    check_columns(source, header, {field: column for field, column in mapped.items() if column is not None and
+                                   (field == "submission" or column != defaults[field])})
     taken = {column for column in mapped.values() if column is not None}
     for number, row in enumerate(rows, start=1):
         if limit is not None and number > limit:
@@ -105,7 +97,7 @@ def _submission(source: str, number: int, row: dict[str, Any], mapped: dict[str,
         if column is None or column not in row:
             continue
         cell = row[column]
-        if _empty(cell):
+        if is_empty(cell):
             if field == "submission":
                 raise InputError(f"{source}: row {number}: column {column!r}: empty (the text to grade)")
             continue
@@ -113,14 +105,51 @@ def _submission(source: str, number: int, row: dict[str, Any], mapped: dict[str,
             raise InputError(f"{source}: row {number}: column {column!r}: expected text, got "
                              f"{type(cell).__name__} {cell!r}"[:300])
         value[field] = str(cell) if field == "id" else cell
-    metadata = {column: cell for column, cell in row.items() if column not in taken and not _empty(cell)}
+    metadata = {column: cell for column, cell in row.items() if column not in taken and not is_empty(cell)}
     if metadata:
         value["metadata"] = metadata
     return value
 
 
-def _empty(cell: Any) -> bool:
+def is_empty(cell: Any) -> bool:
+    """Whether a table cell holds nothing: null, ``""`` (CSV's empty cell) or NaN."""
     return cell is None or cell == "" or (isinstance(cell, float) and math.isnan(cell))
+
+
+def read_table(path: Path) -> tuple[list[str], Iterator[dict[str, Any]]]:
+    """The header of the CSV or Parquet file ``path`` and its rows (column -> cell), read lazily.
+
+    CSV cells are text (``""`` when empty); Parquet cells are what pyarrow gives in Python
+    (``None`` when null). Blank CSV lines are skipped.
+
+    Raises
+    ------
+    InputError
+        Another suffix, a file that cannot be read as its format, a CSV header naming a column
+        twice; while iterating, a CSV row with more or fewer cells than the header, or a file
+        unreadable further on (the message names the file and the row or line).
+    """
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return _csv_rows(path)
+    if suffix == ".parquet":
+        return _parquet_rows(path)
+    raise InputError(f"{path}: not a table (expected {' or '.join(TABLE_SUFFIXES)})")
+
+
+def check_columns(source: str, header: list[str], needed: Mapping[str, str]) -> None:
+    """Refuse a table whose ``header`` lacks a column of ``needed`` (field -> column name).
+
+    Raises
+    ------
+    InputError
+        ``outputs.csv: no column 'answer' (for the submission; the columns: 'id', 'text')``, for
+        the first one missing.
+    """
+    for field, column in needed.items():
+        if column not in header:
+            known = ", ".join(repr(c) for c in header) or "none"
+            raise InputError(f"{source}: no column {column!r} (for the {field}; the columns: {known})")
 
 
 def _csv_rows(path: Path) -> tuple[list[str], Iterator[dict[str, Any]]]:
