@@ -129,3 +129,28 @@ def test_ranking_paired_prints_the_table_and_json(tmp_path: Path) -> None:
     assert {(t["system"], t["against"]) for t in paired} == {("careful", "terse"), ("careful", "wrong"),
                                                              ("terse", "wrong")}
     assert all(0 < t["p_value"] <= t["p_holm"] <= 1 for t in paired)
+
+
+def test_compare_paired_prints_the_tests_ranking_prints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`compare --paired` tests the comparison it just judged as `ranking --paired` tests it stored."""
+    import autorubric_local.cli.compare as compare_cli
+    from test_compare import EXAMPLE, judge, quality_policy
+
+    from autorubric_local.engine import ScriptedEngine
+
+    monkeypatch.setattr(compare_cli, "judge_specs", lambda model, path: [judge(ScriptedEngine("s", policy=quality_policy()))])
+    db, runner = tmp_path / "r.sqlite", CliRunner()
+    flags = ["--db", str(db), "--paired", "--json", "--bootstrap", "20"]
+
+    def paired(output: str) -> dict:
+        text = output.strip()
+        _, end = json.JSONDecoder().raw_decode(text)  # the rankings, then the paired tests
+        return json.loads(text[end:].strip())["paired_tests"]
+
+    judged = runner.invoke(main, ["compare", str(EXAMPLE), "--run", "cmp", *flags])
+    assert judged.exit_code == 0, judged.output
+    ranked = runner.invoke(main, ["ranking", "cmp", *flags])
+    assert ranked.exit_code == 0, ranked.output
+    ours = paired(judged.stdout)  # compare's summary line goes to stderr
+    assert ours == paired(ranked.stdout)
+    assert len(ours["s"]) == 3 and all(0 < t["p_value"] <= t["p_holm"] <= 1 for t in ours["s"])

@@ -62,6 +62,10 @@ def _ranking_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--style-control", "style_control", is_flag=True,
                      help="Also rank with the responses' style as covariates (length, markdown headers, list items, "
                           "bold; Chatbot Arena / Arena-Hard style control) and print the style coefficients."),
+        click.option("--paired", is_flag=True,
+                     help="Also test each pair of systems for a preference: the mean preference difference over "
+                          "the prompts both were compared on, with a sign-flip permutation p-value (Holm-adjusted "
+                          "over pairs)."),
         click.option("--json", "as_json", is_flag=True, help="Print the rankings as JSON instead of tables."),
     ]
     for option in reversed(options):
@@ -216,7 +220,10 @@ def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: P
     console.print(f"comparison {stored.name} ({stored.sweep_id}): {len(stored.description['pairs'])} {what} of "
                   f"{len(stored.systems)} systems, {len(judged)} judgments of them{resumed}{failures}; "
                   f"results in {db_path}", markup=False)
+    paired = ranking.pop("paired")
     _print(stored, **ranking)
+    if paired:
+        _print_paired(stored, ranking["question"], ranking["method"], ranking["seed"], ranking["as_json"])
 
 
 @click.command()
@@ -228,9 +235,6 @@ def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: P
                    "random sample of the comparisons: also print each pair's win rate from the labels alone "
                    "and corrected by prediction-powered inference (PPI++); of the comparisons `label select` "
                    "drew: weighted by their stored probabilities (active inference).")
-@click.option("--paired", is_flag=True,
-              help="Also test each pair of systems for a preference: the mean preference difference over the "
-                   "prompts both were compared on, with a sign-flip permutation p-value (Holm-adjusted over pairs).")
 @_ranking_options
 def ranking(run: str, db_path: Path, labels_path: Path | None, paired: bool, **options: Any) -> None:
     """Rank the systems of a stored comparison RUN (its name or id) again, with no judge loaded.
