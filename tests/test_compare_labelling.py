@@ -373,3 +373,37 @@ def test_active_win_rate_intervals_cover_the_truth_with_non_uniform_probabilitie
     assert 0.87 <= covered["active"] / trials <= 0.93
     assert 0.87 <= covered["classical"] / trials <= 0.93
     assert np.mean(widths["active"]) < np.mean(widths["classical"])  # the judge helps
+
+
+def test_ranking_weights_labels_by_the_selection_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--selection ID picks an older selection; none takes the labels as a uniform sample."""
+    db = compared(tmp_path, monkeypatch)
+    rows, _ = select(db, tmp_path, seed="3")  # selection 1
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"id": r["id"], "a": r["a"], "b": r["b"], "winner": truth_winner(r)}) + "\n"
+                              for r in rows), encoding="utf-8")
+    select(db, tmp_path, seed="4")  # selection 2, the latest, drew other comparisons
+    comparison = load_comparison(db, "cmp")
+    latest = load_comparison_selection(db, comparison)
+    assert latest is not None and latest.selection_id == 2
+    assert {c.item_id for c in latest.drawn} != {r["comparison_id"] for r in rows}
+
+    def ranking(*extra: str) -> Any:
+        return CliRunner().invoke(main, ["ranking", "cmp", "--db", str(db), "--bootstrap", "10", "--json", *extra])
+
+    def after_rankings(output: str) -> dict[str, Any]:
+        _, end = json.JSONDecoder().raw_decode(output)
+        return json.loads(output[end:])
+
+    older = ranking("--labels", str(labels), "--selection", "1")
+    assert older.exit_code == 0, older.output
+    active = after_rankings(older.stdout)
+    assert active["selection"] == 1 and sum(r["drawn"] for r in active["active_win_rates"]["s"]) == len(rows)
+    uniform = ranking("--labels", str(labels), "--selection", "none")
+    assert uniform.exit_code == 0, uniform.output
+    assert set(after_rankings(uniform.stdout)) == {"corrected_win_rates", "corrected_bradley_terry"}
+    missing = ranking("--labels", str(labels), "--selection", "9")
+    assert missing.exit_code == 1 and "comparison 'cmp' has no label selection 9" in missing.output
+    assert ranking("--labels", str(labels), "--selection", "old").exit_code == 2
+    unlabelled = ranking("--selection", "1")
+    assert unlabelled.exit_code == 2 and "--selection weights --labels" in unlabelled.output

@@ -235,8 +235,11 @@ def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: P
                    "random sample of the comparisons: also print each pair's win rate from the labels alone "
                    "and corrected by prediction-powered inference (PPI++); of the comparisons `label select` "
                    "drew: weighted by their stored probabilities (active inference).")
+@click.option("--selection", default="latest", show_default=True,
+              help="With --labels: the comparison's label selection whose stored probabilities weight the labels: "
+                   "latest (if it has one), an id, or none (the labels taken as a uniform random sample).")
 @_ranking_options
-def ranking(run: str, db_path: Path, labels_path: Path | None, paired: bool, **options: Any) -> None:
+def ranking(run: str, db_path: Path, labels_path: Path | None, selection: str, **options: Any) -> None:
     """Rank the systems of a stored comparison RUN (its name or id) again, with no judge loaded.
 
     Example:
@@ -246,6 +249,12 @@ def ranking(run: str, db_path: Path, labels_path: Path | None, paired: bool, **o
     from autorubric_local.comparisons.corrected import load_preference_labels
     from autorubric_local.comparisons.judging import load_comparison
 
+    paired = options.pop("paired")
+    chosen = selection.strip().lower()
+    if chosen not in ("latest", "none") and not chosen.isdigit():
+        raise click.UsageError(f"--selection {selection!r}: give latest, none or a selection id")
+    if chosen != "latest" and labels_path is None:
+        raise click.UsageError("--selection weights --labels; give --labels FILE")
     open_store(db_path).close()  # a clean error for a missing or foreign file
     try:
         stored = load_comparison(db_path, run)
@@ -257,8 +266,9 @@ def ranking(run: str, db_path: Path, labels_path: Path | None, paired: bool, **o
         from autorubric_local.cli.label import print_active_win_rates  # labels drawn by `label select`: weighted
 
         assert labels_path is not None
-        if not print_active_win_rates(db_path, stored, labels, labels_path, options["question"],
-                                      options["confidence"], options["as_json"]):
+        if chosen == "none" or not print_active_win_rates(
+                db_path, stored, labels, labels_path, options["question"], options["confidence"], options["as_json"],
+                selection_id=int(chosen) if chosen.isdigit() else None):
             _print_corrected(stored, labels, options["question"], options["confidence"], options["as_json"])
     if paired:
         _print_paired(stored, options["question"], options["method"], options["seed"], options["as_json"])

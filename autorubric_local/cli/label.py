@@ -199,9 +199,11 @@ def import_preferences(export: Path, out: Path) -> None:
 
 
 def print_active_win_rates(db_path: Path, stored: Any, labels: Any, labels_path: Path, question: str | None,
-                           confidence: float, as_json: bool) -> bool:
-    """``ranking RUN --labels`` under a stored selection: print each pair's Horvitz-Thompson and
-    active win rates and return True; return False (print nothing) when RUN has no selection."""
+                           confidence: float, as_json: bool, selection_id: int | None = None) -> bool:
+    """``ranking RUN --labels`` under a stored selection (``selection_id``, default the latest):
+    print each pair's Horvitz-Thompson and active win rates and return True; return False (print
+    nothing) when RUN has no selection. Raises ``click.ClickException`` when RUN has no selection
+    ``selection_id``."""
     from rich.table import Table
 
     from autorubric_local.cli.common import plain_console
@@ -211,9 +213,12 @@ def print_active_win_rates(db_path: Path, stored: Any, labels: Any, labels_path:
     from autorubric_local.core.errors import AutorubricError
 
     try:
-        selection = None if stored.nway else load_comparison_selection(db_path, stored)
+        selection = None if stored.nway else load_comparison_selection(db_path, stored, selection_id)
     except AutorubricError as e:
         raise fail(e) from None
+    if selection is None and selection_id is not None:
+        raise click.ClickException(f"comparison {stored.name!r} has no label selection {selection_id} "
+                                   "(`autorubric-local label select` prints the id of each selection it stores)")
     if selection is None:
         return False
     if question == RUBRIC:
