@@ -125,7 +125,7 @@ _LAZY: dict[str, str] = {
     **{
         name: "autorubric_local.meta"
         for name in (
-            "evaluate_rubric_in_context", "evaluate_rubric_standalone", "get_in_context_meta_rubric",
+            "IssueDetail", "evaluate_rubric_in_context", "evaluate_rubric_standalone", "get_in_context_meta_rubric",
             "get_standalone_meta_rubric",
         )
     },
