@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vllm_memory import GIB, require_vllm_memory
+from vllm_memory import GIB, vllm_engines
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.types import Criterion
@@ -298,10 +298,10 @@ def test_two_vllm_judges_share_memory_and_their_engine_cores_exit_on_release(tmp
                                    "context_length": RELEASE_CONTEXT_TOKENS},
                                   {"judge_id": "gemma", "model": str(folders["gemma"]), "prompt_format": "completion",
                                    "context_length": RELEASE_CONTEXT_TOKENS}]), encoding="utf-8")
-    require_vllm_memory(RELEASE_ENGINE_BYTES)
     worker = Path(__file__).with_name("vllm_release_worker.py")
-    done = subprocess.run([str(VLLM_PYTHON), str(worker), str(source), str(out)], env=worker_env(),
-                          capture_output=True, text=True, timeout=WORKER_TIMEOUT_S)
+    with vllm_engines(RELEASE_ENGINE_BYTES):
+        done = subprocess.run([str(VLLM_PYTHON), str(worker), str(source), str(out)], env=worker_env(),
+                              capture_output=True, text=True, timeout=WORKER_TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-4000:]
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result["shares"] == {"smollm2": 0.15, "gemma": 0.15}

@@ -183,18 +183,18 @@ def test_smollm2_on_vllm(tmp_path: Path) -> None:
     import subprocess
 
     from test_vllm_backend import VLLM_PYTHON, require_vllm_venv, worker_env
-    from vllm_memory import VLLM_ENGINE_BYTES, require_vllm_memory
+    from vllm_memory import VLLM_ENGINE_BYTES, vllm_engines
 
     from autorubric_local.judges.engines import ensure_converted
     from autorubric_local.judges.presets import resolve_model
 
     require_vllm_venv()
     folder = ensure_converted(resolve_model("smollm2-135m-instruct").path)
-    require_vllm_memory({"smollm2": VLLM_ENGINE_BYTES["smollm2"]})
     root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([str(VLLM_PYTHON), str(root / "tests" / "vllm_client_worker.py"), str(folder),
-                           str(tmp_path / "out.json")], capture_output=True, text=True, cwd=root, env=worker_env(), timeout=900,
-                          check=False)
+    with vllm_engines({"smollm2": VLLM_ENGINE_BYTES["smollm2"]}):
+        done = subprocess.run([str(VLLM_PYTHON), str(root / "tests" / "vllm_client_worker.py"), str(folder),
+                               str(tmp_path / "out.json")], capture_output=True, text=True, cwd=root, env=worker_env(),
+                              timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
     assert out["free"]["content"].strip() and out["free"]["completion_tokens"] < out["free"]["max_tokens"]

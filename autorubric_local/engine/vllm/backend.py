@@ -24,7 +24,9 @@ read from the root node (the labels' distinct first tokens).
 ``score_method="prompt_logprobs"`` computes the same numbers another way: one request per
 label, prompt ``prompt + label``, reading ``prompt_logprobs`` of the label positions. It is
 exact too, but vLLM skips prefix-cache *reads* for requests with prompt logprobs (cached
-positions would have no logits), so every label re-prefills the whole prompt. It is the
+positions would have no logits), so every label re-prefills the whole prompt, and vLLM
+holds prompt tokens x vocabulary float32 logprobs for it (a 1,000-token prompt on Gemma 3's
+262,144-token vocabulary: about 1 GiB, more than once over). It is the
 fallback for a vLLM without ``logprob_token_ids`` and a cross-check in the tests. ``"auto"``
 never takes it silently: the engine logs a warning (once, when it is built) saying what it
 costs, and its ``score_method`` attribute, recorded in the run's ``judges_json``, says which
