@@ -1,7 +1,8 @@
 """Datasette metadata for a results database: a title and description for every table and view,
-facets on run, criterion, verdict and judge where a table has those columns, and canned
-queries (disagreements between judges, judge vs human, lowest-scoring items, off-label
-judgments).
+facets on run (or comparison), criterion (or question), verdict and judge where a table has
+those columns, and canned queries (disagreements between judges, judge vs human, lowest-scoring
+items, off-label judgments, position-inconsistent comparison pairs, comparison judges' position
+consistency).
 
 Pure: it reads the database's table and column names, never its rows, and builds a plain
 dict (Datasette's metadata format), so it is tested without Datasette.
@@ -51,6 +52,15 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "comparison_selection_items": ("Comparison label selection items", "Each judged comparison's inclusion "
                                                                      "probability in a selection, whether it was "
                                                                      "drawn, and the side each response is shown."),
+    "comparison_judgments": ("Comparison judgments", "One row per judgment of a pairwise comparison "
+                                                     "(autorubric-local compare) and slot order: the system shown "
+                                                     "in each slot, the probabilities of slot 1, slot 2 and a tie "
+                                                     "(or of the five labels of --scale 5), the verdict and the "
+                                                     "error."),
+    "comparison_pairs": ("Comparison pairs", "One row per comparison, question, judge and pair of systems judged in "
+                                             "both slot orders: P(a better), P(tie), P(b better) from each order and "
+                                             "their mean, each order's winner, and whether the two orders are "
+                                             "position-consistent."),
     "sweeps": ("Position-bias sweeps", "One row per sweep: kind, status, settings, judges and rubric."),
     "sweep_judgments": ("Sweep judgments", "One row per sweep judgment and option rotation."),
     "sweep_scores": ("Sweep scores", "One row per sweep item, criterion, judge and variant: LLM, choice and Grade "
@@ -64,19 +74,22 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
 (``tests/test_browse.py``); full-text index tables are Datasette's to hide."""
 
 FACET_COLUMNS: tuple[tuple[str, ...], ...] = (
-    ("run_name", "run_id", "sweep_id"),
-    ("criterion_name",),
-    ("verdict", "vote", "label"),
+    ("run_name", "run_id", "comparison_name", "sweep_id"),
+    ("criterion_name", "question"),
+    ("verdict", "vote", "label", "consistent"),
     ("judge_id",),
 )
-"""Facet families (run, criterion, verdict, judge): a table gets the first column of each family
-it has."""
+"""Facet families (run or comparison, criterion or question, verdict, judge): a table gets the
+first column of each family it has."""
 
 HIDDEN = ("_migrations", "run_leases", "sweep_leases")
 """Tables left off the database page (still reachable by URL)."""
 
 _RUN = "(:run = '' or {column} = :run)"
 """The optional run filter of every canned query: blank means every run."""
+
+_COMPARISON = "(:comparison = '' or {column} = :comparison)"
+"""The optional comparison filter of the comparison queries: blank means every comparison."""
 
 CANNED_QUERIES: dict[str, dict[str, str]] = {
     "judge_disagreements": {
@@ -139,9 +152,43 @@ where {_RUN.format(column="v.run_name")}
   and v.off_label_mass >= cast(coalesce(nullif(:min_mass, ''), 0.5) as real)
 order by v.off_label_mass desc, v.run_name, v.item_index, v.criterion_index""",
     },
+    "position_inconsistent_pairs": {
+        "title": "Position-inconsistent comparison pairs",
+        "description": "Pairs whose two slot orders name different winners (or one a winner, the other a tie): "
+                       "each order's verdict mapped to systems and its probabilities. Leave comparison blank for "
+                       "every comparison.",
+        "sql": f"""
+select comparison_name, prompt_id, question, judge_id, system_a, system_b, winner_ab, winner_ba,
+       verdict_ab, verdict_ba, p_a_ab, p_tie_ab, p_b_ab, p_a_ba, p_tie_ba, p_b_ba, p_a, p_tie, p_b
+from comparison_pairs
+where {_COMPARISON.format(column="comparison_name")} and consistent = 0
+order by comparison_name, judge_id, criterion_index, item_index""",
+    },
+    "comparison_position_consistency": {
+        "title": "Position consistency of comparison judges",
+        "description": "Per comparison, judge and question, over the pairs with both orders judged: the share whose "
+                       "orders agree (consistency), the conflict rate, and among the inconsistent pairs' decided "
+                       "verdicts the share for slot 1 (primacy) and slot 2 (recency), as autorubric-local "
+                       "ranking's position bias counts them (no interval). Leave comparison blank for every "
+                       "comparison.",
+        "sql": f"""
+select comparison_name, judge_id, question, count(*) as n, avg(consistent) as consistency,
+       1.0 - avg(consistent) as conflict_rate,
+       1.0 * sum(case when consistent then 0 else (verdict_ab = '1') + (verdict_ba = '1') end)
+           / nullif(sum(case when consistent then 0 else (verdict_ab != 'tie') + (verdict_ba != 'tie') end), 0)
+           as primacy,
+       1.0 * sum(case when consistent then 0 else (verdict_ab = '2') + (verdict_ba = '2') end)
+           / nullif(sum(case when consistent then 0 else (verdict_ab != 'tie') + (verdict_ba != 'tie') end), 0)
+           as recency
+from comparison_pairs
+where {_COMPARISON.format(column="comparison_name")} and consistent is not null
+group by sweep_id, judge_id, criterion_index
+order by comparison_name, judge_id, criterion_index""",
+    },
 }
 """Canned query name -> Datasette query (title, description, SQL). Each takes ``run`` (a run
-name; blank for every run) and runs on any migrated database."""
+name; blank for every run), or for a comparison ``comparison`` (a comparison's name; blank for
+every comparison), and runs on any migrated database."""
 
 
 def facets(columns: list[str]) -> list[str]:

@@ -109,6 +109,11 @@ Tables (units in column names):
   chosen for labelling) and ``shown_left`` (the system shown on the left in its labelling task,
   drawn at random per comparison), written before any label is seen. Tables of their own rather
   than rows of ``label_selections``: a comparison is a sweep, not a run.
+- Migration 16, comparisons you can browse: the views of :data:`COMPARISON_VIEWS` over a pairwise
+  comparison's ``sweep_judgments`` and the description in its ``sweeps.rubric_json``:
+  ``comparison_judgments`` (one row per judgment and slot order) and ``comparison_pairs`` (one
+  row per comparison, question, judge and pair judged in both orders). Views only: no data
+  changes.
 - ``run_leases`` (migration 5): the lease of a run being written, at most one per run:
   ``run_id`` (primary key), ``owner`` (``<host>:<pid>:<random hex>``, one per writer), ``pid``
   and ``host`` of the writing process, ``acquired_utc`` and ``heartbeat_utc`` (renewed with
@@ -451,6 +456,169 @@ def _migration_15(db: sqlite_utils.Database) -> None:
         foreign_keys=[("selection_id", "comparison_selections", "id")],
     )
 
+
+_COMPARISON_FORMAT = "autorubric-local/comparison-v1"
+"""``comparisons.judging.COMPARISON_FORMAT`` (the store is below the comparisons package)."""
+
+_COMPARISON_PAIRS_ONLY = "coalesce(json_extract(s.rubric_json, '$.mode'), 'pairs') = 'pairs'"
+
+COMPARISON_VIEWS: dict[str, str] = {
+    "comparison_judgments": f"""
+        with shown as (
+            select s.name as comparison_name, j.sweep_id, coalesce(scale.value, 3) as scale,
+                   j.item_index, j.item_id, json_extract(p.value, '$.prompt_id') as prompt_id,
+                   json_extract(p.value, '$.a') as system_a, json_extract(p.value, '$.b') as system_b,
+                   j.criterion_index, json_extract(q.value, '$.name') as question,
+                   j.judge_id, j.rotation, j.error,
+                   case when j.error is null and coalesce(j.probabilities_json, '') != ''
+                        then j.probabilities_json end as probabilities_json
+            from sweeps s
+            left join json_each(s.rubric_json, '$.scale') scale
+            cross join json_each(s.rubric_json, '$.questions') q
+            cross join json_each(s.rubric_json, '$.pairs') p
+            cross join sweep_judgments j
+            where s.kind = 'comparison' and json_extract(s.rubric_json, '$.format') = '{_COMPARISON_FORMAT}'
+              and {_COMPARISON_PAIRS_ONLY}
+              and j.sweep_id = s.id and j.item_id = json_extract(p.value, '$.item_id') and j.criterion_index = q.key
+              and j.variant = 'base' and j.rotation in (0, 1)
+        ),
+        raw as (
+            select shown.*,
+                   json_extract(probabilities_json, '$[0]') as v0, json_extract(probabilities_json, '$[1]') as v1,
+                   json_extract(probabilities_json, '$[2]') as v2, json_extract(probabilities_json, '$[3]') as v3,
+                   json_extract(probabilities_json, '$[4]') as v4
+            from shown
+        ),
+        normalised as (
+            select raw.*,
+                   case when scale = 5 and min(v0, v1, v2, v3, v4) >= 0 and max(v0, v1, v2, v3, v4) <= 1
+                        then v0 + v1 + v2 + v3 + v4
+                        when scale != 5 and min(v0, v1, v2) >= 0 and max(v0, v1, v2) <= 1 then v0 + v1 + v2
+                   end as total
+            from raw
+        ),
+        p as (
+            select normalised.*, v0 * 1.0 / total as n0, v1 * 1.0 / total as n1, v2 * 1.0 / total as n2,
+                   case when scale = 5 then v3 * 1.0 / total end as n3,
+                   case when scale = 5 then v4 * 1.0 / total end as n4
+            from normalised
+        ),
+        labelled as (
+            select p.*,
+                   case when scale != 5 or n0 is null then null
+                        when n2 = max(n0, n1, n2, n3, n4) then '1=2'
+                        when n1 = max(n0, n1, n2, n3, n4) then '1>2'
+                        when n3 = max(n0, n1, n2, n3, n4) then '2>1'
+                        when n0 = max(n0, n1, n2, n3, n4) then '1>>2'
+                        else '2>>1' end as label
+            from p
+        )
+        select comparison_name, sweep_id, scale, item_index, item_id, prompt_id, system_a, system_b,
+               criterion_index, question, judge_id, rotation,
+               case rotation when 0 then 'ab' else 'ba' end as slot_order,
+               case rotation when 0 then system_a else system_b end as slot_1_system,
+               case rotation when 0 then system_b else system_a end as slot_2_system,
+               case when scale != 5 then n0 end as p_slot_1, case when scale != 5 then n1 end as p_slot_2,
+               case when scale != 5 then n2 end as p_tie,
+               case when scale = 5 then n0 end as p_1_much_better, case when scale = 5 then n1 end as p_1_better,
+               case when scale = 5 then n2 end as p_same, n3 as p_2_better, n4 as p_2_much_better,
+               case when n0 is null then null
+                    when scale = 5 then case when label in ('1>>2', '1>2') then '1' when label = '1=2' then 'tie'
+                                             else '2' end
+                    when n2 >= max(n0, n1) or n0 = n1 then 'tie'
+                    when n0 > n1 then '1' else '2' end as verdict,
+               label, error
+        from labelled""",
+    "comparison_pairs": """
+        with sides as (
+            select comparison_name, sweep_id, scale, item_index, item_id, prompt_id, criterion_index, question,
+                   judge_id, system_a, system_b,
+                   max(case when rotation = 0 then p_slot_1 end) as ab_p_slot_1,
+                   max(case when rotation = 1 then p_slot_1 end) as ba_p_slot_1,
+                   max(case when rotation = 0 then p_slot_2 end) as ab_p_slot_2,
+                   max(case when rotation = 1 then p_slot_2 end) as ba_p_slot_2,
+                   max(case when rotation = 0 then p_tie end) as ab_p_tie,
+                   max(case when rotation = 1 then p_tie end) as ba_p_tie,
+                   max(case when rotation = 0 then p_1_much_better end) as ab_p_1_much_better,
+                   max(case when rotation = 1 then p_1_much_better end) as ba_p_1_much_better,
+                   max(case when rotation = 0 then p_1_better end) as ab_p_1_better,
+                   max(case when rotation = 1 then p_1_better end) as ba_p_1_better,
+                   max(case when rotation = 0 then p_same end) as ab_p_same,
+                   max(case when rotation = 1 then p_same end) as ba_p_same,
+                   max(case when rotation = 0 then p_2_better end) as ab_p_2_better,
+                   max(case when rotation = 1 then p_2_better end) as ba_p_2_better,
+                   max(case when rotation = 0 then p_2_much_better end) as ab_p_2_much_better,
+                   max(case when rotation = 1 then p_2_much_better end) as ba_p_2_much_better,
+                   max(case when rotation = 0 then verdict end) as ab_verdict,
+                   max(case when rotation = 1 then verdict end) as ba_verdict,
+                   max(case when rotation = 0 then label end) as ab_label,
+                   max(case when rotation = 1 then label end) as ba_label,
+                   max(case when rotation = 0 then error end) as ab_error,
+                   max(case when rotation = 1 then error end) as ba_error
+            from comparison_judgments
+            group by sweep_id, item_id, criterion_index, judge_id
+            having sum(rotation = 0) = 1 and sum(rotation = 1) = 1
+        ),
+        orders as (
+            select comparison_name, sweep_id, scale, item_index, item_id, prompt_id, criterion_index, question,
+                   judge_id, system_a, system_b,
+                   case when scale = 5 then ab_p_1_much_better + ab_p_1_better / 2.0 else ab_p_slot_1 end as p_a_ab,
+                   case when scale = 5 then ab_p_same + (ab_p_1_better + ab_p_2_better) / 2.0 else ab_p_tie end
+                       as p_tie_ab,
+                   case when scale = 5 then ab_p_2_much_better + ab_p_2_better / 2.0 else ab_p_slot_2 end as p_b_ab,
+                   case when scale = 5 then ba_p_2_much_better + ba_p_2_better / 2.0 else ba_p_slot_2 end as p_a_ba,
+                   case when scale = 5 then ba_p_same + (ba_p_2_better + ba_p_1_better) / 2.0 else ba_p_tie end
+                       as p_tie_ba,
+                   case when scale = 5 then ba_p_1_much_better + ba_p_1_better / 2.0 else ba_p_slot_1 end as p_b_ba,
+                   case when scale = 5
+                        then (ab_p_1_much_better + ba_p_2_much_better) / 2.0
+                             + ((ab_p_1_better + ba_p_2_better) / 2.0) / 2.0
+                        else (ab_p_slot_1 + ba_p_slot_2) / 2.0 end as p_a,
+                   case when scale = 5
+                        then (ab_p_same + ba_p_same) / 2.0
+                             + ((ab_p_1_better + ba_p_2_better) / 2.0 + (ab_p_2_better + ba_p_1_better) / 2.0) / 2.0
+                        else (ab_p_tie + ba_p_tie) / 2.0 end as p_tie,
+                   case when scale = 5
+                        then (ab_p_2_much_better + ba_p_1_much_better) / 2.0
+                             + ((ab_p_2_better + ba_p_1_better) / 2.0) / 2.0
+                        else (ab_p_slot_2 + ba_p_slot_1) / 2.0 end as p_b,
+                   ab_verdict as verdict_ab, ba_verdict as verdict_ba, ab_label as label_ab, ba_label as label_ba,
+                   case ab_verdict when '1' then 'a' when '2' then 'b' when 'tie' then 'tie' end as side_ab,
+                   case ba_verdict when '1' then 'b' when '2' then 'a' when 'tie' then 'tie' end as side_ba,
+                   ab_error as error_ab, ba_error as error_ba
+            from sides
+        )
+        select comparison_name, sweep_id, scale, item_index, item_id, prompt_id, criterion_index, question, judge_id,
+               system_a, system_b, p_a_ab, p_tie_ab, p_b_ab, p_a_ba, p_tie_ba, p_b_ba, p_a, p_tie, p_b,
+               verdict_ab, verdict_ba, label_ab, label_ba,
+               case side_ab when 'a' then system_a when 'b' then system_b else side_ab end as winner_ab,
+               case side_ba when 'a' then system_a when 'b' then system_b else side_ba end as winner_ba,
+               case when side_ab is null or side_ba is null then null else side_ab = side_ba end as consistent,
+               case when side_ab is null or side_ba is null then null
+                    when side_ab = side_ba and side_ab = 'a' then system_a
+                    when side_ab = side_ba and side_ab = 'b' then system_b
+                    else 'tie' end as swap_winner,
+               error_ab, error_ba
+        from orders""",
+}
+"""The comparison views of migration 16 (name -> select), for browsing a pairwise comparison
+(``sweeps.kind = 'comparison'``; an N-way comparison has no rows): ``comparison_judgments``
+(one row per judgment and slot order: the system in each slot, the slot probabilities
+renormalised to sum to 1 as :mod:`autorubric_local.comparisons.preferences` reads them, NULL
+where it refuses them (a value outside [0, 1], all zero), the
+hard verdict and, on the 5-point scale, the most probable label) and ``comparison_pairs`` (one
+row per comparison, question, judge and pair judged in both orders: each order's preference
+mapped to systems, their mean, the balanced preference of
+:attr:`~autorubric_local.comparisons.judging.PairJudgment.preference`, each order's winner,
+position consistency and the swap rule's winner, as :mod:`~autorubric_local.comparisons.preferences`
+defines them)."""
+
+
+def _migration_16(db: sqlite_utils.Database) -> None:
+    for name, sql in COMPARISON_VIEWS.items():
+        db.create_view(name, sql, replace=True)
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
     (2, "runner checkpoints (item reports, content hash)", _migration_2),
@@ -468,6 +636,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...]
     (14, "human labels by source, and label selections with their inclusion probabilities", _migration_14),
     (15, "selections of comparisons to label, with inclusion probabilities and the side each response is shown",
      _migration_15),
+    (16, "comparison views: each judgment's slots and each pair's preference in both orders", _migration_16),
 )
 """Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
 

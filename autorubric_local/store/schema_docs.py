@@ -59,6 +59,11 @@ TABLES: dict[str, str] = {
     "judge_votes": "One row per judgment, each judge's vote in each option order.",
     "judgment_prompts": "Each judgment's exact prompt. Rows only for judgments written from migration 11.",
     "run_summaries": "One row per run, with counts of items and judgments.",
+    "comparison_judgments": "One row per judgment of a pairwise comparison (`autorubric-local compare`) and slot "
+    "order: the system shown in each slot and the judge's probabilities. N-way comparisons have no rows.",
+    "comparison_pairs": "One row per comparison, question, judge and pair of systems judged in both slot orders: "
+    "each order's preference mapped to systems, their mean and position consistency "
+    "(`comparisons/preferences.py`).",
 }
 """Table and view name -> what one row is."""
 
@@ -80,6 +85,20 @@ _COMPLETION_TOKENS = "Generated tokens."
 _CACHED_TOKENS = "Prompt tokens served from the prefix cache."
 _DURATION = "Wall time of the call, milliseconds."
 _PACKAGE_VERSION = "autorubric-local version that wrote it."
+
+_COMPARISON_COLUMNS: dict[str, str] = {
+    "comparison_name": "The comparison's name (`sweeps.name`, `compare --run`).",
+    "sweep_id": "The comparison's sweep (`sweeps.id`).",
+    "scale": "The verdict scale: 3 (`1`, `2`, `tie`) or 5 (`1>>2`, `1>2`, `1=2`, `2>1`, `2>>1`, `--scale 5`).",
+    "item_index": "0-based position of the pair in the comparison.",
+    "item_id": "The pair's item id in the sweep (`<prompt id> <a> vs <b>`).",
+    "prompt_id": "The prompt's id.",
+    "system_a": "The pair's first system (in slot 1 in order `ab`).",
+    "system_b": "The pair's second system (in slot 1 in order `ba`).",
+    "criterion_index": "0-based index of the question in the comparison's questions.",
+    "question": "The question's name: `overall`, or a rubric criterion's.",
+    "judge_id": _JUDGE_ID,
+}
 
 COLUMNS: dict[str, dict[str, str]] = {
     "_migrations": {
@@ -443,6 +462,52 @@ COLUMNS: dict[str, dict[str, str]] = {
         "judgment_errors": "Failed judgments.",
         "wall_seconds": "Wall time, seconds, over all sessions.",
         "judges_json": "The judges as JSON.",
+    },
+    "comparison_judgments": {
+        **_COMPARISON_COLUMNS,
+        "rotation": "0 for order `ab` (`system_a` in slot 1), 1 for order `ba`.",
+        "slot_order": "`ab` or `ba`.",
+        "slot_1_system": "The system whose response is shown first (Response 1).",
+        "slot_2_system": "The system whose response is shown second (Response 2).",
+        "p_slot_1": "3-point scale: probability that slot 1 is better, the stored probabilities renormalised to "
+        "sum to 1 as `comparisons/preferences.py` reads them; NULL on the 5-point scale or a failed judgment.",
+        "p_slot_2": "3-point scale: probability that slot 2 is better (renormalised, as `p_slot_1`).",
+        "p_tie": "3-point scale: probability of a tie (renormalised, as `p_slot_1`).",
+        "p_1_much_better": "5-point scale: probability of `1>>2` (renormalised over the five labels); NULL on "
+        "the 3-point scale or a failed judgment.",
+        "p_1_better": "5-point scale: probability of `1>2`.",
+        "p_same": "5-point scale: probability of `1=2`.",
+        "p_2_better": "5-point scale: probability of `2>1`.",
+        "p_2_much_better": "5-point scale: probability of `2>>1`.",
+        "verdict": "The hard verdict in slot labels, `1`, `2` or `tie` (`hard_verdict`; on the 5-point scale the "
+        "direction of `label`, `collapsed_verdict`); NULL on a failed judgment.",
+        "label": "5-point scale: the most probable label, ties going to the one nearest `1=2` (`hard_label`).",
+        "error": "Why the judgment failed, else NULL.",
+    },
+    "comparison_pairs": {
+        **_COMPARISON_COLUMNS,
+        "p_a_ab": "Order `ab`: probability that `system_a` is better (`system_probabilities`; on the 5-point "
+        "scale `graded_preference` of the order's grades, a slight win counted half a win and half a tie).",
+        "p_tie_ab": "Order `ab`: probability of a tie (as `p_a_ab`).",
+        "p_b_ab": "Order `ab`: probability that `system_b` is better (as `p_a_ab`).",
+        "p_a_ba": "Order `ba`: probability that `system_a` is better, mapped back from the slots (as `p_a_ab`).",
+        "p_tie_ba": "Order `ba`: probability of a tie.",
+        "p_b_ba": "Order `ba`: probability that `system_b` is better.",
+        "p_a": "Balanced position calibration: the mean over both orders, P(`system_a` better) "
+        "(`PairJudgment.preference`); NULL unless both orders have probabilities.",
+        "p_tie": "The mean over both orders, P(tie).",
+        "p_b": "The mean over both orders, P(`system_b` better).",
+        "verdict_ab": "Order `ab`'s hard verdict in slot labels (`comparison_judgments.verdict`).",
+        "verdict_ba": "Order `ba`'s hard verdict in slot labels.",
+        "label_ab": "5-point scale: order `ab`'s most probable label.",
+        "label_ba": "5-point scale: order `ba`'s most probable label.",
+        "winner_ab": "Order `ab`'s verdict mapped to systems: a system's name, or `tie`.",
+        "winner_ba": "Order `ba`'s verdict mapped to systems: a system's name, or `tie`.",
+        "consistent": "1 when both orders' verdicts name the same system or are both a tie (`consistent`), 0 when "
+        "not; NULL unless both orders have probabilities.",
+        "swap_winner": "The MT-Bench swap rule (`swap_rule`): the system both orders name, else `tie`.",
+        "error_ab": "Why order `ab`'s judgment failed, else NULL.",
+        "error_ba": "Why order `ba`'s judgment failed, else NULL.",
     },
 }
 """Table or view name -> column name -> meaning. Every column of a migrated database has one."""
