@@ -393,10 +393,13 @@ def test_smollm2_batched_rows_equal_single_rows(smollm2_engine: Any) -> None:
     model, tokenizer = engine.model, engine.tokenizer
     probe = from_transformers(model, tokenizer, model_id="probe", prompt_format=engine.prompt_format)
     requests = [*make_requests(probe), *shared_start_requests(probe, tokenizer)]
+    # The per-group and plain engines take no budget: scored once, compared with both budgets.
+    _, per_group, plain = engines(model, tokenizer, 0, prompt_format=engine.prompt_format)
+    grouped, alone = per_group.score(requests), plain.score(requests)
     for budget in (600, 100_000):
-        batched, per_group, plain = engines(model, tokenizer, budget, prompt_format=engine.prompt_format)
-        got, grouped, alone = batched.score(requests), per_group.score(requests), plain.score(requests)
-        assert batched._batched_proven
+        batched = engines(model, tokenizer, budget, prompt_format=engine.prompt_format)[0]
+        got = batched.score(requests)
+        assert batched._batched_proven and batched.max_batch_tokens == budget
         for result, other, single in zip(got, grouped, alone):
             assert result.error is None
             assert max_abs_diff(result.logprobs, other.logprobs) <= TOL
