@@ -131,6 +131,7 @@ class ReplayingExecutor(LocalExecutor):
     """Grades like the local executor, but hands chunk 0 back twice, and stops after ``limit``."""
 
     def __init__(self, limit: int | None = None) -> None:
+        super().__init__()
         self.limit = limit
 
     def graded_chunks(

@@ -96,12 +96,14 @@ class LocalSweepExecutor:
         settings: SweepSettings,
         unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
     ) -> list[PlannedJudge]:
-        """:func:`~.sweep.load_judge` for every judge, with its :func:`~.sweep.load_configs` config."""
+        """:func:`~.sweep.load_judge` for every judge, with its :func:`~.sweep.load_configs` config;
+        then the heap is frozen until the sweep ends (:meth:`~autorubric_local.runner.in_process.JobEngines.loaded`)."""
         self._engines.start()
         self._loaded = []
         configs = load_configs(judges)
         for judge in judges:  # one at a time: judges loaded before a failing one are released too
             self._loaded.append(load_judge(items, judge, settings, unrelated, configs[judge.judge_id]))
+        self._engines.loaded()  # the heap frozen until the sweep ends (runner/in_process.py)
         return [PlannedJudge.of(loaded) for loaded in self._loaded]
 
     def judged_chunks(

@@ -6,9 +6,7 @@ each committed to the SQLite file, so an interrupted run resumes with ``--run NA
 
 from __future__ import annotations
 
-import contextlib
 import json
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +32,6 @@ from autorubric_local.cli.grade_output import (
     print_graded,
     summary_line,
 )
-from autorubric_local.cli.heap import loaded_heap_frozen
 from autorubric_local.core.errors import AutorubricError, DatabaseWriteError, InputError
 from autorubric_local.engine.vllm.args import check_engine_args
 from autorubric_local.graders.criterion_grader import CriterionGrader
@@ -215,6 +212,7 @@ def grade(
     from autorubric_local.data.tables import TABLE_SUFFIXES, Columns
     from autorubric_local.runner import EvalConfig, EvalRunner
     from autorubric_local.runner.distributed import RayExecutor
+    from autorubric_local.runner.executors import LocalExecutor
 
     console = plain_console(stderr=True)  # piped or redirected: no line wrapped mid-phrase
     if len(paths) > 2:
@@ -236,7 +234,11 @@ def grade(
                             distributed=distributed)
         streamed: set[str] = set()
         on_chunk = (lambda chunk: stream_json_lines(chunk.graded, streamed)) if as_jsonl else None
-        executor = None if distributed is None else RayExecutor(distributed)  # imports ray only when it starts
+        if distributed is None:  # the judges load, the heap freezes and they are released in the library
+            executor: LocalExecutor | RayExecutor = LocalExecutor(
+                loading=lambda names: console.status(f"loading judge {escape(', '.join(names))} ..."))
+        else:
+            executor = RayExecutor(distributed)  # imports ray only when it starts
         runner = EvalRunner(dataset, grader, config, data_path=str(data_path), on_chunk=on_chunk, executor=executor)
         load_seconds = 0.0
         stored = runner.finished_run()
@@ -245,28 +247,12 @@ def grade(
             console.print(f"run {stored.name} is finished in {db_path}: results read from the database "
                           "(no judge loaded; --no-resume grades again as a new run)", markup=False)
         else:
-            runner.refuse_if_locked()  # before the judges load: a second writer waits for nothing
-            started = time.perf_counter()
-            names = ", ".join(sorted({j.llm_config.model for j in grader.judges}))
-            frozen = contextlib.ExitStack()
-            try:
-                if distributed is None:
-                    with console.status(f"loading judge {escape(names)} ..."):
-                        for judge in grader.judges:
-                            grader.engine_for(judge)
-                    load_seconds = time.perf_counter() - started
-                    frozen.enter_context(loaded_heap_frozen())  # the judges out of full collections (cli/heap.py)
-                else:  # the actors load the judges when the run starts
-                    console.print(f"grading on {distributed.workers} Ray workers ({distributed.address}), each "
-                                  f"loading judge {names} from its own files; committing to {db_path}", markup=False)
-                stored = runner.run_to_store()
-                if executor is not None:
-                    load_seconds = executor.startup_seconds
-            finally:
-                try:
-                    grader.release_engines()  # vLLM engines shut down cleanly, their memory returned
-                finally:
-                    frozen.close()  # unfrozen after the release: its collection walks only the run's objects
+            if distributed is not None:  # the actors load the judges when the run starts
+                names = ", ".join(sorted({j.llm_config.model for j in grader.judges}))
+                console.print(f"grading on {distributed.workers} Ray workers ({distributed.address}), each "
+                              f"loading judge {names} from its own files; committing to {db_path}", markup=False)
+            stored = runner.run_to_store()
+            load_seconds = executor.startup_seconds
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (stops_on_termination)
         raise interrupted(exc, db_path) from None
     except DatabaseWriteError as exc:

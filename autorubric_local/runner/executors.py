@@ -9,8 +9,11 @@ only writer: it commits each chunk an executor hands back, in one transaction.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Protocol, Self
 
@@ -147,18 +150,40 @@ class LocalExecutor:
     started are kept: those the grader held (the caller's) and those it got from
     :func:`~autorubric_local.judges.engines.load_engine`'s shared cache (another grader's, or
     another judge's with the same config), since releasing an engine releases it for every holder.
-    The chunk loop and the release rule are :mod:`~.in_process`'s, shared with sweeps.
+    The chunk loop, the heap freeze and the release rule are :mod:`~.in_process`'s, shared with
+    sweeps.
+
+    Parameters
+    ----------
+    loading : callable, optional
+        ``loading(model names) -> context manager`` entered around the load (a CLI's "loading
+        judge ..." status line, say); default none.
+
+    Attributes
+    ----------
+    startup_seconds : float
+        Wall seconds the last :meth:`engines` took to load the judges (0 before it ran), as
+        :class:`~autorubric_local.runner.distributed.RayExecutor` reports its actors' start.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, loading: Callable[[list[str]], AbstractContextManager[object]] | None = None) -> None:
         self._held: tuple[CriterionGrader, frozenset[str], JobEngines] | None = None
+        self._loading = loading
+        self.startup_seconds = 0.0
 
     def engines(self, grader: CriterionGrader) -> dict[str, EngineRecord]:
-        """:func:`engine_records` (loads the judges in this process)."""
-        loaded = JobEngines()
-        loaded.start()
-        self._held = (grader, grader.loaded_judges(), loaded)
-        return engine_records(grader)
+        """:func:`engine_records` (loads the judges in this process), then the heap is frozen
+        until the run ends (:meth:`~.in_process.JobEngines.loaded`)."""
+        job_engines = JobEngines()
+        job_engines.start()
+        self._held = (grader, grader.loaded_judges(), job_engines)
+        started = time.perf_counter()
+        names = sorted({judge.llm_config.model for judge in grader.judges})
+        with self._loading(names) if self._loading is not None else contextlib.nullcontext():
+            records = engine_records(grader)
+        self.startup_seconds = time.perf_counter() - started
+        job_engines.loaded()
+        return records
 
     def fallbacks(self, grader: CriterionGrader) -> dict[str, list[str]]:
         """:func:`engine_fallbacks` of this process's engines."""

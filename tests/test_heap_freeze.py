@@ -1,5 +1,6 @@
-"""``grade`` keeps its loaded judges out of full garbage collections while it grades
-(``autorubric_local/cli/heap.py``) and gives them back to the collector when it ends."""
+"""A job keeps its loaded judges out of full garbage collections while it runs and gives them
+back to the collector when it ends (``autorubric_local/runner/in_process.py``): the library
+does it, so ``grade``, the Python API and sweeps all do."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from autorubric_local.cli.heap import loaded_heap_frozen
+from autorubric_local.runner.in_process import frozen_heap
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -27,7 +28,7 @@ def test_a_cycle_alive_at_the_freeze_is_collected_only_after_the_block() -> None
     node = Node()
     ref = weakref.ref(node)
     del node
-    with loaded_heap_frozen():
+    with frozen_heap():
         assert gc.get_freeze_count() > 0
         gc.collect()
         assert ref() is not None  # frozen: full collections skip it
@@ -37,63 +38,91 @@ def test_a_cycle_alive_at_the_freeze_is_collected_only_after_the_block() -> None
 
 
 def test_the_heap_is_unfrozen_when_the_block_raises_and_once_for_nested_blocks() -> None:
-    with pytest.raises(RuntimeError), loaded_heap_frozen():
+    with pytest.raises(RuntimeError), frozen_heap():
         raise RuntimeError("boom")
     assert gc.get_freeze_count() == 0
-    with loaded_heap_frozen():
-        with loaded_heap_frozen():
+    with frozen_heap():
+        with frozen_heap():
             pass
         assert gc.get_freeze_count() > 0  # the inner block leaves the outer one's freeze
     assert gc.get_freeze_count() == 0
 
 
-def _grade(tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch, run_to_store: Any) -> tuple[Any, dict]:
+class Bug(Exception):
+    """A bug in our own code while a chunk is graded (not a judge failure: it propagates)."""
+
+
+def test_job_engines_release_while_frozen_then_unfreeze_also_when_the_release_raises() -> None:
+    from autorubric_local.runner.in_process import JobEngines
+
+    seen: list[int] = []
+    job = JobEngines()
+    job.start()
+    job.loaded()
+    assert gc.get_freeze_count() > 0
+    job.release({}, lambda names: seen.append(gc.get_freeze_count()))
+    assert seen and seen[0] > 0 and gc.get_freeze_count() == 0  # released while frozen, then unfrozen
+
+    def failing(names: list[str]) -> None:
+        raise Bug("release failed")
+
+    job = JobEngines()
+    job.start()
+    job.loaded()
+    with pytest.raises(Bug):
+        job.release({}, failing)
+    assert gc.get_freeze_count() == 0
+
+
+def _grade(tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch, fail: bool, seen: dict[str, Any]) -> Any:
     import torch
     from click.testing import CliRunner
 
     from autorubric_local.cli import main
     from autorubric_local.graders.criterion_grader import CriterionGrader
-    from autorubric_local.runner import EvalRunner
+    from autorubric_local.runner import executors
 
-    seen: dict[str, Any] = {}
     release = CriterionGrader.release_engines
+    grade_chunk = executors.grade_chunk
 
     def watched_release(self: CriterionGrader, *args: Any, **kwargs: Any) -> Any:
         seen["frozen_at_release"] = gc.get_freeze_count()
         seen["model"] = weakref.ref(self.engine_for(self.judges[0]).model)
         return release(self, *args, **kwargs)
 
-    def watched_run(self: EvalRunner) -> Any:
+    def watched_chunk(*args: Any, **kwargs: Any) -> Any:
         seen["frozen_while_grading"] = gc.get_freeze_count()
-        return run_to_store(self)
+        if fail:
+            raise Bug("a bug while grading")
+        return grade_chunk(*args, **kwargs)
 
     monkeypatch.setattr(CriterionGrader, "release_engines", watched_release)
-    monkeypatch.setattr(EvalRunner, "run_to_store", watched_run)
+    monkeypatch.setattr(executors, "grade_chunk", watched_chunk)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # keep the suite single-threaded
     result = CliRunner().invoke(main, ["grade", str(EXAMPLES / "battery_rubric.yaml"),
                                        str(EXAMPLES / "battery_submissions.jsonl"), "--model", str(model),
                                        "--db", str(tmp_path / "r.sqlite"), "--limit", "1", "--json"],
                                 catch_exceptions=False)
-    return result, seen
+    return result
 
 
 def test_grade_grades_and_releases_with_the_judge_frozen_then_unfreezes(
         tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from autorubric_local.runner import EvalRunner
-
-    result, seen = _grade(tmp_path, tiny_model_dir, monkeypatch, EvalRunner.run_to_store)
+    seen: dict[str, Any] = {}
+    result = _grade(tmp_path, tiny_model_dir, monkeypatch, False, seen)
     assert result.exit_code == 0, result.output
     assert seen["frozen_while_grading"] > 0 and seen["frozen_at_release"] > 0
     assert gc.get_freeze_count() == 0
     gc.collect()
-    assert seen["model"]() is None  # released, and collectable once the command has unfrozen the heap
+    assert seen["model"]() is None  # released, and collectable once the job has unfrozen the heap
 
 
-def test_grade_unfreezes_when_the_run_fails(tmp_path: Path, tiny_model_dir: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing(self: Any) -> Any:
-        raise RuntimeError("a bug in the run")
-
-    with pytest.raises(RuntimeError, match="a bug in the run"):
-        _grade(tmp_path, tiny_model_dir, monkeypatch, failing)
+def test_grade_releases_and_unfreezes_when_grading_raises(tmp_path: Path, tiny_model_dir: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+    with pytest.raises(Bug, match="a bug while grading"):
+        _grade(tmp_path, tiny_model_dir, monkeypatch, True, seen)
+    assert seen["frozen_while_grading"] > 0 and seen["frozen_at_release"] > 0
     assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert seen["model"]() is None  # the bug propagated, and the judge was still released and unfrozen
