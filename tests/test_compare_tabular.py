@@ -112,17 +112,17 @@ def test_cli_compares_a_parquet_table_with_renamed_columns(tmp_path: Path, monke
 
 
 def test_system_tables_honour_the_column_flags(tmp_path: Path) -> None:
-    from autorubric_local.cli.compare import _joined
+    from autorubric_local.comparisons.data import SystemFiles
     from autorubric_local.data.tables import Columns
 
     a = write_csv(tmp_path / "a.csv", [{"key": "p1", "text": "A1", "q": "q1"}, {"key": "p2", "text": "A2", "q": "q2"}])
     b = write_parquet(tmp_path / "b.parquet", [{"key": "p2", "text": "B2", "q": "q2"},
                                                 {"key": "p1", "text": "B1", "q": "q1"}])
     columns = Columns(submission="text", id="key", query="q")
-    assert _joined((f"a={a}", f"b={b}"), None, columns) == [ComparisonPrompt("p1", "q1", {"a": "A1", "b": "B1"}),
-                                                            ComparisonPrompt("p2", "q2", {"a": "A2", "b": "B2"})]
+    assert SystemFiles((("a", str(a)), ("b", str(b))), columns).load() == [
+        ComparisonPrompt("p1", "q1", {"a": "A1", "b": "B1"}), ComparisonPrompt("p2", "q2", {"a": "A2", "b": "B2"})]
     with pytest.raises(InputError, match=f"{a}: no column 'submission' \\(for the submission"):
-        _joined((f"a={a}", f"b={b}"), None, Columns(id="key", query="q"))  # grade's default names
+        SystemFiles((("a", str(a)), ("b", str(b))), Columns(id="key", query="q")).load()  # grade's default names
 
 
 def test_cli_builds_each_layouts_columns_from_the_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -158,6 +158,19 @@ def run_name_option(ctx: click.Context, param: click.Parameter, value: str | Non
     return value
 
 
+def system_files_option(ctx: click.Context, param: click.Parameter,
+                        value: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Click callback for a repeatable ``--system NAME=FILE`` (``compare``, ``label select``):
+    ``(name, file)`` per value, in order; anything else is a usage error (exit status 2)."""
+    pairs = []
+    for text in value:
+        name, sep, file = text.partition("=")
+        if not sep or not name or not file:
+            raise click.BadParameter(f"expected NAME=FILE, got {text!r}", ctx, param)
+        pairs.append((name, file))
+    return tuple(pairs)
+
+
 def check_database_path(path: Path, *, write: bool = True) -> None:
     """Refuse a results database path that cannot work, before any judge is loaded.
 

@@ -31,6 +31,7 @@ from autorubric_local.cli.common import (
     ray_options,
     run_name_option,
     stops_on_termination,
+    system_files_option,
     write_failed,
 )
 from autorubric_local.core.errors import AutorubricError, DatabaseWriteError, InputError
@@ -75,7 +76,7 @@ def _ranking_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 @click.command()
 @click.argument("data_path", metavar="[DATA]", type=click.Path(dir_okay=False, path_type=Path), required=False)
-@click.option("--system", "system_files", multiple=True, metavar="NAME=FILE",
+@click.option("--system", "system_files", multiple=True, metavar="NAME=FILE", callback=system_files_option,
               help="Instead of DATA: one system's responses in any file grade reads (submissions JSONL, a CSV or "
                    "Parquet table, an AutoRubric dataset), joined with the other --system files by item id "
                    "(repeat, two or more).")
@@ -120,8 +121,8 @@ def _ranking_options(command: Callable[..., Any]) -> Callable[..., Any]:
                    "counts as 3 games in Bradley-Terry).")
 @_ranking_options
 @ray_options
-def compare(data_path: Path | None, system_files: tuple[str, ...], id_column: str | None, system_column: str | None,
-            response_column: str | None, query_column: str | None, reference_column: str | None,
+def compare(data_path: Path | None, system_files: tuple[tuple[str, str], ...], id_column: str | None,
+            system_column: str | None, response_column: str | None, query_column: str | None, reference_column: str | None,
             rubric_path: Path | None, overall: bool, n_way: bool, baseline: str | None,
             pairs: tuple[str, ...], model: str, judges_path: Path | None, db_path: Path, run_name: str | None,
             resume: bool, chunk_judgments: int, limit: int | None, scale: str, ray_address: str | None,
@@ -164,14 +165,14 @@ def compare(data_path: Path | None, system_files: tuple[str, ...], id_column: st
 
 
 @stops_on_termination
-def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: Path | None, overall: bool,
+def _judge(data_path: Path | None, system_files: tuple[tuple[str, str], ...], rubric_path: Path | None, overall: bool,
            n_way: bool, baseline: str | None, pairs: tuple[str, ...],
            model: str, judges_path: Path | None, db_path: Path, run_name: str | None, resume: bool,
            chunk_judgments: int, limit: int | None, ray_address: str | None, workers: int | None,
            worker_cpus: float | None, worker_gpus: float | None, ranking: dict[str, Any], scale: int = 3,
            columns: tuple[ComparisonColumns | None, Columns | None] = (None, None)) -> None:
     from autorubric_local.bias.stored import SweepChunkReport
-    from autorubric_local.comparisons.data import load_comparisons
+    from autorubric_local.comparisons.data import SystemFiles, load_comparisons
     from autorubric_local.comparisons.judging import run_comparison
     from autorubric_local.comparisons.prompts import overall_question, rubric_questions
     from autorubric_local.runner.config import EvalConfig
@@ -196,16 +197,17 @@ def _judge(data_path: Path | None, system_files: tuple[str, ...], rubric_path: P
         console.print(f"judge {chunk.judge_id}: chunk {chunk.chunk_index + 1}: {chunk.rotations} judgments committed"
                       f"{failed} ({chunk.completed_items}/{chunk.total_items} pairs)", markup=False)
 
+    systems = SystemFiles(system_files, columns[1], rubric) if system_files else None
     try:
-        prompts = (load_comparisons(data_path, columns[0]) if data_path is not None else
-                   _joined(system_files, rubric, columns[1]))[:limit]
+        prompts = (load_comparisons(data_path, columns[0]) if systems is None else systems.load())[:limit]
         judges = judge_specs(model, judges_path)
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume, chunk_judgments=chunk_judgments,
                             show_progress=False, distributed=distributed)
         stored = run_comparison(prompts, judges, questions, config, baseline=baseline, pairs=chosen, n_way=n_way,
                                 scale=scale,
-                                data_path=str(data_path) if data_path is not None else " ".join(system_files),
-                                on_chunk=report)
+                                data_path=str(data_path) if data_path is not None else
+                                " ".join(f"{name}={file}" for name, file in system_files),
+                                system_files=systems.resolved() if systems is not None else None, on_chunk=report)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP (stops_on_termination)
         raise interrupted(exc, db_path) from None
     except DatabaseWriteError as exc:
@@ -387,27 +389,6 @@ def _print_paired(stored: StoredComparison, question: str | None, method: str, s
                           markup=False)
     if as_json:
         click.echo(json.dumps({"paired_tests": out}, indent=2))
-
-
-def _joined(system_files: tuple[str, ...], rubric: Any, columns: Columns | None = None) -> list[Any]:
-    """The prompts of ``--system NAME=FILE`` files joined by item id (a submissions file needs a
-    rubric to be read; without --rubric the overall question's stands in); ``columns``, a
-    :class:`~autorubric_local.data.tables.Columns`, names a table file's columns."""
-    from autorubric_local.comparisons.data import prompts_from_datasets
-    from autorubric_local.core.rubric import Rubric
-    from autorubric_local.core.types import Criterion
-    from autorubric_local.data.submissions import load_grading_data
-    from autorubric_local.data.tables import TABLE_SUFFIXES
-
-    reading = rubric or Rubric([Criterion(name="overall", requirement="Which response is better overall")])
-    named = []
-    for text in system_files:
-        name, sep, file = text.partition("=")
-        if not sep or not name or not file:
-            raise click.BadParameter(f"expected NAME=FILE, got {text!r}", param_hint="--system")
-        table = Path(file).suffix.lower() in TABLE_SUFFIXES
-        named.append((name, file, load_grading_data(file, reading, columns=columns if table else None)))
-    return prompts_from_datasets(named)
 
 
 def _given(columns: dict[str, str | None]) -> dict[str, str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from autorubric_local.cli.common import fail, interval_cell, label_warnings
+from autorubric_local.cli.common import fail, interval_cell, label_warnings, system_files_option
 
 _DB = click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
                    default=Path("results.sqlite"), show_default=True, help="The results database.")
@@ -50,9 +50,12 @@ def label() -> None:
 @click.option("--data", "data_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="A comparison: its comparison file, for the responses in --out and --label-studio "
                    "[default: the file stored with it].")
+@click.option("--system", "system_files", multiple=True, metavar="NAME=FILE", callback=system_files_option,
+              help="A comparison judged from --system files: one system's file, as compare reads it (repeat; "
+                   "instead of --data) [default: the files stored with it, while they exist].")
 def select(run: str, db_path: Path, budget: float, seed: int | None, target: str | None, mix: float,
            out: Path | None, label_studio: Path | None, with_predictions: bool, judge_id: str | None,
-           data_path: Path | None) -> None:
+           data_path: Path | None, system_files: tuple[tuple[str, str], ...]) -> None:
     """Draw items of RUN for people to label, each with a probability that grows with the judge's
     uncertainty about it (active inference, Zrnic & Candes 2024), and store every item's
     probability and draw in DB so that `estimate` can weight the labels.
@@ -61,7 +64,9 @@ def select(run: str, db_path: Path, budget: float, seed: int | None, target: str
     and a pair of systems) is drawn by the uncertainty of the judge's preference, the Label
     Studio tasks show the two responses in an order drawn per task, and `ranking RUN --labels`
     weights the labels by the stored probabilities (import an export with `label
-    import-preferences`).
+    import-preferences`). The responses in --out and --label-studio come from the comparison's
+    file, or its --system files, as stored with it (or as given by --data or --system), and are
+    refused when they differ from what was judged.
 
     Example:
 
@@ -73,16 +78,18 @@ def select(run: str, db_path: Path, budget: float, seed: int | None, target: str
 
     if not db_path.is_file():
         raise click.ClickException(f"{db_path}: no such database")
+    if data_path is not None and system_files:
+        raise click.UsageError("give the comparison file (--data) or the systems' files (--system), not both")
     comparison = _comparison_or_none(db_path, run)
     if comparison is not None:
         if with_predictions:
             raise click.UsageError("--with-predictions is not for a comparison (the judge's preference would "
                                    "anchor the labellers)")
         _select_comparisons(comparison, db_path, budget, seed, target or "overall", mix, out, label_studio,
-                            judge_id, data_path)
+                            judge_id, data_path, system_files)
         return
-    if judge_id is not None or data_path is not None:
-        raise click.UsageError("--judge and --data are for a comparison; RUN is a graded run")
+    if judge_id is not None or data_path is not None or system_files:
+        raise click.UsageError("--judge, --data and --system are for a comparison; RUN is a graded run")
     target = target or "score"
     try:
         loaded = load_run(db_path, run, selection=None, require_labels=False)
@@ -131,7 +138,7 @@ def _comparison_or_none(db_path: Path, run: str) -> Any:
 
 def _select_comparisons(found: Any, db_path: Path, budget: float, seed: int | None, question: str, mix: float,
                         out: Path | None, label_studio: Path | None, judge_id: str | None,
-                        data_path: Path | None) -> None:
+                        data_path: Path | None, system_files: tuple[tuple[str, str], ...] = ()) -> None:
     from autorubric_local.comparisons import labelling
     from autorubric_local.core.errors import AutorubricError
 
@@ -141,9 +148,8 @@ def _select_comparisons(found: Any, db_path: Path, budget: float, seed: int | No
                                                         question=question, mix=mix)
         rows: list[dict[str, Any]] = []
         if out is not None or label_studio is not None:
-            stored_path = Path(sweep["data_path"]) if sweep.get("data_path") else None
-            stored_path = stored_path if stored_path is not None and stored_path.is_file() else None  # --system
-            data = data_path if data_path is not None else stored_path
+            data = labelling.responses_source(comparison, sweep.get("data_path"), data=data_path,
+                                              system_files=system_files)
             plan = json.loads(sweep["plan_json"]) if sweep.get("plan_json") else None
             rows = labelling.comparison_selection_rows(comparison, selection, data, plan)
         # drawn, written, then stored: a file that cannot be written leaves no selection behind

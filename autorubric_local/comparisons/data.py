@@ -18,8 +18,8 @@ checked as the long form's lines, each problem naming the file, the 1-based row 
 counted) and the column (``outputs.csv: row 3: column 'model': empty``), and the file is refused
 whole.
 
-Or several systems' files in any form ``grade`` reads (submissions JSONL, AutoRubric datasets),
-joined by item id (:func:`prompts_from_datasets`).
+Or several systems' files in any form ``grade`` reads (submissions JSONL, AutoRubric datasets,
+CSV or Parquet tables), joined by item id (:class:`SystemFiles`, :func:`prompts_from_datasets`).
 
 Which pairs (:func:`plan_pairs`): ``all`` pairs of the systems a prompt has (the default; the
 number of judgments grows as S(S-1)/2), ``baseline`` (each system against one baseline, as
@@ -29,19 +29,22 @@ Arena-Hard-Auto does), or a given list of pairs.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 from autorubric_local.core.checks import check_keys, jsonl_lines, parse_json
 from autorubric_local.core.errors import InputError
 from autorubric_local.data.dataset import RubricDataset
-from autorubric_local.data.tables import TABLE_SUFFIXES, check_columns, is_empty, read_table
+from autorubric_local.core.rubric import Rubric
+from autorubric_local.core.types import Criterion
+from autorubric_local.data.tables import TABLE_SUFFIXES, Columns, check_columns, is_empty, read_table
 from autorubric_local.data.validation import ProblemCollector, json_type_name, read_text_file
 from autorubric_local.engine.user_text import marker_problem
 
-__all__ = ["LONG_FIELDS", "WIDE_FIELDS", "ComparisonColumns", "ComparisonPrompt", "load_comparisons", "plan_pairs",
-           "prompts_from_datasets", "systems_of"]
+__all__ = ["LONG_FIELDS", "WIDE_FIELDS", "ComparisonColumns", "ComparisonPrompt", "SystemFiles", "load_comparisons",
+           "plan_pairs", "prompts_from_datasets", "systems_of"]
 
 WIDE_FIELDS: tuple[str, ...] = ("id", "query", "reference", "responses")
 LONG_FIELDS: tuple[str, ...] = ("id", "system", "response", "query", "reference")
@@ -329,6 +332,80 @@ def prompts_from_datasets(named: Sequence[tuple[str, str, RubricDataset]]) -> li
     if not prompts:
         raise InputError("no item id is in two of the systems' files: nothing to compare")
     return prompts
+
+
+@dataclass(frozen=True)
+class SystemFiles:
+    """Several systems' files, one per system, in any form ``grade`` reads, and how to read them
+    (``compare --system NAME=FILE``); :meth:`load` joins them by item id.
+
+    Attributes
+    ----------
+    files : tuple of (str, str)
+        ``(system name, file path)`` per system, in the order given.
+    columns : Columns, optional
+        The columns of a ``.csv`` / ``.parquet`` file (default: ``grade``'s names,
+        :class:`~autorubric_local.data.tables.Columns`); not applied to other files.
+    rubric : Rubric, optional
+        The rubric a submissions file is read with (its ``ground_truth`` is checked against it);
+        default a one-criterion stand-in for the overall question.
+    """
+
+    files: tuple[tuple[str, str], ...]
+    columns: Columns | None = None
+    rubric: Rubric | None = None
+
+    def load(self) -> list[ComparisonPrompt]:
+        """The prompts of the files joined by item id (:func:`prompts_from_datasets`).
+
+        Raises
+        ------
+        InputError
+            A file that ``grade`` would refuse (naming the file, line or row and field), or a
+            problem of the join (:func:`prompts_from_datasets`).
+        """
+        from autorubric_local.data.submissions import load_grading_data
+
+        reading = self.rubric or Rubric([Criterion(name="overall", requirement="Which response is better overall")])
+        named = [(system, path, load_grading_data(path, reading, columns=self.columns if
+                                                  Path(path).suffix.lower() in TABLE_SUFFIXES else None))
+                 for system, path in self.files]
+        return prompts_from_datasets(named)
+
+    def resolved(self) -> SystemFiles:
+        """The same files by absolute path (what a stored comparison remembers)."""
+        return SystemFiles(tuple((system, str(Path(path).resolve())) for system, path in self.files), self.columns,
+                           self.rubric)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``files`` (``[{"system", "path"}, ...]``), ``columns`` (a dict, or None)
+        and ``rubric`` (``Rubric.to_dict()``, or None); :meth:`from_dict` reads it back."""
+        return {"files": [{"system": system, "path": path} for system, path in self.files],
+                "columns": None if self.columns is None else asdict(self.columns),
+                "rubric": None if self.rubric is None else self.rubric.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "system files") -> SystemFiles:
+        """Read back :meth:`to_dict`'s JSON.
+
+        Raises
+        ------
+        InputError
+            Naming ``where`` and the field, for anything :meth:`to_dict` would not write.
+        """
+        files = data.get("files") if isinstance(data, dict) else None
+        if not isinstance(files, list) or not files or not all(
+                isinstance(f, dict) and isinstance(f.get("system"), str) and isinstance(f.get("path"), str)
+                for f in files):
+            raise InputError(f"{where}: field 'files': expected a list of {{\"system\", \"path\"}} strings, got "
+                             f"{json_type_name(files)}")
+        columns = data.get("columns")
+        try:
+            return cls(tuple((f["system"], f["path"]) for f in files),
+                       None if columns is None else Columns(**columns),
+                       None if data.get("rubric") is None else Rubric.from_dict(data["rubric"]))
+        except (TypeError, InputError) as exc:
+            raise InputError(f"{where}: field 'columns' or 'rubric': {exc}") from None
 
 
 def systems_of(prompts: Iterable[ComparisonPrompt]) -> list[str]:

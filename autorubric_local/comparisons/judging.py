@@ -11,7 +11,8 @@ flight), a lease against a second writer, Ray actors with ``EvalConfig.distribut
 The stored sweep's ``rubric_json`` holds the comparison's description
 (:func:`comparison_description`: systems, questions with weights, and each pair's prompt and
 systems; the verdict scale, 3 or 5, a description without one being 3; and each response's
-style counts, :func:`~.style.style_counts`, for style control), so :func:`load_comparison` reads
+style counts, :func:`~.style.style_counts`, for style control; for a comparison joined from
+systems' files, those files, ``system_files``), so :func:`load_comparison` reads
 a stored comparison back from the database alone: one :class:`PairJudgment` per (pair,
 question, judge) with both orders' label probabilities.
 """
@@ -27,7 +28,7 @@ from typing import Any
 
 from autorubric_local.bias.cells import SweepKind, SweepSettings
 from autorubric_local.bias.stored import StoredSweep, SweepChunkReport, run_stored_sweep
-from autorubric_local.comparisons.data import ComparisonPrompt, plan_pairs
+from autorubric_local.comparisons.data import ComparisonPrompt, SystemFiles, plan_pairs
 from autorubric_local.comparisons.preferences import (
     LABELS5,
     arena_hard_counts,
@@ -333,6 +334,7 @@ def run_comparison(
     pairs: Sequence[tuple[str, str]] | None = None,
     system_prompt: str | None = None,
     data_path: str | None = None,
+    system_files: SystemFiles | None = None,
     on_chunk: Callable[[SweepChunkReport], None] | None = None,
     stop: threading.Event | None = None,
     n_way: bool = False,
@@ -359,6 +361,11 @@ def run_comparison(
         Replaces :data:`~.prompts.PAIRWISE_SYSTEM_PROMPT`.
     data_path : str, optional
         Where the prompts came from (stored).
+    system_files : SystemFiles, optional
+        The systems' files the prompts were joined from (:class:`~.data.SystemFiles`), stored in
+        the description as ``system_files`` (:meth:`~.data.SystemFiles.to_dict`), so that ``label
+        select`` can read the responses again; give them by absolute path
+        (:meth:`~.data.SystemFiles.resolved`). A resumed comparison keeps the ones it started with.
     on_chunk, stop
         As for :func:`~autorubric_local.bias.stored.run_stored_sweep`.
     n_way : bool, default False
@@ -397,8 +404,11 @@ def run_comparison(
                                                              questions, scale))
     settings = SweepSettings(kind=SweepKind.COMPARISON, shuffle_options=False, system_prompt=system_prompt,
                              n_bootstrap=0)
-    stored: StoredSweep = run_stored_sweep(items, judges, settings, config, rubric=comparison_description(items, questions),
-                                           data_path=data_path, on_chunk=on_chunk, stop=stop)
+    description = comparison_description(items, questions)
+    if system_files is not None:
+        description["system_files"] = system_files.to_dict()
+    stored: StoredSweep = run_stored_sweep(items, judges, settings, config, rubric=description, data_path=data_path,
+                                           on_chunk=on_chunk, stop=stop)
     path = config.database_path(stored.name)
     result = load_comparison(path, stored.sweep_id)
     return StoredComparison(result.sweep_id, result.name, result.description, result.judge_ids, result.judgments,

@@ -41,7 +41,7 @@ import numpy as np
 
 from autorubric_local.bias.cells import SweepKind, SweepSettings
 from autorubric_local.bias.checkpoint import sweep_plan
-from autorubric_local.comparisons.data import ComparisonPrompt, load_comparisons
+from autorubric_local.comparisons.data import ComparisonPrompt, SystemFiles, load_comparisons
 from autorubric_local.comparisons.judging import StoredComparison, comparison_items
 from autorubric_local.comparisons.prompts import Question
 from autorubric_local.core.errors import InputError
@@ -56,6 +56,7 @@ __all__ = [
     "load_comparison_selection",
     "preference_uncertainty",
     "read_preference_export",
+    "responses_source",
     "save_comparison_selection",
     "write_label_studio",
 ]
@@ -266,46 +267,111 @@ def load_comparison_selection(db: str | Path, comparison: StoredComparison,
                                row["seed"], float(row["mix"]), items, int(settings.get("left_out", 0)))
 
 
-def _prompts_for(comparison: StoredComparison, data: str | Path | None, stored_plan: Mapping[str, Any] | None,
+def responses_source(comparison: StoredComparison, data_path: str | None = None, *, data: str | Path | None = None,
+                     system_files: Sequence[tuple[str, str]] | None = None) -> Path | SystemFiles | None:
+    """Where to read the responses of ``comparison`` for :func:`comparison_selection_rows`.
+
+    Parameters
+    ----------
+    comparison : StoredComparison
+    data_path : str, optional
+        The sweep's stored ``data_path`` (where ``compare`` read a comparison file).
+    data : str or Path, optional
+        A comparison file given now (:func:`~.data.load_comparisons`).
+    system_files : sequence of (str, str), optional
+        ``(system, file)`` per system given now, read as the comparison read its own
+        (:class:`~.data.SystemFiles` with the columns and rubric it stored; ``grade``'s columns
+        and the stand-in rubric for a comparison that stored none).
+
+    Returns
+    -------
+    Path, SystemFiles or None
+        ``data``; else ``system_files``; else the systems' files the comparison stored
+        (``description["system_files"]``); else the stored ``data_path`` when it is a file; else
+        None (nothing to read: :func:`comparison_selection_rows` says so).
+
+    Raises
+    ------
+    InputError
+        Both ``data`` and ``system_files``; a stored systems' file that no longer exists (named,
+        with the comparison); a malformed stored ``system_files``.
+    """
+    if data is not None and system_files:
+        raise InputError("give the comparison file or the systems' files, not both")
+    if data is not None:
+        return Path(data)
+    stored_files = comparison.description.get("system_files")
+    stored = None if stored_files is None else SystemFiles.from_dict(
+        stored_files, where=f"comparison {comparison.name!r}: description")
+    if system_files:
+        return SystemFiles(tuple(system_files), stored.columns if stored else None, stored.rubric if stored else None)
+    if stored is not None:
+        for system, path in stored.files:
+            if not Path(path).is_file():
+                raise InputError(f"{path}: no such file (system {system!r} of comparison {comparison.name!r}); give "
+                                 "the systems' files again (--system NAME=FILE)")
+        return stored
+    path = Path(data_path) if data_path else None
+    return path if path is not None and path.is_file() else None
+
+
+def _prompts_for(comparison: StoredComparison, data: str | Path | SystemFiles | None,
+                 stored_plan: Mapping[str, Any] | None,
                  wanted: Sequence[SelectedComparison]) -> dict[str, ComparisonPrompt]:
-    """The prompts of the wanted comparisons from the comparison file, checked against what was judged."""
-    path = data
-    if path is None:
-        raise InputError(f"comparison {comparison.name!r}: give the comparison file (--data) to show its responses")
-    prompts = {p.prompt_id: p for p in load_comparisons(path)}
+    """The prompts of the wanted comparisons from the comparison file or the systems' files,
+    checked against what was judged."""
+    if data is None:
+        raise InputError(f"comparison {comparison.name!r}: give the comparison file (--data) or the systems' files "
+                         "(--system NAME=FILE) to show its responses")
+    if isinstance(data, SystemFiles):
+        files = dict(data.files)
+        what = "files"
+        prompts = {p.prompt_id: p for p in data.load()}
+    else:
+        files = {}
+        what = "file"
+        prompts = {p.prompt_id: p for p in load_comparisons(data)}
+
+    def where(a: str, b: str) -> str:  # the file or files a comparison's responses come from
+        return ", ".join(dict.fromkeys(files.get(s, "(no file)") for s in (a, b))) if files else str(data)
+
     chosen = []
     for c in wanted:
         prompt = prompts.get(c.prompt_id)
         if prompt is None or c.system_a not in prompt.responses or c.system_b not in prompt.responses:
-            raise InputError(f"{path}: no responses of {c.system_a!r} and {c.system_b!r} to prompt {c.prompt_id!r} "
-                             f"(comparison {c.item_id!r}): not the file comparison {comparison.name!r} judged")
+            raise InputError(f"{where(c.system_a, c.system_b)}: no responses of {c.system_a!r} and {c.system_b!r} to "
+                             f"prompt {c.prompt_id!r} (comparison {c.item_id!r}): not the {what} comparison "
+                             f"{comparison.name!r} judged")
         chosen.append((prompt, c.system_a, c.system_b))
     if stored_plan is not None and chosen:
         questions = [Question(q["name"], q["text"], q["weight"]) for q in comparison.questions]
-        items = comparison_items(chosen, questions)
+        items = comparison_items(chosen, questions, comparison.scale)
         now = sweep_plan(items, [], SweepSettings(kind=SweepKind.COMPARISON, shuffle_options=False,
                                                   n_bootstrap=0))["items"]
         judged = {key: digest for key, digest in stored_plan.get("items", [])}
+        pairs = {c.item_id: (c.system_a, c.system_b) for c in wanted}
         for key, digest in now:
             if key in judged and judged[key] != digest:
-                raise InputError(f"{path}: comparison {key!r} differs from the one comparison {comparison.name!r} "
-                                 "judged (query, reference or a response changed)")
+                raise InputError(f"{where(*pairs[key])}: comparison {key!r} differs from the one comparison "
+                                 f"{comparison.name!r} judged (query, reference or a response changed)")
     return prompts
 
 
 def comparison_selection_rows(comparison: StoredComparison, selection: ComparisonSelection,
-                              data: str | Path | None, plan: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+                              data: str | Path | SystemFiles | None,
+                              plan: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """One row per drawn comparison, for people to label: ``comparison_id``, ``id`` (the prompt),
     ``a``, ``b``, ``winner`` (null, to fill in with ``a``, ``b`` or ``tie``),
     ``inclusion_probability``, ``left_system``, ``query``, ``reference``, ``response_a`` and
-    ``response_b``, with the responses read from the comparison file ``data`` and checked against
+    ``response_b``, with the responses read from ``data`` (a comparison file, or the systems'
+    files, :class:`~.data.SystemFiles`; :func:`responses_source` finds them) and checked against
     the stored plan's item hashes (``plan``: the sweep's ``plan_json``, when known).
 
     Raises
     ------
     InputError
         No ``data``, a file without a drawn comparison's responses, or one whose content differs
-        from what was judged.
+        from what was judged (naming the file, or the two systems' files, and the comparison).
     """
     drawn = selection.drawn
     prompts = _prompts_for(comparison, data, plan, drawn) if drawn else {}
