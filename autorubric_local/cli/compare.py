@@ -133,7 +133,8 @@ def compare(data_path: Path | None, system_files: tuple[tuple[str, str], ...], i
     "sys-b": "..."}} ("reference" optional), or one line per response: {"id": "p1", "system":
     "sys-a", "response": "...", "query": "..."}, or a CSV or Parquet table with a row per
     response (columns id, system, response, query, reference; renamed by --id-column etc.,
-    other columns ignored). Each pair is shown with either system as
+    other columns ignored), or hf:OWNER/NAME[:SPLIT], a Hugging Face dataset in the local cache
+    read as such a table (the [hf] extra; nothing is downloaded). Each pair is shown with either system as
     "Response 1"; the judge's probabilities of 1 / 2 / tie in both orders give the preference
     (their mean, mapped to systems), the MT-Bench swap verdict, and position consistency.
     Systems are ranked by Bradley-Terry with cluster-bootstrap intervals over prompts. Instead

@@ -83,13 +83,13 @@ EXIT_FAILURES = 3
 @click.option("--no-shuffle", is_flag=True, help="Show multi-choice options in their original order.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Grade only the first N items.")
 @click.option("--submission-column", default="submission", show_default=True, metavar="NAME",
-              help="A CSV or Parquet DATA file's column holding the text to grade.")
+              help="A CSV, Parquet or hf: DATA table's column holding the text to grade.")
 @click.option("--id-column", default="id", show_default=True, metavar="NAME",
-              help="A CSV or Parquet DATA file's column of item ids (none: item-<i>).")
+              help="A CSV, Parquet or hf: DATA table's column of item ids (none: item-<i>).")
 @click.option("--query-column", default="query", show_default=True, metavar="NAME",
-              help="A CSV or Parquet DATA file's column of queries (the question each item answers).")
+              help="A CSV, Parquet or hf: DATA table's column of queries (the question each item answers).")
 @click.option("--reference-column", default="reference_submission", show_default=True, metavar="NAME",
-              help="A CSV or Parquet DATA file's column of reference answers.")
+              help="A CSV, Parquet or hf: DATA table's column of reference answers.")
 @click.option("--run", "run_name", default=None, callback=run_name_option,
               help="Name of this run in the database (letters, digits, '.', '_', '-'; at most 128); "
                    "grading again with the same name resumes it.")
@@ -156,8 +156,9 @@ def grade(
     DATA is JSONL or JSON of submissions ({"submission", "id", "query",
     "reference_submission", "metadata", "ground_truth"}), a CSV or Parquet table with a row per
     submission (columns named by --submission-column etc.; the other columns are kept as
-    metadata), or an AutoRubric dataset JSON; a dataset that carries its own rubric can be
-    graded without RUBRIC. Results go to the
+    metadata), hf:OWNER/NAME[:SPLIT], a Hugging Face dataset in the local cache read as such a
+    table (the [hf] extra; nothing is downloaded), or an AutoRubric dataset JSON; a dataset
+    that carries its own rubric can be graded without RUBRIC. Results go to the
     SQLite file --db; after a crash or Ctrl-C, run the same command with the same
     --run NAME to grade only what is missing.
 
@@ -168,6 +169,11 @@ def grade(
     A Parquet (or CSV) file of model outputs whose text is in the column "output":
 
         autorubric-local grade examples/battery_rubric.yaml outputs.parquet --submission-column output
+
+    The test split of a Hugging Face dataset downloaded once (huggingface-cli download
+    acme/answers --repo-type dataset), its text in the column "answer":
+
+        autorubric-local grade examples/battery_rubric.yaml hf:acme/answers:test --submission-column answer
 
     A labelled AutoRubric dataset with its own rubric (then: autorubric-local metrics results.sqlite):
 
@@ -209,7 +215,7 @@ def grade(
       143  stopped by SIGTERM (129: SIGHUP), handled as Ctrl-C; committed chunks are kept
     """
     from autorubric_local.data.submissions import load_grading_data
-    from autorubric_local.data.tables import TABLE_SUFFIXES, Columns
+    from autorubric_local.data.tables import Columns, is_table
     from autorubric_local.runner import EvalConfig, EvalRunner
     from autorubric_local.runner.distributed import RayExecutor
     from autorubric_local.runner.executors import LocalExecutor
@@ -225,7 +231,7 @@ def grade(
     try:
         columns = Columns(submission=submission_column, id=id_column, query=query_column, reference=reference_column)
         dataset = load_grading_data(data_path, rubric, limit=limit, keep_unreadable=True,
-                                    columns=columns if data_path.suffix.lower() in TABLE_SUFFIXES else None)
+                                    columns=columns if is_table(data_path) else None)
         engine = _engine_options(backend, engine_arg, tensor_parallel_size, dtype)
         grader = _make_grader(model, judges_path, permutations, mode, explanation_first, seed, not no_shuffle,
                               contextual_calibration, engine)

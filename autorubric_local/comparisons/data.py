@@ -39,7 +39,8 @@ from autorubric_local.core.errors import InputError
 from autorubric_local.data.dataset import RubricDataset
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import Criterion
-from autorubric_local.data.tables import TABLE_SUFFIXES, Columns, check_columns, is_empty, read_table
+from autorubric_local.data.hub import is_hub_source
+from autorubric_local.data.tables import Columns, check_columns, is_empty, is_table, read_table
 from autorubric_local.data.validation import ProblemCollector, json_type_name, read_text_file
 from autorubric_local.engine.user_text import marker_problem
 
@@ -174,8 +175,8 @@ def load_comparisons(path: str | Path, columns: ComparisonColumns | None = None)
         (``pairs.csv: row 3: column 'system': prompt 'p1' already has a response of 'a'``).
     """
     source = str(path)
-    if Path(path).suffix.lower() in TABLE_SUFFIXES:
-        return _load_table(Path(path), columns or ComparisonColumns())
+    if is_table(path):
+        return _load_table(path, columns or ComparisonColumns())
     text = read_text_file(Path(path))
     problems = ProblemCollector(source)
     prompts: dict[str, ComparisonPrompt] = {}
@@ -210,8 +211,8 @@ def load_comparisons(path: str | Path, columns: ComparisonColumns | None = None)
     return list(prompts.values())
 
 
-def _load_table(path: Path, columns: ComparisonColumns) -> list[ComparisonPrompt]:
-    """The long form from a CSV or Parquet table: each row checked as a long-form line, its
+def _load_table(path: Path | str, columns: ComparisonColumns) -> list[ComparisonPrompt]:
+    """The long form from a table (CSV, Parquet, a cached Hugging Face dataset): each row checked as a long-form line, its
     problems named by row and column (an empty cell is an absent field)."""
     source = str(path)
     header, rows = read_table(path)
@@ -367,14 +368,14 @@ class SystemFiles:
         from autorubric_local.data.submissions import load_grading_data
 
         reading = self.rubric or Rubric([Criterion(name="overall", requirement="Which response is better overall")])
-        named = [(system, path, load_grading_data(path, reading, columns=self.columns if
-                                                  Path(path).suffix.lower() in TABLE_SUFFIXES else None))
+        named = [(system, path, load_grading_data(path, reading, columns=self.columns if is_table(path) else None))
                  for system, path in self.files]
         return prompts_from_datasets(named)
 
     def resolved(self) -> SystemFiles:
         """The same files by absolute path (what a stored comparison remembers)."""
-        return SystemFiles(tuple((system, str(Path(path).resolve())) for system, path in self.files), self.columns,
+        return SystemFiles(tuple((system, path if is_hub_source(path) else str(Path(path).resolve()))
+                                 for system, path in self.files), self.columns,
                            self.rubric)
 
     def to_dict(self) -> dict[str, Any]:

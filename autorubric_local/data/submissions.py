@@ -75,7 +75,7 @@ from autorubric_local.data.dataset import (
 from autorubric_local.data.item import UnreadableItem, _item_from_dict
 from autorubric_local.data.json_file import read_json_dataset
 from autorubric_local.data.jsonl_items import JsonlItems
-from autorubric_local.data.tables import TABLE_SUFFIXES, Columns, table_rows
+from autorubric_local.data.tables import TABLE_SUFFIXES, Columns, is_table, table_rows
 from autorubric_local.data.dataset import _checked_item
 from autorubric_local.data.validation import _duplicate_id, require_field
 
@@ -95,7 +95,9 @@ def load_grading_data(
     Parameters
     ----------
     path : str or Path
-        A ``.jsonl`` / ``.json`` file in one of the layouts of the module docstring.
+        A ``.jsonl`` / ``.json`` file in one of the layouts of the module docstring, a ``.csv``
+        or ``.parquet`` table, or ``hf:OWNER/NAME[:SPLIT]``, a Hugging Face dataset in the local
+        cache read as a table (:mod:`~autorubric_local.data.hub`; the ``[hf]`` extra).
     rubric : Rubric or None
         Rubric to grade with. Required for submissions files; for a dataset file it replaces
         the file's global rubric (per-item rubrics are kept).
@@ -103,7 +105,7 @@ def load_grading_data(
         Load only the first ``limit`` items (a JSONL file, or a ``.json`` array, is read no
         further; a ``.json`` dataset object is read whole, its later items unchecked).
     columns : Columns or None
-        For a ``.csv`` or ``.parquet`` file (:mod:`~autorubric_local.data.tables`): which
+        For a table (:mod:`~autorubric_local.data.tables`: ``.csv``, ``.parquet``, ``hf:``): which
         column holds each field (default: the fields' own names; other columns become the
         item's ``metadata``). Refused for other files.
     keep_unreadable : bool
@@ -124,14 +126,15 @@ def load_grading_data(
         Unreadable file, invalid JSON, a bad or unknown field, duplicate ids, no submissions,
         or no rubric for some item. Each line of the message names the file, line/item and field.
     """
-    path = Path(path)
-    source = str(path)
-    suffix = path.suffix.lower()
-    if suffix in TABLE_SUFFIXES:
+    if is_table(path):
+        source = str(path)
         reading = _ItemReading(source, rubric, keep_unreadable=False, path=None, unit="row")
         for where, value in table_rows(path, columns or Columns(), limit):
             reading.add_item(value, where)
         return reading.dataset()
+    path = Path(path)
+    source = str(path)
+    suffix = path.suffix.lower()
     if columns is not None:
         raise InputError(f"{source}: column names apply to a table ({' or '.join(TABLE_SUFFIXES)} file), "
                          f"not a {suffix or 'suffix-less'} file")

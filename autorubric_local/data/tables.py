@@ -1,4 +1,5 @@
-"""Submissions kept as tables: CSV and Parquet files read for grading (issue 54), and the
+"""Submissions kept as tables: CSV and Parquet files, and cached Hugging Face datasets
+(``hf:OWNER/NAME[:SPLIT]``, :mod:`~autorubric_local.data.hub`), read for grading (issue 54), and the
 reading of any table (:func:`read_table`, :func:`check_columns`) that ``compare``'s tables of
 responses (:mod:`autorubric_local.comparisons.data`) share.
 
@@ -26,11 +27,18 @@ from pathlib import Path
 from typing import Any
 
 from autorubric_local.core.errors import InputError
+from autorubric_local.data.hub import hub_rows, is_hub_source
 
-__all__ = ["TABLE_SUFFIXES", "Columns", "check_columns", "is_empty", "read_table", "table_rows"]
+__all__ = ["TABLE_SUFFIXES", "Columns", "check_columns", "is_empty", "is_table", "read_table", "table_rows"]
 
 TABLE_SUFFIXES = (".csv", ".parquet")
 """Suffixes read as tables (case-insensitive)."""
+
+def is_table(source: str | Path) -> bool:
+    """Whether ``source`` is read as a table: a file with a suffix of :data:`TABLE_SUFFIXES`, or a
+    cached Hugging Face dataset (``hf:OWNER/NAME[:SPLIT]``, :func:`~.hub.is_hub_source`)."""
+    return Path(source).suffix.lower() in TABLE_SUFFIXES or is_hub_source(source)
+
 
 PARQUET_BATCH_ROWS = 1024
 """Rows read a record batch at a time from a Parquet file."""
@@ -63,8 +71,8 @@ class Columns:
                 "reference_submission": self.reference}
 
 
-def table_rows(path: Path, columns: Columns, limit: int | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(where, submission object)`` for each row of the CSV or Parquet file ``path``, in
+def table_rows(path: Path | str, columns: Columns, limit: int | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, submission object)`` for each row of the table ``path`` (:func:`read_table`), in
     order, at most ``limit``: the object has the fields :class:`Columns` maps (a field whose
     cell is empty or null is left out, except ``submission``) and ``metadata``, the row's other
     columns (null cells left out; Parquet values as pyarrow gives them in Python).
@@ -116,19 +124,24 @@ def is_empty(cell: Any) -> bool:
     return cell is None or cell == "" or (isinstance(cell, float) and math.isnan(cell))
 
 
-def read_table(path: Path) -> tuple[list[str], Iterator[dict[str, Any]]]:
-    """The header of the CSV or Parquet file ``path`` and its rows (column -> cell), read lazily.
+def read_table(path: Path | str) -> tuple[list[str], Iterator[dict[str, Any]]]:
+    """The header of the CSV or Parquet file ``path`` (or the cached Hugging Face dataset it
+    names, :func:`~.hub.hub_rows`) and its rows (column -> cell), read lazily.
 
     CSV cells are text (``""`` when empty); Parquet cells are what pyarrow gives in Python
-    (``None`` when null). Blank CSV lines are skipped.
+    (``None`` when null), a dataset's what ``datasets`` gives. Blank CSV lines are skipped.
 
     Raises
     ------
     InputError
         Another suffix, a file that cannot be read as its format, a CSV header naming a column
         twice; while iterating, a CSV row with more or fewer cells than the header, or a file
-        unreadable further on (the message names the file and the row or line).
+        unreadable further on (the message names the file and the row or line); a dataset
+        :func:`~.hub.hub_rows` refuses.
     """
+    if is_hub_source(path):
+        return hub_rows(path)
+    path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return _csv_rows(path)
