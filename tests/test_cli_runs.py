@@ -67,6 +67,23 @@ def test_a_finished_run_is_answered_from_the_database_without_a_judge(
     assert len(stored(db_path, "select id from runs")) == 1
 
 
+def test_a_changed_run_is_refused_before_a_judge_loads(
+    graded: tuple[Path, Result], runner: CliRunner, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run is claimed and its content checked before the library loads the judges (grade
+    used to load them first, then learn that the run had changed)."""
+    db_path, _ = graded
+
+    def no_loading(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a judge was loaded for a run that cannot resume")
+
+    monkeypatch.setattr("autorubric_local.graders.criterion_grader.load_engine", no_loading)
+    changed = invoke_grade(runner, RUBRIC_FILE, DATA_FILE, "--model", tiny_model_dir, "--db", db_path, "--limit", "3",
+                           "--seed", "5", "--run", "runs-test")
+    assert changed.exit_code == 1, changed.output
+    assert "run 'runs-test'" in changed.stderr and "cannot be resumed" in changed.stderr
+
+
 def test_runs_lists_the_run_with_items_and_mean_score(graded: tuple[Path, Result], runner: CliRunner) -> None:
     db_path, _ = graded
     table = invoke(runner, "runs", "--db", db_path)
