@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import math
+from pathlib import Path
 
 import pytest
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import Criterion, CriterionOption
-from autorubric_local.data.dataset import RubricDataset
+from autorubric_local.data.dataset import DataItem, RubricDataset
 from autorubric_local.engine.base import LabelScores
 from autorubric_local.engine.requests import render_spans
 from autorubric_local.engine.scripted import ScriptedEngine
@@ -157,10 +158,42 @@ def test_per_item_refuses_what_it_is_not_built_for(kwargs, named):
     assert named in str(raised.value)
 
 
-def test_the_runner_refuses_per_item_before_storing():
-    dataset = RubricDataset(prompt="Q", rubric=Rubric(CRITERIA))
-    with pytest.raises(InputError, match=r"per_item runs are not stored yet \(issue 53\)"):
-        EvalRunner(dataset, _per_item_grader(ScriptedEngine()))
+def _dataset(n: int) -> RubricDataset:
+    return RubricDataset(prompt="Capital of France?", rubric=Rubric(CRITERIA), items=[
+        DataItem(submission=f"Answer {i}: {'Paris' if i % 2 else 'Lyon'}.", description="", id=f"s{i}")
+        for i in range(n)])
+
+
+def _votes(result) -> list[tuple[str, list[tuple[str | None, float | None]]]]:
+    return [(r.item_id, [(c.final_verdict and c.final_verdict.value, c.final_multi_choice_verdict and
+                          c.final_multi_choice_verdict.selected_index) for c in r.report.report])
+            for r in sorted(result.item_results, key=lambda r: r.item_id)]
+
+
+def test_a_stored_per_item_run_resumes_to_what_one_pass_in_memory_grades(tmp_path):
+    from autorubric_local.runner import EvalConfig, EvalInterruptedError
+
+    dataset = _dataset(5)
+    config = EvalConfig(db_path=tmp_path / "r.sqlite", experiment_name="one-call", chunk_judgments=3,
+                        show_progress=False)
+    runner = EvalRunner(dataset, _per_item_grader(ScriptedEngine(policy=_policy)), config,
+                        on_chunk=lambda chunk: runner.stop() if chunk.chunk_index == 1 else None)
+    with pytest.raises(EvalInterruptedError):
+        runner.run_sync()
+    resumed = EvalRunner(dataset, _per_item_grader(ScriptedEngine(policy=_policy)), config).run_sync()
+    assert resumed.resumed_items == 2  # chunk_judgments=3 < 3 criteria a item: one item a chunk
+    whole = EvalRunner(dataset, _per_item_grader(ScriptedEngine(policy=_policy)),
+                       EvalConfig(db_path=tmp_path / "w.sqlite", show_progress=False)).run_sync()
+    assert _votes(resumed) == _votes(whole)
+    in_memory = [asyncio.run(_per_item_grader(ScriptedEngine(policy=_policy)).grade(
+        item.submission, CRITERIA, query=dataset.prompt)) for item in dataset.items]
+    assert [[(c.final_verdict and c.final_verdict.value) for c in report.report] for report in in_memory] == [
+        [v for v, _ in votes] for _, votes in _votes(whole)]
+    assert [report.score for report in in_memory] == [r.report.score for r in sorted(
+        whole.item_results, key=lambda r: r.item_id)]
+    with pytest.raises(InputError, match="cannot be resumed"):  # the run's settings say per_item
+        EvalRunner(dataset, CriterionGrader(llm_config=LLMConfig(model="scripted", engine=ScriptedEngine(
+            policy=_policy))), config).run_sync()
 
 
 def test_each_judge_of_a_panel_votes_its_own_rounds():
@@ -174,3 +207,29 @@ def test_each_judge_of_a_panel_votes_its_own_rounds():
     assert votes == [[("a", "MET"), ("b", "UNMET")], [("a", "UNMET"), ("b", "UNMET")]]
     assert report.report[1].final_verdict.value == "UNMET"  # both judges agree
     assert len(a.history) == len(b.history) == 2
+
+
+def test_grade_llm_calls_per_item_stores_a_single_call_run(tmp_path, monkeypatch):
+    import json
+
+    import sqlite_utils
+    from click.testing import CliRunner
+
+    from autorubric_local.cli import main
+    from autorubric_local.graders import criterion_grader
+
+    engines: list[ScriptedEngine] = []
+    monkeypatch.setattr(criterion_grader, "load_engine",
+                        lambda config: engines.append(ScriptedEngine(policy=_policy)) or engines[-1])
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    done = CliRunner().invoke(main, ["grade", str(examples / "battery_rubric.yaml"),
+                                     str(examples / "battery_submissions.jsonl"), "--llm-calls", "per_item",
+                                     "--limit", "2", "--db", str(tmp_path / "r.sqlite"), "--json", "--no-progress"])
+    assert done.exit_code == 0, done.output
+    rubric = Rubric.from_file(str(examples / "battery_rubric.yaml"))
+    history = engines[0].history
+    assert len(history) == 2 * len(rubric.rubric)  # one request per item and round
+    assert all(f"on each of these {len(rubric.rubric)} criteria" in r.prefix for r in history)
+    (run,) = sqlite_utils.Database(tmp_path / "r.sqlite")["runs"].rows
+    assert json.loads(run["grader_json"])["llm_calls"] == "per_item"
+    assert [len(item["criteria"]) for item in json.loads(done.stdout)] == [len(rubric.rubric)] * 2

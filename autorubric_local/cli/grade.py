@@ -74,6 +74,10 @@ EXIT_FAILURES = 3
               help="SQLite file for results (new, empty, or an autorubric-local database).")
 @click.option("--mode", type=click.Choice(["score", "explain"]), default="score", show_default=True,
               help="score: verdicts from label probabilities; explain: also write explanations.")
+@click.option("--llm-calls", type=click.Choice(["per_criterion", "per_item"]), default="per_criterion",
+              show_default=True,
+              help="per_item: one prompt per item and judge with the whole rubric, its verdicts read in turn "
+                   "(AutoRubric's single-call grading; score mode, local judges).")
 @click.option("--explanation-first/--verdict-first", default=True, show_default=True,
               help="In explain mode, reason before the verdict (the verdict is read after the explanation), or give "
                    "the verdict first (score mode's verdict) and explain it after.")
@@ -128,6 +132,7 @@ def grade(
     permutations: str | None,
     db_path: Path,
     mode: str,
+    llm_calls: str,
     explanation_first: bool,
     seed: int | None,
     no_shuffle: bool,
@@ -234,7 +239,7 @@ def grade(
                                     columns=columns if is_table(data_path) else None)
         engine = _engine_options(backend, engine_arg, tensor_parallel_size, dtype)
         grader = _make_grader(model, judges_path, permutations, mode, explanation_first, seed, not no_shuffle,
-                              contextual_calibration, engine)
+                              contextual_calibration, engine, llm_calls)
         config = EvalConfig(db_path=db_path, experiment_name=run_name, resume=resume,
                             chunk_judgments=chunk_judgments, chunk_seconds=chunk_seconds, show_progress=not no_progress,
                             distributed=distributed)
@@ -339,6 +344,7 @@ def _make_grader(
     shuffle: bool,
     contextual_calibration: bool = False,
     engine: dict[str, Any] | None = None,
+    llm_calls: str = "per_criterion",
 ) -> CriterionGrader:
     """The grader of this command's options (the one place a grader is built).
 
@@ -371,6 +377,7 @@ def _make_grader(
         seed=seed,
         shuffle_options=shuffle,
         contextual_calibration=contextual_calibration,
+        llm_calls=llm_calls,  # type: ignore[arg-type]
         **kwargs,
     )
 

@@ -422,6 +422,8 @@ class CriterionGrader:
             "ordinal_aggregation": self.ordinal_aggregation,
             "nominal_aggregation": self.nominal_aggregation,
             "mode": self.mode.value,
+            # Only when per_item, so the content hash of per-criterion runs is what it always was.
+            **({"llm_calls": self.llm_calls} if self.llm_calls != "per_criterion" else {}),
             # Only explain mode reads it; score-mode runs keep False, as before the default turned.
             "explanation_first": self.explanation_first and self.mode is JudgeMode.EXPLAIN,
             "auto_na_option": self.auto_na_option,

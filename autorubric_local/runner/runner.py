@@ -151,9 +151,6 @@ class EvalRunner:
         on_chunk: Callable[[ChunkReport], None] | None = None,
         executor: ChunkExecutor | None = None,
     ) -> None:
-        if getattr(grader, "llm_calls", "per_criterion") == "per_item":
-            raise InputError("EvalRunner: per_item runs are not stored yet (issue 53); grade in memory with "
-                             "CriterionGrader.grade / grade_inputs, or use llm_calls='per_criterion'")
         self.dataset = dataset
         self.grader = grader
         self.config = config or EvalConfig()
