@@ -396,3 +396,62 @@ def test_a_comparison_stored_without_a_scale_is_read_as_three_point(db_path: Pat
     query = "select * from comparison_pairs where comparison_name = 'cmp' order by item_index, criterion_index"
     assert rows(copy, "select json_extract(rubric_json, '$.scale') as s from sweeps where name = 'cmp'") == [{"s": None}]
     assert rows(copy, query) == rows(db_path, query) and len(rows(copy, query)) == 12
+
+
+# ------------------------------------------------------------------------------ N-way (migration 17)
+
+NWAY_P = [math.exp(v) for v in log_softmax([0.0, 1.0, 2.0])]
+"""The nway judge's probability of slots 1, 2, 3 in every rotation: slot 3 always chosen."""
+
+
+def test_each_nway_judgment_shows_its_systems_slots_and_probabilities_as_the_library_reads_them(
+        db_path: Path) -> None:
+    shown = rows(db_path, "select * from comparison_slot_judgments where comparison_name = 'nway' "
+                          "order by item_index, rotation, slot")
+    assert len(shown) == 2 * 3 * 3  # prompts x rotations x slots
+    assert [r["probability"] for r in shown] == pytest.approx(NWAY_P * 6, abs=1e-12)
+    assert [r["chosen"] for r in shown] == [0, 0, 1] * 6 and {r["n_systems"] for r in shown} == {3}
+    for judgment in load_comparison(db_path, "nway").nway:
+        for rotation, probabilities in enumerate(judgment.rotations):
+            mine = {r["system"]: r["probability"] for r in shown
+                    if r["item_id"] == judgment.item_id and r["rotation"] == rotation}
+            assert mine == pytest.approx(probabilities, abs=1e-12)  # each system in the slot the library maps it to
+    first = {(r["slot"], r["system"]) for r in shown if r["item_index"] == 0}
+    assert first == {(slot, system) for slot in (1, 2, 3) for system in QUALITY}  # each system in each slot once
+    assert rows(db_path, "select count(*) as n from comparison_slot_judgments where comparison_name != 'nway'")[0][
+        "n"] == 0  # pairwise comparisons are migration 16's
+
+
+def test_each_system_gets_the_balanced_preference_and_is_chosen_once(db_path: Path) -> None:
+    found = rows(db_path, "select * from comparison_nway_preferences order by item_index, system")
+    assert len(found) == 2 * 3
+    assert all(r["rotations_judged"] == 3 and r["times_chosen"] == 1 and r["chosen_in_slots"] == "3" for r in found)
+    assert [r["preference"] for r in found] == pytest.approx([sum(NWAY_P) / 3] * 6, abs=1e-12)  # each slot once
+    library = {(j.item_id, s): p for j in load_comparison(db_path, "nway").nway for s, p in j.preference.items()}
+    assert {(r["item_id"], r["system"]): r["preference"] for r in found} == pytest.approx(library, abs=1e-12)
+
+
+def test_slot_choices_show_the_pull_to_slot_3(db_path: Path) -> None:
+    found = canned(db_path, "nway_slot_choices", comparison="nway")
+    assert [(r["slot"], r["chosen"], r["judgments"], r["share"]) for r in found] == [
+        (1, 0, 6, 0.0), (2, 0, 6, 0.0), (3, 6, 6, 1.0)]
+    assert found[0]["share_without_bias"] == pytest.approx(1 / 3)
+    assert canned(db_path, "nway_slot_choices", comparison="cmp") == []
+    db = open_db(db_path)
+    tables = browse_metadata(db, "results")["databases"]["results"]["tables"]
+    db.close()
+    assert tables["comparison_slot_judgments"]["facets"] == ["comparison_name", "question", "judge_id"]
+    for view in ("comparison_slot_judgments", "comparison_nway_preferences"):
+        assert tables[view]["title"] == DESCRIPTIONS[view][0]
+
+
+def test_a_failed_nway_rotation_is_null_and_leaves_no_preference(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    engine, spec = judge(lambda request: log_softmax([0.0, 1.0, 2.0]))
+    engine.enqueue_scores(FAILURE)
+    run_comparison(PROMPTS[:1], [spec], config=config(path, "nway"), n_way=True)
+    failed = rows(path, "select * from comparison_slot_judgments where error is not null")
+    assert len(failed) == 3 and {(r["probability"], r["chosen"]) for r in failed} == {(None, None)}
+    found = rows(path, "select * from comparison_nway_preferences")
+    assert {(r["rotations_judged"], r["preference"]) for r in found} == {(2, None)}
+    assert sum(r["times_chosen"] for r in found) == 2

@@ -61,6 +61,14 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
                                              "both slot orders: P(a better), P(tie), P(b better) from each order and "
                                              "their mean, each order's winner, and whether the two orders are "
                                              "position-consistent."),
+    "comparison_slot_judgments": ("N-way comparison slots", "One row per judgment of an N-way comparison "
+                                                           "(autorubric-local compare --n-way), rotation and slot: "
+                                                           "the system shown in the slot, the judge's probability "
+                                                           "that it is the best, and whether it was chosen."),
+    "comparison_nway_preferences": ("N-way comparison preferences", "One row per N-way comparison, prompt, question, "
+                                                                    "judge and system: its mean probability of being "
+                                                                    "the best over the N rotations (the balanced "
+                                                                    "preference) and how often it was chosen."),
     "sweeps": ("Position-bias sweeps", "One row per sweep: kind, status, settings, judges and rubric."),
     "sweep_judgments": ("Sweep judgments", "One row per sweep judgment and option rotation."),
     "sweep_scores": ("Sweep scores", "One row per sweep item, criterion, judge and variant: LLM, choice and Grade "
@@ -163,6 +171,19 @@ select comparison_name, prompt_id, question, judge_id, system_a, system_b, winne
 from comparison_pairs
 where {_COMPARISON.format(column="comparison_name")} and consistent = 0
 order by comparison_name, judge_id, criterion_index, item_index""",
+    },
+    "nway_slot_choices": {
+        "title": "Slot choices of N-way comparison judges",
+        "description": "Per N-way comparison, judge, question and slot, over the judgments with a choice: the share "
+                       "that chose the slot. With every system in every slot once, a judge without position bias "
+                       "chooses each slot 1/N of the time. Leave comparison blank for every comparison.",
+        "sql": f"""
+select comparison_name, judge_id, question, slot, n_systems, sum(chosen) as chosen, count(*) as judgments,
+       1.0 * sum(chosen) / count(*) as share, 1.0 / n_systems as share_without_bias
+from comparison_slot_judgments
+where {_COMPARISON.format(column="comparison_name")} and chosen is not null
+group by sweep_id, judge_id, criterion_index, slot
+order by comparison_name, judge_id, criterion_index, slot""",
     },
     "comparison_position_consistency": {
         "title": "Position consistency of comparison judges",

@@ -114,6 +114,10 @@ Tables (units in column names):
   ``comparison_judgments`` (one row per judgment and slot order) and ``comparison_pairs`` (one
   row per comparison, question, judge and pair judged in both orders). Views only: no data
   changes.
+- Migration 17, N-way comparisons you can browse: the views of :data:`NWAY_VIEWS` over an N-way
+  comparison's ``sweep_judgments`` (``compare --n-way``): ``comparison_slot_judgments`` (one row
+  per judgment, rotation and slot) and ``comparison_nway_preferences`` (one row per comparison,
+  prompt, question, judge and system). Views only: no data changes.
 - ``run_leases`` (migration 5): the lease of a run being written, at most one per run:
   ``run_id`` (primary key), ``owner`` (``<host>:<pid>:<random hex>``, one per writer), ``pid``
   and ``host`` of the writing process, ``acquired_utc`` and ``heartbeat_utc`` (renewed with
@@ -619,6 +623,57 @@ def _migration_16(db: sqlite_utils.Database) -> None:
         db.create_view(name, sql, replace=True)
 
 
+_COMPARISON_NWAY_ONLY = "json_extract(s.rubric_json, '$.mode') = 'nway'"
+
+NWAY_VIEWS: dict[str, str] = {
+    "comparison_slot_judgments": f"""
+        select s.name as comparison_name, j.sweep_id, j.item_index, j.item_id,
+               json_extract(p.value, '$.prompt_id') as prompt_id, json_array_length(p.value, '$.systems') as n_systems,
+               j.criterion_index, json_extract(q.value, '$.name') as question, j.judge_id, j.rotation,
+               k.key + 1 as slot,
+               json_extract(p.value, '$.systems[' || json_extract(j.option_order_json, '$[' || k.key || ']') || ']')
+                   as system,
+               case when j.error is null and coalesce(j.probabilities_json, '') != ''
+                    then json_extract(j.probabilities_json, '$[' || k.key || ']') end as probability,
+               case when j.error is not null or j.chosen_position is null then null
+                    else j.chosen_position = k.key end as chosen,
+               j.error
+        from sweeps s
+        cross join json_each(s.rubric_json, '$.questions') q
+        cross join json_each(s.rubric_json, '$.pairs') p
+        cross join sweep_judgments j
+        cross join json_each(p.value, '$.systems') k
+        where s.kind = 'comparison' and json_extract(s.rubric_json, '$.format') = '{_COMPARISON_FORMAT}'
+          and {_COMPARISON_NWAY_ONLY}
+          and j.sweep_id = s.id and j.item_id = json_extract(p.value, '$.item_id') and j.criterion_index = q.key
+          and j.variant = 'base' and j.rotation < json_array_length(p.value, '$.systems')""",
+    "comparison_nway_preferences": """
+        select comparison_name, sweep_id, item_index, item_id, prompt_id, n_systems, criterion_index, question,
+               judge_id, system,
+               count(probability) as rotations_judged,
+               case when count(probability) = n_systems and count(distinct rotation) = n_systems
+                    then avg(probability) end as preference,
+               sum(chosen) as times_chosen,
+               group_concat(case when chosen then slot end) as chosen_in_slots
+        from comparison_slot_judgments
+        group by sweep_id, item_id, criterion_index, judge_id, system""",
+}
+"""The views of migration 17 (name -> select), for browsing an N-way comparison (``compare --n-way``:
+each prompt's N systems shown at once, in each of the N rotations of the slots; a pairwise
+comparison has no rows): ``comparison_slot_judgments`` (one row per judgment, rotation and slot:
+the system shown in the slot, the judge's stored probability that the slot's answer is the best,
+NULL for a failed judgment, and whether it was the chosen, most probable, slot) and
+``comparison_nway_preferences`` (one row per comparison, prompt, question, judge and system: the
+rotations judged, the balanced preference, the mean of its probabilities over the N rotations as
+:attr:`~autorubric_local.comparisons.judging.NWayJudgment.preference` gives it, NULL until all N
+rotations have probabilities, and how often and in which slots it was chosen)."""
+
+
+def _migration_17(db: sqlite_utils.Database) -> None:
+    for name, sql in NWAY_VIEWS.items():
+        db.create_view(name, sql, replace=True)
+
+
 MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...] = (
     (1, "runs, items, judgments", _migration_1),
     (2, "runner checkpoints (item reports, content hash)", _migration_2),
@@ -637,6 +692,8 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[sqlite_utils.Database], None]], ...]
     (15, "selections of comparisons to label, with inclusion probabilities and the side each response is shown",
      _migration_15),
     (16, "comparison views: each judgment's slots and each pair's preference in both orders", _migration_16),
+    (17, "N-way comparison views: each judgment's slots and each system's preference over the rotations",
+     _migration_17),
 )
 """Every migration, in order: ``(number, name, function)``; numbers are 1, 2, 3, ... ."""
 

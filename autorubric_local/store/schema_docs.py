@@ -64,6 +64,12 @@ TABLES: dict[str, str] = {
     "comparison_pairs": "One row per comparison, question, judge and pair of systems judged in both slot orders: "
     "each order's preference mapped to systems, their mean and position consistency "
     "(`comparisons/preferences.py`).",
+    "comparison_slot_judgments": "One row per judgment of an N-way comparison (`compare --n-way`), rotation and "
+    "slot: the system shown in the slot and the judge's probability that its response is the best. Pairwise "
+    "comparisons have no rows.",
+    "comparison_nway_preferences": "One row per N-way comparison, prompt, question, judge and system: the mean "
+    "over the N rotations of its probability of being the best (`NWayJudgment.preference`) and how often it was "
+    "chosen.",
 }
 """Table and view name -> what one row is."""
 
@@ -98,6 +104,13 @@ _COMPARISON_COLUMNS: dict[str, str] = {
     "criterion_index": "0-based index of the question in the comparison's questions.",
     "question": "The question's name: `overall`, or a rubric criterion's.",
     "judge_id": _JUDGE_ID,
+}
+
+_NWAY_COLUMNS: dict[str, str] = {
+    **{k: v for k, v in _COMPARISON_COLUMNS.items() if k not in ("scale", "system_a", "system_b")},
+    "item_index": "0-based position of the prompt's N-way item in the comparison.",
+    "item_id": "The prompt's N-way item id in the sweep.",
+    "n_systems": "N: the systems shown at once (and the rotations of the slots).",
 }
 
 COLUMNS: dict[str, dict[str, str]] = {
@@ -483,6 +496,27 @@ COLUMNS: dict[str, dict[str, str]] = {
         "direction of `label`, `collapsed_verdict`); NULL on a failed judgment.",
         "label": "5-point scale: the most probable label, ties going to the one nearest `1=2` (`hard_label`).",
         "error": "Why the judgment failed, else NULL.",
+    },
+    "comparison_slot_judgments": {
+        **_NWAY_COLUMNS,
+        "rotation": "0 to N - 1: which rotation of the slots (rotation 0 shows the systems in the order of "
+        "`sweeps.rubric_json`'s entry).",
+        "slot": "1-based slot (Response 1 ... Response N).",
+        "system": "The system whose response is shown in the slot (`sweep_judgments.option_order_json`).",
+        "probability": "The judge's stored probability that the slot's response is the best, as "
+        "`NWayJudgment.rotations` reads it (not renormalised); NULL on a failed judgment.",
+        "chosen": "1 when this slot was the most probable (`sweep_judgments.chosen_position`), 0 otherwise; NULL "
+        "on a failed judgment.",
+        "error": "Why the judgment failed, else NULL.",
+    },
+    "comparison_nway_preferences": {
+        **_NWAY_COLUMNS,
+        "system": "One of the prompt's systems.",
+        "rotations_judged": "Rotations with probabilities (N when none failed).",
+        "preference": "Balanced preference: the mean over the N rotations of the system's probability, each system "
+        "in each slot once (`NWayJudgment.preference`); NULL until all N rotations have probabilities.",
+        "times_chosen": "Rotations in which the system was the most probable.",
+        "chosen_in_slots": "The slots (1-based, comma-separated) in which it was chosen; NULL when never.",
     },
     "comparison_pairs": {
         **_COMPARISON_COLUMNS,
