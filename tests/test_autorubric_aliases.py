@@ -156,7 +156,7 @@ def test_judge_model_config_is_llm_config() -> None:
 @pytest.mark.parametrize(("arguments", "message"), [
     ({"binary_response_format": CriterionJudgment}, "binary_response_format is not supported: .*grammar"),
     ({"multi_choice_response_format": CriterionJudgment}, "multi_choice_response_format is not supported"),
-    ({"escalation": object()}, r"escalation \(a live confidence cascade.*not supported yet"),
+    ({"escalation": object()}, r"escalation must be an EscalationConfig \(or None\), got object"),
     ({"llm_calls": "per_item", "mode": "explain"}, "llm_calls='per_item' does not work with mode='explain'"),
     ({"llm_calls": "per_rubric"}, "llm_calls must be one of per_criterion, per_item, got 'per_rubric'"),
 ])

@@ -47,13 +47,19 @@ from pydantic import BaseModel, ConfigDict
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.reports import (
     EnsembleCriterionReport,
-    EnsembleEvaluationReport,
     JudgeVote,
     MultiChoiceJudgeVote,
 )
-from autorubric_local.core.scoring import raw_and_normalized
 from autorubric_local.core.types import CannotAssessConfig, Criterion, CriterionVerdict, LLMCalls
-from autorubric_local.graders.escalation import EscalationConfig, check_threshold
+from autorubric_local.graders.escalation import (
+    EscalationConfig,
+    abstains,
+    cascade_report,
+    check_threshold,
+    escalated_criterion,
+    escalated_indices,
+    escalates,
+)
 from autorubric_local.runner.results import EvalResult, EvalTimingStats, ItemResult
 
 if TYPE_CHECKING:
@@ -165,32 +171,6 @@ class EscalationCurve(BaseModel):
 # ------------------------------------------------------------------------------- replay
 
 
-def first_stage_vote(report: EnsembleCriterionReport) -> Vote | None:
-    """The first stage's one vote on a criterion (None when it has none: a failed grade)."""
-    votes: Sequence[Vote] = report.votes or report.multi_choice_votes
-    return votes[0] if len(votes) == 1 else None
-
-
-def escalates(report: EnsembleCriterionReport, threshold: float) -> bool:
-    """Whether a cascade escalates the first stage's criterion ``report``: its vote failed
-    (or it has none), abstained (``CANNOT_ASSESS``, an NA option), or its confidence is below
-    ``threshold`` (a vote without probabilities has no confidence: it is escalated only at a
-    threshold above 0)."""
-    vote = first_stage_vote(report)
-    if report.error is not None or vote is None or vote.error is not None or _abstains(vote):
-        return True
-    confidence = vote.confidence
-    if confidence is None:
-        return threshold > 0.0
-    return confidence < threshold
-
-
-def _abstains(vote: Vote) -> bool:
-    if isinstance(vote, JudgeVote):
-        return vote.verdict == CriterionVerdict.CANNOT_ASSESS
-    return vote.na or vote.selected_index is None
-
-
 def replay_escalation(
     dm_result: EvalResult,
     llm_result: EvalResult,
@@ -283,34 +263,17 @@ def _replayed_item(dm_item: ItemResult, llm_item: ItemResult, threshold_of: Any,
     if len(llm_reports) != len(dm_reports) or any(
             a.criterion.requirement != b.criterion.requirement for a, b in zip(dm_reports, llm_reports, strict=False)):
         raise InputError(f"item {dm_item.item_id!r}: the runs graded different criteria")
-    reports: list[EnsembleCriterionReport] = []
-    escalated = 0
-    for dm_report, llm_report in zip(dm_reports, llm_reports, strict=True):
-        if len(dm_report.votes) + len(dm_report.multi_choice_votes) > 1:
-            raise InputError(f"item {dm_item.item_id!r}: dm_result has more than one vote on "
-                             f"{dm_report.criterion.name or dm_report.criterion.requirement!r}: the first stage "
-                             "is one judge")
-        if not escalates(dm_report, threshold_of(dm_report.criterion.name)):
-            reports.append(dm_report)
-            continue
-        escalated += 1
-        vote = first_stage_vote(dm_report)
-        update: dict[str, Any] = {"escalated": True}
-        if isinstance(vote, JudgeVote):
-            update["votes"] = [*llm_report.votes, vote.model_copy(update={"superseded": True})]
-        elif isinstance(vote, MultiChoiceJudgeVote):
-            update["multi_choice_votes"] = [*llm_report.multi_choice_votes, vote.model_copy(update={"superseded": True})]
-        reports.append(llm_report.model_copy(update=update))  # its agreement stays the deciding votes'
+    chosen = escalated_indices(dm_reports, threshold_of, f"item {dm_item.item_id!r} of dm_result")
+    reports = [escalated_criterion(dm_report, llm_reports[k]) if k in chosen else dm_report
+               for k, dm_report in enumerate(dm_reports)]
+    escalated = len(chosen)
     share = (escalated / len(dm_reports)) if llm_calls == "per_criterion" else float(escalated > 0)
-    raw, normalized = raw_and_normalized(reports, config)
     dm_cost, llm_cost = dm_item.report.completion_cost, llm_item.report.completion_cost
     cost = None if dm_cost is None and llm_cost is None else (dm_cost or 0.0) + share * (llm_cost or 0.0)
-    judge_scores = {**(dm_item.report.judge_scores or {}), **(llm_item.report.judge_scores or {})}
-    agreements = [r.agreement for r in reports]
-    report = EnsembleEvaluationReport(
-        score=normalized if normalize else raw, raw_score=raw, llm_raw_score=raw, report=reports,
-        judge_scores=judge_scores, mean_agreement=sum(agreements) / len(agreements),
-        cannot_assess_count=sum(1 for r in reports if r.is_na), completion_cost=cost,
+    report = cascade_report(
+        reports, config, normalize,
+        judge_scores={**(dm_item.report.judge_scores or {}), **(llm_item.report.judge_scores or {})},
+        completion_cost=cost,
         device_seconds=(dm_item.report.device_seconds or 0.0) + share * (llm_item.report.device_seconds or 0.0))
     seconds = dm_item.duration_seconds + share * llm_item.duration_seconds
     return ItemResult(dm_item.item_idx, dm_item.item, report, seconds, item_id=dm_item.item_id)
@@ -417,7 +380,7 @@ def _label(truth: list[Any] | None, k: int, criterion: Criterion) -> Prediction:
 
 
 def _vote_prediction(vote: Vote) -> Prediction:
-    if vote.error is not None or _abstains(vote):
+    if vote.error is not None or abstains(vote):
         return None
     return vote.verdict if isinstance(vote, JudgeVote) else vote.selected_index
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import math
 import secrets
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ from autorubric_local.core.errors import InputError
 from autorubric_local.core.penalty import (
     LengthPenalty,
     ToGradeInput,
+    compute_length_penalty,
     normalize_to_grade_input,
 )
 from autorubric_local.core.reports import (
@@ -46,8 +46,10 @@ from autorubric_local.graders.assembly import (
     binary_vote,
     choice_criterion_report,
     combined_choice_vote,
+    completion_cost,
     evaluation_report,
     judge_criterion_report,
+    token_usage,
     with_reasoning,
 )
 from autorubric_local.graders.content_free import (
@@ -58,6 +60,12 @@ from autorubric_local.graders.content_free import (
     check_content_free_inputs,
     estimate_priors,
     plan_content_free,
+)
+from autorubric_local.graders.escalation import (
+    EscalationConfig,
+    cascade_report,
+    escalated_criterion,
+    escalated_indices,
 )
 from autorubric_local.graders.execution import (
     ENGINE_FAILURES,
@@ -86,38 +94,12 @@ from autorubric_local.graders.planning import (
     judgments_per_judge,
     plan_tasks,
 )
+from autorubric_local.graders.judge_spec import JudgeSpec
 from autorubric_local.graders.per_item import PerItemInput, per_item_parts, score_per_item
 from autorubric_local.graders.prompts import PromptParts, render_item
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.judges.engines import load_engine, release_held, was_released
 from autorubric_local.judges.memory import check_explicit_shares, with_memory_shares
-
-
-@dataclass(frozen=True)
-class JudgeSpec:
-    """One judge of an ensemble: ``JudgeSpec(LLMConfig(...), "judge-id", weight=1.0)``.
-
-    Judges may be different models, or one model with different prompts: ``system_prompt``
-    (extension) replaces the grader's system prompt for this judge only. Judges whose
-    ``llm_config`` load the same model share one engine and one engine workload. vLLM judges of
-    different models share the device memory (:mod:`autorubric_local.judges.memory`).
-
-    Raises
-    ------
-    InputError
-        If ``judge_id`` is empty or ``weight`` is not a positive finite number.
-    """
-
-    llm_config: LLMConfig
-    judge_id: str
-    weight: float = 1.0
-    system_prompt: str | None = None
-
-    def __post_init__(self) -> None:
-        if not self.judge_id:
-            raise InputError("JudgeSpec: judge_id must be a non-empty string")
-        if not (math.isfinite(self.weight) and self.weight > 0):
-            raise InputError(f"JudgeSpec {self.judge_id!r}: weight must be > 0, got {self.weight!r}")
 
 
 @dataclass(frozen=True)
@@ -140,6 +122,16 @@ def _describe_penalty(penalty: LengthPenalty | None) -> dict[str, Any] | None:
     return {**penalty.model_dump(mode="json", exclude={"count_fn"}), "count_fn": name}
 
 
+def _describe_judge(judge: JudgeSpec) -> dict[str, Any]:
+    return {
+        "judge_id": judge.judge_id,
+        "weight": judge.weight,
+        "system_prompt": judge.system_prompt,
+        "llm_config": judge.llm_config.describe(),
+        "engine": None if judge.llm_config.engine is None else type(judge.llm_config.engine).__name__,
+    }
+
+
 LLM_CALLS: tuple[str, ...] = get_args(LLMCalls)
 """AutoRubric's ``llm_calls`` values (:data:`~autorubric_local.core.types.LLMCalls`);
 ``"per_item"`` is built in score mode on local engines only (:mod:`.per_item`)."""
@@ -150,7 +142,7 @@ PER_ITEM_SUPPORTED = ("llm_calls='per_item' is supported in score mode (mode='sc
 
 
 def _refuse_unbuilt(binary_response_format: type | None, multi_choice_response_format: type | None,
-                    escalation: object | None, llm_calls: str) -> None:
+                    llm_calls: str) -> None:
     """AutoRubric parameters accepted at their defaults and refused otherwise, saying why."""
     for name, value in (("binary_response_format", binary_response_format),
                         ("multi_choice_response_format", multi_choice_response_format)):
@@ -159,10 +151,6 @@ def _refuse_unbuilt(binary_response_format: type | None, multi_choice_response_f
                 f"CriterionGrader: {name} is not supported: a local judge's answer is decoded under a grammar of "
                 "the criterion's labels (and an explanation in explain mode) and its verdict read from their "
                 "probabilities, so there is no response schema to replace; leave it None")
-    if escalation is not None:
-        raise InputError("CriterionGrader: escalation (a live confidence cascade, AutoRubric's EscalationConfig) is "
-                         "not supported yet (issue 53); leave it None. A cascade can be replayed from a run of each "
-                         "stage: autorubric_local.cascades.replay_escalation / calibrate_escalation")
     if llm_calls not in LLM_CALLS:
         raise InputError(f"CriterionGrader: llm_calls must be one of {', '.join(LLM_CALLS)}, got {llm_calls!r}")
 
@@ -193,8 +181,18 @@ class CriterionGrader:
     binary_response_format, multi_choice_response_format : None
         AutoRubric's response schemas; a local judge's answer is grammar-constrained to the
         labels, so any other value is an ``InputError``.
-    escalation : None
-        AutoRubric's confidence cascade, not built yet: any other value is an ``InputError``.
+    escalation : EscalationConfig, optional
+        AutoRubric's confidence cascade, in memory: this grader's one judge (exactly one, else
+        ``InputError``) judges every criterion; the criteria it escalates (its vote failed,
+        abstained, or its confidence is below ``escalation.threshold_for(name)``,
+        :func:`.escalation.escalates`) are judged again by ``escalation.judges`` (a grader with
+        these same settings, in one batch across items, each item with the sub-rubric of its
+        escalated criteria), whose votes alone decide them: ``escalated=True``, the first stage's
+        vote kept with ``superseded=True``, the item scored again (with the length penalty), as
+        :func:`autorubric_local.cascades.replay_escalation` builds it from two runs. An
+        escalation judge's ``judge_scores`` entry covers the criteria it judged. Multi-choice
+        option shuffles of the second stage are seeded by the criterion's position in the
+        sub-rubric. ``EvalRunner`` (stored runs) refuses it for now.
     llm_calls : "per_criterion" or "per_item", default "per_criterion"
         AutoRubric's calls per item. ``"per_item"``: one teacher-forced prompt per item and
         judge with the whole rubric (:func:`.per_item.score_per_item`), score mode on local
@@ -276,10 +274,10 @@ class CriterionGrader:
         multi_choice_system_prompt: str | None = None,
         binary_response_format: type | None = None,
         multi_choice_response_format: type | None = None,
-        escalation: object | None = None,
+        escalation: EscalationConfig | None = None,
         llm_calls: Literal["per_criterion", "per_item"] = "per_criterion",
     ) -> None:
-        _refuse_unbuilt(binary_response_format, multi_choice_response_format, escalation, llm_calls)
+        _refuse_unbuilt(binary_response_format, multi_choice_response_format, llm_calls)
         if judge_model_config is not None:
             if llm_config is not None:
                 raise InputError("CriterionGrader: give judge_model_config or llm_config, not both "
@@ -345,6 +343,43 @@ class CriterionGrader:
         self.llm_calls = llm_calls
         if llm_calls == "per_item":
             self._refuse_per_item()
+        self.escalation = escalation
+        self.escalation_grader: CriterionGrader | None = None
+        if escalation is not None:
+            self.escalation_grader = self._escalation_stage(escalation)
+
+    def _escalation_stage(self, escalation: EscalationConfig) -> CriterionGrader:
+        """The grader of a cascade's second stage: this grader's settings, ``escalation.judges``.
+
+        Raises
+        ------
+        InputError
+            ``escalation`` is not an ``EscalationConfig``; this grader has more than one judge
+            (the first stage is one judge, as in the replay); an escalation judge's id is a
+            first-stage judge's; the two stages' vLLM memory shares add up to more than 1.0.
+        """
+        if not isinstance(escalation, EscalationConfig):
+            raise InputError(f"CriterionGrader: escalation must be an EscalationConfig (or None), got "
+                             f"{type(escalation).__name__}")
+        if len(self.judges) != 1:
+            raise InputError(f"CriterionGrader: escalation needs exactly one first-stage judge (the grader's own), got "
+                             f"{len(self.judges)}: {[j.judge_id for j in self.judges]}; a cascade's first stage is "
+                             "one judge whose confidence decides what is escalated")
+        shared = sorted({j.judge_id for j in self.judges} & {j.judge_id for j in escalation.judges})
+        if shared:
+            raise InputError(f"CriterionGrader: escalation judge ids {shared} are also first-stage judge ids; give "
+                             "the escalation judges their own judge_id (votes and judge_scores are keyed by it)")
+        check_explicit_shares([(j.judge_id, j.llm_config) for j in (*self.judges, *escalation.judges)])
+        return CriterionGrader(
+            judges=escalation.judges, system_prompt=self.system_prompt, shuffle_options=self.shuffle_options,
+            seed=self.seed, cannot_assess_config=self.cannot_assess_config, normalize=self.normalize,
+            length_penalty=self.length_penalty, aggregation=self.aggregation,
+            ordinal_aggregation=self.ordinal_aggregation, nominal_aggregation=self.nominal_aggregation,
+            mode=self.mode.value, explanation_first=self.explanation_first, auto_na_option=self.auto_na_option,
+            training_data=self.training_data, few_shot_config=self.few_shot_config,
+            permutations=self.permutations.value, contextual_calibration=self.contextual_calibration,
+            content_free_inputs=self.content_free_inputs if self.contextual_calibration else None,
+            multi_choice_system_prompt=self.multi_choice_system_prompt, llm_calls=self.llm_calls)
 
     def _refuse_per_item(self) -> None:
         """``llm_calls="per_item"`` with a setting it is not built for: ``InputError`` naming it."""
@@ -382,35 +417,47 @@ class CriterionGrader:
         engine = self._engines.get(judge.judge_id)
         if engine is None or was_released(engine):
             if self._load_configs is None:
-                self._load_configs = with_memory_shares([(j.judge_id, j.llm_config) for j in self.judges])
+                self._load_configs = self._memory_shares()
             engine = load_engine(self._load_configs[judge.judge_id])
             self._engines[judge.judge_id] = engine
         return engine
 
+    def _memory_shares(self) -> dict[str, LLMConfig]:
+        """Configs to load, vLLM memory split among both stages of a cascade (their engines
+        are held together), given to the escalation grader too."""
+        stages = [self.judges, *([self.escalation_grader.judges] if self.escalation_grader is not None else [])]
+        configs = with_memory_shares([(j.judge_id, j.llm_config) for judges in stages for j in judges])
+        if self.escalation_grader is not None and self.escalation_grader._load_configs is None:
+            self.escalation_grader._load_configs = configs
+        return configs
+
     def loaded_judges(self) -> frozenset[str]:
-        """Ids of the judges whose engine this grader holds (loaded and not released)."""
-        return frozenset(judge_id for judge_id, engine in self._engines.items() if not was_released(engine))
+        """Ids of the judges whose engine this grader holds (loaded and not released), the
+        escalation judges' included."""
+        own = frozenset(judge_id for judge_id, engine in self._engines.items() if not was_released(engine))
+        return own | (self.escalation_grader.loaded_judges() if self.escalation_grader is not None else frozenset())
 
     def release_engines(self, judge_ids: Sequence[str] | None = None) -> int:
-        """Drop and release the engines of ``judge_ids`` (default: all judges); returns how many
-        left the process cache (:func:`~autorubric_local.judges.engines.release_held`)."""
-        return release_held(self._engines, judge_ids)
+        """Drop and release the engines of ``judge_ids`` (default: all judges, the escalation
+        judges' included); returns how many left the process cache
+        (:func:`~autorubric_local.judges.engines.release_held`)."""
+        released = release_held(self._engines, judge_ids)
+        if self.escalation_grader is not None:
+            released += self.escalation_grader.release_engines(judge_ids)
+        return released
 
     def describe(self) -> dict[str, Any]:
         """Every setting that can change a verdict or a score, as JSON-able data (for run
         records and the content hash of a resumable run). Judges are described by their
         ``LLMConfig`` fields; a length penalty's ``count_fn`` by its qualified name."""
         return {
-            "judges": [
-                {
-                    "judge_id": j.judge_id,
-                    "weight": j.weight,
-                    "system_prompt": j.system_prompt,
-                    "llm_config": j.llm_config.describe(),
-                    "engine": None if j.llm_config.engine is None else type(j.llm_config.engine).__name__,
-                }
-                for j in self.judges
-            ],
+            "judges": [_describe_judge(j) for j in self.judges],
+            # Only when set, so the content hash of runs without it is what it always was.
+            **({"escalation": {"judges": [_describe_judge(j) for j in self.escalation.judges],
+                               "threshold": self.escalation.threshold,
+                               "per_criterion": None if self.escalation.per_criterion is None
+                               else dict(sorted(self.escalation.per_criterion.items()))}}
+               if self.escalation is not None else {}),
             "system_prompt": self.system_prompt,
             # Only when set, so the content hash of runs without it is what it always was.
             **({"multi_choice_system_prompt": self.multi_choice_system_prompt}
@@ -544,6 +591,66 @@ class CriterionGrader:
             for c_index, criterion in enumerate(item.rubric):
                 check_criterion_override(criterion, f"{where} criterion {c_index}")
             check_item_text(item, where)
+        if self.escalation_grader is not None:
+            return self._grade_cascade(items, graded_inputs, progress)
+        return self._grade_checked(items, graded_inputs, progress)
+
+    def _grade_cascade(
+        self, items: Sequence[GradeItem], graded_inputs: Sequence[Any] | None, progress: ProgressCallback | None
+    ) -> list[GradedItem]:
+        """:meth:`grade_batch` of a live cascade: this grader's one judge judges every criterion;
+        the criteria it escalates (:func:`.escalation.escalated_indices`) are judged again by the
+        escalation grader, each item with the sub-rubric of its escalated criteria, all in one
+        :meth:`grade_batch`; each report is merged as the replay merges
+        (:func:`.escalation.escalated_criterion`, :func:`.escalation.cascade_report`), with this
+        grader's length penalty. ``results`` holds both stages' judgments (the escalation
+        judges' tasks index the sub-rubric and the escalation grader's judges)."""
+        assert self.escalation is not None and self.escalation_grader is not None
+        first = self._grade_checked(items, graded_inputs, progress)
+        chosen = [escalated_indices(entry.report.report or [], self.escalation.threshold_for,
+                                    f"item {entry.item.item_id!r}" if entry.item.item_id else f"item {index}")
+                  for index, entry in enumerate(first)]
+        again = [index for index, indices in enumerate(chosen) if indices]
+        if not again:
+            return first
+        sub_items = [replace(items[i], rubric=tuple(items[i].rubric[k] for k in chosen[i])) for i in again]
+        sub_inputs = None if graded_inputs is None else [graded_inputs[i] for i in again]
+        second = dict(zip(again, self.escalation_grader.grade_batch(sub_items, graded_inputs=sub_inputs,
+                                                                   progress=progress), strict=True))
+        merged = list(first)
+        for index, entry in second.items():
+            merged[index] = self._merged(items[index], first[index], entry, chosen[index],
+                                         graded_inputs[index] if graded_inputs is not None else None)
+        return merged
+
+    def _merged(self, item: GradeItem, first: GradedItem, second: GradedItem, chosen: Sequence[int],
+                graded_input: Any) -> GradedItem:
+        """One item's cascade report: criteria ``chosen`` decided by ``second``'s reports."""
+        decided = dict(zip(chosen, second.report.report or [], strict=True))
+        reports = [escalated_criterion(report, decided[k]) if k in decided else report
+                   for k, report in enumerate(first.report.report or [])]
+        results = (*first.results, *second.results)
+        if graded_input is None:
+            graded_input = {"thinking": "", "output": item.submission}
+        penalty = compute_length_penalty(graded_input, self.length_penalty) if self.length_penalty else 0.0
+        report = cascade_report(
+            reports, self.cannot_assess_config, self.normalize, penalty=penalty,
+            judge_scores={**first.report.judge_scores, **second.report.judge_scores},
+            completion_cost=completion_cost(results), device_seconds=sum(r.seconds for r in results),
+            token_usage=token_usage(results))
+        if all(r.error is not None for r in reports):
+            failures = [r.error for r in results if r.error is not None]
+            report = report.model_copy(update={"score": None, "raw_score": None, "llm_raw_score": None,
+                                               "error": f"all {len(results)} judgments of both stages failed; "
+                                                        f"first: {failures[0] if failures else 'unknown'}"})
+        report = report.model_copy(update={"input_truncated_tokens": first.report.input_truncated_tokens,
+                                           "judged_submission": first.report.judged_submission})
+        return GradedItem(first.item, report, results)
+
+    def _grade_checked(
+        self, items: Sequence[GradeItem], graded_inputs: Sequence[Any] | None, progress: ProgressCallback | None
+    ) -> list[GradedItem]:
+        """:meth:`grade_batch` of this grader's own judges, on checked ``items``."""
         if self.llm_calls == "per_item":
             return self._grade_per_item(items, graded_inputs, progress)
         tasks, cuts = self._plan_fitting(items)

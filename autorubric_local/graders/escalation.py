@@ -9,23 +9,38 @@ never used as a fallback. Here the first stage is any judge whose votes carry la
 probabilities (a local judge of any backend), so ``confidence`` is read from them
 (:attr:`~autorubric_local.core.reports.JudgeVote.confidence`).
 
-Replay and calibration of a cascade from two runs are built
-(:mod:`autorubric_local.cascades`); a live cascade (``CriterionGrader(escalation=...)``) is not
-yet, and is refused with that reason.
+The report-level rules of a cascade live here, shared by the live cascade
+(``CriterionGrader(escalation=...)``, in memory) and its replay from two runs
+(:mod:`autorubric_local.cascades`): :func:`escalates` (which criteria go on),
+:func:`escalated_criterion` (a criterion's report once the escalation judges decided it) and
+:func:`cascade_report` (the item's report, scored again by the one scorer).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from autorubric_local.core.errors import InputError
-from autorubric_local.graders.criterion_grader import JudgeSpec
+from autorubric_local.core.reports import (
+    EnsembleCriterionReport,
+    EnsembleEvaluationReport,
+    JudgeVote,
+    MultiChoiceJudgeVote,
+    TokenUsage,
+)
+from autorubric_local.core.scoring import raw_and_normalized
+from autorubric_local.core.types import CannotAssessConfig, CriterionVerdict
+from autorubric_local.graders.judge_spec import JudgeSpec
 from autorubric_local.judges.config import LLMConfig
 
-__all__ = ["EscalationConfig", "check_threshold"]
+__all__ = ["EscalationConfig", "abstains", "cascade_report", "check_threshold", "escalated_criterion",
+           "escalated_indices", "escalates", "first_stage_vote"]
+
+Vote = JudgeVote | MultiChoiceJudgeVote
 
 
 def check_threshold(value: object, what: str) -> float:
@@ -94,3 +109,91 @@ class EscalationConfig:
         if name is not None and self.per_criterion is not None and name in self.per_criterion:
             return self.per_criterion[name]
         return self.threshold
+
+
+# ------------------------------------------------------------------ the cascade's report rules
+
+
+def first_stage_vote(report: EnsembleCriterionReport) -> Vote | None:
+    """The first stage's one vote on a criterion (None when it has none: a failed grade)."""
+    votes: Sequence[Vote] = report.votes or report.multi_choice_votes
+    return votes[0] if len(votes) == 1 else None
+
+
+def abstains(vote: Vote) -> bool:
+    """Whether ``vote`` abstained: ``CANNOT_ASSESS``, an NA option, or no option selected."""
+    if isinstance(vote, JudgeVote):
+        return vote.verdict == CriterionVerdict.CANNOT_ASSESS
+    return vote.na or vote.selected_index is None
+
+
+def escalates(report: EnsembleCriterionReport, threshold: float) -> bool:
+    """Whether a cascade escalates the first stage's criterion ``report``: its vote failed
+    (or it has none), abstained (``CANNOT_ASSESS``, an NA option), or its confidence is below
+    ``threshold`` (a vote without probabilities has no confidence: it is escalated only at a
+    threshold above 0)."""
+    vote = first_stage_vote(report)
+    if report.error is not None or vote is None or vote.error is not None or abstains(vote):
+        return True
+    confidence = vote.confidence
+    if confidence is None:
+        return threshold > 0.0
+    return confidence < threshold
+
+
+def escalated_indices(reports: Sequence[EnsembleCriterionReport], threshold_of: Callable[[str | None], float],
+                      where: str) -> list[int]:
+    """Positions of the first stage's criterion ``reports`` of one item that escalate, each at
+    ``threshold_of(criterion name)``.
+
+    Raises
+    ------
+    InputError
+        A criterion with more than one first-stage vote (``where`` names the item).
+    """
+    chosen = []
+    for index, report in enumerate(reports):
+        if len(report.votes) + len(report.multi_choice_votes) > 1:
+            raise InputError(f"{where}: the first stage has more than one vote on "
+                             f"{report.criterion.name or report.criterion.requirement!r}: the first stage is one judge")
+        if escalates(report, threshold_of(report.criterion.name)):
+            chosen.append(index)
+    return chosen
+
+
+def escalated_criterion(first: EnsembleCriterionReport, second: EnsembleCriterionReport) -> EnsembleCriterionReport:
+    """The report of an escalated criterion: the escalation judges' ``second``, marked
+    ``escalated=True``, with the first stage's vote appended as ``superseded=True`` (kept, never
+    counted: the verdict and agreement stay the deciding votes')."""
+    vote = first_stage_vote(first)
+    update: dict[str, Any] = {"escalated": True}
+    if isinstance(vote, JudgeVote):
+        update["votes"] = [*second.votes, vote.model_copy(update={"superseded": True})]
+    elif isinstance(vote, MultiChoiceJudgeVote):
+        update["multi_choice_votes"] = [*second.multi_choice_votes, vote.model_copy(update={"superseded": True})]
+    return second.model_copy(update=update)
+
+
+def cascade_report(
+    reports: Sequence[EnsembleCriterionReport],
+    cannot_assess: CannotAssessConfig,
+    normalize: bool,
+    *,
+    judge_scores: Mapping[str, float | None],
+    completion_cost: float | None,
+    device_seconds: float | None,
+    penalty: float = 0.0,
+    token_usage: TokenUsage | None = None,
+) -> EnsembleEvaluationReport:
+    """An item's cascade report from its merged criterion ``reports`` (kept and escalated, in
+    rubric order), scored by the one scorer
+    (:func:`~autorubric_local.core.scoring.raw_and_normalized`), less ``penalty`` (a length
+    penalty: ``max(0, normalized - penalty)``, or ``raw - penalty`` unnormalized, as a grade)."""
+    raw, normalized = raw_and_normalized(reports, cannot_assess)
+    agreements = [r.agreement for r in reports]
+    return EnsembleEvaluationReport(
+        score=max(0.0, normalized - penalty) if normalize else raw - penalty, raw_score=raw, llm_raw_score=raw,
+        report=list(reports), judge_scores=dict(judge_scores),
+        mean_agreement=sum(agreements) / len(agreements) if agreements else None,
+        cannot_assess_count=sum(1 for r in reports if r.is_na), token_usage=token_usage,
+        completion_cost=completion_cost, device_seconds=device_seconds)

@@ -139,6 +139,11 @@ class EvalRunner:
         Where chunks are graded (:mod:`.executors`); default: this process
         (:class:`~.executors.LocalExecutor`), or Ray actors when ``config.distributed`` is set
         (:class:`~.distributed.RayExecutor`). Planning, chunking and commits stay here.
+
+    Raises
+    ------
+    InputError
+        A grader with ``escalation`` (a live cascade): not stored yet (issue 53).
     """
 
     def __init__(
@@ -151,6 +156,11 @@ class EvalRunner:
         on_chunk: Callable[[ChunkReport], None] | None = None,
         executor: ChunkExecutor | None = None,
     ) -> None:
+        if getattr(grader, "escalation", None) is not None:
+            raise InputError("EvalRunner: live cascades are not stored yet (issue 53); a stored run's judgment rows "
+                             "are keyed by judge and criterion index, which a second stage's sub-rubrics break. "
+                             "Grade in memory (CriterionGrader.grade / grade_batch), or store a run of each stage "
+                             "and replay the cascade: autorubric_local.cascades.replay_escalation")
         self.dataset = dataset
         self.grader = grader
         self.config = config or EvalConfig()

@@ -1,0 +1,186 @@
+"""The live confidence cascade, ``CriterionGrader(escalation=EscalationConfig(...))`` (issue 53).
+
+A small scripted judge grades every criterion; the criteria it escalates (failed, abstained, or
+confidence below the criterion's threshold) are graded again by a large scripted judge, whose
+votes decide them. Every figure is worked out by hand from the policies' tables."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+
+from autorubric_local import Criterion, CriterionVerdict, LLMConfig, Rubric, ScriptedEngine
+from autorubric_local.cascades import replay_escalation
+from autorubric_local.core.errors import InputError
+from autorubric_local.data.dataset import RubricDataset
+from autorubric_local.engine import ScoreRequest
+from autorubric_local.graders import CriterionGrader, EscalationConfig, JudgeSpec
+from autorubric_local.runner import EvalConfig, EvalRunner
+
+MET, UNMET, CA = CriterionVerdict.MET, CriterionVerdict.UNMET, CriterionVerdict.CANNOT_ASSESS
+EPS = 1e-9
+CRITERIA = {"A": ("Mentions alpha", 10.0), "B": ("Mentions beta", 5.0), "C": ("Mentions gamma", 3.0)}
+SMALL = {  # (item, criterion) -> (small judge's verdict, its confidence (K p - 1)/(K - 1), K = 3)
+    (0, "A"): (MET, 0.90),  # confident: kept at 0.5
+    (0, "B"): (MET, 0.30),  # unsure: escalated at 0.5
+    (0, "C"): (CA, 0.95),  # abstains: escalated at any threshold
+    (1, "A"): (UNMET, 0.40), (1, "B"): (UNMET, 0.80), (1, "C"): (MET, 0.70),
+    (2, "A"): (MET, 0.99), (2, "B"): (UNMET, 0.60), (2, "C"): (UNMET, 0.55),
+}
+LARGE = {(0, "A"): MET, (0, "B"): UNMET, (0, "C"): MET,
+         (1, "A"): MET, (1, "B"): MET, (1, "C"): MET,
+         (2, "A"): MET, (2, "B"): MET, (2, "C"): MET}
+
+
+def _cell(request: ScoreRequest) -> tuple[int, str]:
+    text = request.prefix + request.suffix
+    item = next(k for k in range(3) if f"Answer number {k}." in text)
+    return item, next(name for name, (requirement, _) in CRITERIA.items() if requirement in text)
+
+
+def _logprobs(request: ScoreRequest, chosen: CriterionVerdict, p: float) -> list[float]:
+    rest = [v for v in (MET, UNMET, CA) if v != chosen]
+    probs = {chosen.value: p, rest[0].value: 1.0 - p - EPS, rest[1].value: EPS}
+    return [math.log(probs[label.strip('" ')]) for label in request.labels]
+
+
+def small_policy(request: ScoreRequest) -> list[float]:
+    verdict, confidence = SMALL[_cell(request)]
+    return _logprobs(request, verdict, (2 * confidence + 1) / 3)
+
+
+def large_policy(request: ScoreRequest) -> list[float]:
+    return _logprobs(request, LARGE[_cell(request)], 0.99)
+
+
+def rubric(names: str = "ABC") -> list[Criterion]:
+    return [Criterion(name=n, weight=CRITERIA[n][1], requirement=CRITERIA[n][0]) for n in names]
+
+
+def engines() -> tuple[ScriptedEngine, ScriptedEngine]:
+    return ScriptedEngine(model_id="small", policy=small_policy), ScriptedEngine(model_id="large", policy=large_policy)
+
+
+def cascade(small: ScriptedEngine, large: ScriptedEngine, threshold: float = 0.5,
+            per_criterion: dict[str, float] | None = None, **settings: object) -> CriterionGrader:
+    escalation = EscalationConfig([JudgeSpec(LLMConfig(model="large", engine=large), "large")], threshold,
+                                  per_criterion=per_criterion)
+    return CriterionGrader(llm_config=LLMConfig(model="small", engine=small), escalation=escalation, seed=1,
+                           **settings)
+
+
+def test_only_the_unsure_and_abstaining_criteria_go_to_the_escalation_judge() -> None:
+    small, large = engines()
+    report = asyncio.run(cascade(small, large).grade("Answer number 0.", rubric()))
+    assert len(small.history) == 3 and len(large.history) == 2  # the large judge never sees A
+    assert sorted(_cell(r)[1] for r in large.history) == ["B", "C"]
+    a, b, c = report.report
+    assert not a.escalated and [v.judge_id for v in a.votes] == ["small"] and a.final_verdict == MET
+    for criterion, verdict, first in ((b, UNMET, MET), (c, MET, CA)):
+        assert criterion.escalated and criterion.final_verdict == verdict  # the large judge's vote decides
+        assert [(v.judge_id, v.superseded, v.verdict) for v in criterion.votes] == [
+            ("large", False, verdict), ("small", True, first)]
+        assert criterion.agreement == 1.0
+    assert report.score == pytest.approx((10 + 3) / 18)  # A and C met of weights 10 + 5 + 3
+    assert report.raw_score == pytest.approx(13.0)
+    assert report.judge_scores["small"] == pytest.approx(15 / 15)  # A, B met; C abstains (skipped)
+    assert report.judge_scores["large"] == pytest.approx(3 / 8)  # over the criteria it judged: C of B, C
+    assert report.cannot_assess_count == 0
+
+
+def test_threshold_zero_escalates_only_the_abstention_and_one_everything() -> None:
+    small, large = engines()
+    report = asyncio.run(cascade(small, large, 0.0).grade("Answer number 0.", rubric()))
+    assert [r.escalated for r in report.report] == [False, False, True] and len(large.history) == 1
+    assert report.score == pytest.approx(18 / 18)  # A, B met (the small judge), C met (the large)
+    small, large = engines()
+    report = asyncio.run(cascade(small, large, 1.0).grade("Answer number 0.", rubric()))
+    assert all(r.escalated for r in report.report) and len(large.history) == 3
+    assert report.score == pytest.approx(13 / 18)
+
+
+def test_per_criterion_thresholds() -> None:
+    small, large = engines()  # A at 0.95 escalates (0.90 < 0.95); B at 0.2 is kept (0.30); C abstains
+    report = asyncio.run(cascade(small, large, 0.5, {"A": 0.95, "B": 0.2}).grade("Answer number 0.", rubric()))
+    assert [r.escalated for r in report.report] == [True, False, True]
+    assert sorted(_cell(r)[1] for r in large.history) == ["A", "C"]
+    assert report.score == pytest.approx(18 / 18)  # A met (large), B met (small), C met (large)
+
+
+def dataset() -> RubricDataset:
+    data = RubricDataset(prompt="Name the letters.", rubric=Rubric(rubric()))
+    for k in range(3):
+        data.add_item(f"Answer number {k}.", id=f"i{k}")
+    return data
+
+
+def test_the_live_cascade_equals_the_replay_of_its_two_stages() -> None:
+    small, large = engines()
+    grader = cascade(small, large)
+    live = grader.grade_inputs([(f"Answer number {k}.", rubric(), None, None, f"i{k}") for k in range(3)])
+    # at 0.5: i0 B, C; i1 A; i2 none (0.55 and 0.60 are kept): one batch of three large judgments
+    assert [[r.escalated for r in g.report.report] for g in live] == [[False, True, True], [True, False, False],
+                                                                     [False, False, False]]
+    assert len(large.history) == 3
+    runs = []
+    for name, policy in (("small", small_policy), ("large", large_policy)):
+        alone = CriterionGrader(llm_config=LLMConfig(model=name, engine=ScriptedEngine(model_id=name, policy=policy)),
+                                seed=1)
+        runs.append(EvalRunner(dataset(), alone, EvalConfig(db_path=":memory:", show_progress=False)).run_sync())
+    replay = replay_escalation(*runs, EscalationConfig(LLMConfig(model="large"), 0.5))
+    for entry, replayed in zip(live, replay.item_results, strict=True):
+        assert entry.report.score == pytest.approx(replayed.report.score)
+        assert entry.report.raw_score == pytest.approx(replayed.report.raw_score)
+        assert [(r.escalated, r.final_verdict, [(v.judge_id, v.superseded, v.verdict) for v in r.votes])
+                for r in entry.report.report] == [
+            (r.escalated, r.final_verdict, [(v.judge_id, v.superseded, v.verdict) for v in r.votes])
+            for r in replayed.report.report]
+    assert [round(g.report.score, 9) for g in live] == [round(x / 18, 9) for x in (13, 13, 10)]  # i1: A met (large), B unmet, C met
+
+
+def test_a_length_penalty_is_applied_to_the_merged_score() -> None:
+    from autorubric_local.core.penalty import LengthPenalty
+
+    penalty = LengthPenalty(free_budget=1, max_cap=3, penalty_at_cap=0.25, exponent=1.0, count_fn=lambda t: 3)
+    small, large = engines()
+    report = asyncio.run(cascade(small, large, length_penalty=penalty).grade("Answer number 0.", rubric()))
+    assert report.score == pytest.approx(13 / 18 - 0.25)
+
+
+def test_describe_names_the_escalation_only_when_set() -> None:
+    small, large = engines()
+    plain = CriterionGrader(llm_config=LLMConfig(model="small", engine=small), seed=1)
+    assert "escalation" not in plain.describe()
+    described = cascade(small, large, 0.5, {"B": 0.2}).describe()
+    assert {k: v for k, v in described.items() if k != "escalation"} == plain.describe()
+    assert described["escalation"]["threshold"] == 0.5 and described["escalation"]["per_criterion"] == {"B": 0.2}
+    assert [j["judge_id"] for j in described["escalation"]["judges"]] == ["large"]
+
+
+def test_release_engines_releases_the_escalation_judges_too() -> None:
+    small, large = engines()
+    grader = cascade(small, large, 1.0)
+    asyncio.run(grader.grade("Answer number 0.", rubric()))
+    assert grader.loaded_judges() == {"small", "large"}
+    grader.release_engines()
+    assert grader.loaded_judges() == frozenset()
+
+
+def test_bad_cascades_are_refused() -> None:
+    small, large = engines()
+    two = [JudgeSpec(LLMConfig(model="small", engine=small), "a"), JudgeSpec(LLMConfig(model="small", engine=small), "b")]
+    with pytest.raises(InputError, match=r"escalation needs exactly one first-stage judge .*got 2: \['a', 'b'\]"):
+        CriterionGrader(judges=two, escalation=EscalationConfig(LLMConfig(model="large", engine=large), 0.5))
+    with pytest.raises(InputError, match="escalation must be an EscalationConfig"):
+        CriterionGrader(llm_config=LLMConfig(model="small", engine=small), escalation=0.5)  # type: ignore[arg-type]
+    same = EscalationConfig([JudgeSpec(LLMConfig(model="large", engine=large), "small")], 0.5)
+    with pytest.raises(InputError, match=r"escalation judge ids \['small'\] are also first-stage judge ids"):
+        CriterionGrader(llm_config=LLMConfig(model="small", engine=small), escalation=same)
+
+
+def test_eval_runner_refuses_a_live_cascade() -> None:
+    small, large = engines()
+    with pytest.raises(InputError, match=r"live cascades are not stored yet \(issue 53\)"):
+        EvalRunner(dataset(), cascade(small, large), EvalConfig(db_path=":memory:", show_progress=False))
