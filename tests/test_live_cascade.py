@@ -184,3 +184,47 @@ def test_eval_runner_refuses_a_live_cascade() -> None:
     small, large = engines()
     with pytest.raises(InputError, match=r"live cascades are not stored yet \(issue 53\)"):
         EvalRunner(dataset(), cascade(small, large), EvalConfig(db_path=":memory:", show_progress=False))
+
+
+def test_the_escalation_stage_has_the_graders_settings_and_one_batch() -> None:
+    small, large = engines()
+    grader = cascade(small, large, mode="explain", normalize=False, shuffle_options=False)
+    plain = CriterionGrader(llm_config=LLMConfig(model="small", engine=small), seed=1, mode="explain",
+                            normalize=False, shuffle_options=False)
+    assert grader.escalation_grader is not None
+    assert {k: v for k, v in grader.escalation_grader.describe().items() if k != "judges"} == {
+        k: v for k, v in plain.describe().items() if k != "judges"}
+    small, large = engines()
+    grader = cascade(small, large)
+    calls: list[list[int]] = []
+    batch = grader.escalation_grader.grade_batch
+
+    def counted(items, **settings):  # type: ignore[no-untyped-def]
+        calls.append([len(item.rubric) for item in items])
+        return batch(items, **settings)
+
+    grader.escalation_grader.grade_batch = counted  # type: ignore[method-assign]
+    grader.grade_inputs([(f"Answer number {k}.", rubric(), None, None, f"i{k}") for k in range(3)])
+    assert calls == [[2, 1]]  # one call: i0 with B and C, i1 with A; i2 has nothing to escalate
+
+
+def test_a_failed_first_stage_judgment_escalates_and_both_failing_leaves_no_score() -> None:
+    from autorubric_local.engine import LabelScores
+
+    def failing_on_b(request: ScoreRequest) -> list[float] | LabelScores:
+        return LabelScores((), error="boom") if _cell(request)[1] == "B" else small_policy(request)
+
+    large = ScriptedEngine(model_id="large", policy=large_policy)
+    report = asyncio.run(cascade(ScriptedEngine(model_id="small", policy=failing_on_b), large, 0.0)
+                         .grade("Answer number 0.", rubric()))
+    assert [r.escalated for r in report.report] == [False, True, True]  # B failed, C abstained
+    assert report.report[1].final_verdict == UNMET and report.report[1].error is None
+    assert report.score == pytest.approx((10 + 3) / 18)
+
+    def failing(request: ScoreRequest) -> LabelScores:
+        return LabelScores((), error="boom")
+
+    both = cascade(ScriptedEngine(model_id="small", policy=failing), ScriptedEngine(model_id="large", policy=failing))
+    report = asyncio.run(both.grade("Answer number 0.", rubric()))
+    assert all(r.escalated and r.error is not None for r in report.report)
+    assert report.score is None and "both stages failed" in report.error

@@ -30,9 +30,12 @@ cost and time are its escalation run's, pro-rated by the share of its criteria e
 the judges are called per criterion (``llm_calls="per_criterion"``), in full for an item with
 any escalated criterion under ``"per_item"``.
 
-Not built: the live cascade (``CriterionGrader(escalation=...)``), thresholds fitted per
-criterion (``calibrate_escalation(per_criterion=True)`` is refused), a length penalty in the
-replayed scores, and AutoRubric's calibration fingerprint warnings.
+The live cascade (``CriterionGrader(escalation=...)``, in memory) merges its reports with the
+same rules (:func:`~autorubric_local.graders.escalation.escalated_criterion`,
+:func:`~autorubric_local.graders.escalation.cascade_report`), so a replay of its two stages
+gives its verdicts and scores. Not built: thresholds fitted per criterion
+(``calibrate_escalation(per_criterion=True)`` is refused), a length penalty in the replayed
+scores, and AutoRubric's calibration fingerprint warnings.
 """
 
 from __future__ import annotations
