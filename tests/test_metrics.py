@@ -6,25 +6,37 @@ import json
 import math
 
 import pytest
+from pydantic import ValidationError
 from test_metrics_support import BIN, NOM, ORD, make_run
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.types import Criterion, CriterionVerdict
 from autorubric_local.metrics import (
+    BiasResult,
+    BootstrapResults,
     CannotAssessMode,
+    ConfidenceInterval,
+    CorrelationResult,
+    KSTestResult,
     MetricsResult,
+    OptionMetrics,
     compute_metrics,
+    earth_movers_distance,
     extract_verdicts_from_report,
     filter_cannot_assess,
     fleiss_kappa,
+    ks_test,
     load_metrics,
     save_metrics,
+    score_distribution,
     systematic_bias,
     verdict_to_binary,
     verdict_to_string,
+    wasserstein_distance,
     write_plots,
 )
 from autorubric_local.metrics.calibration import calibration, expected_calibration_error
+from autorubric_local.metrics.types import interpret_kappa
 from autorubric_local.store import open_db
 
 
@@ -251,3 +263,156 @@ def test_human_scores_follow_the_runs_scoring_settings() -> None:
     assert metrics.score_rmse == 0.0 and metrics.score_mae == 0.0
     penalised = dc_replace(result, grader_settings={"normalize": False, "length_penalty": {"free_budget": 10}})
     assert any("length penalty" in w for w in compute_metrics(penalised, dataset).warnings)
+
+
+# ---- AutoRubric 1.6.1's fields and parameter names (issue 53) --------------------------------
+
+
+def test_emd_autorubric_fields_by_hand() -> None:
+    e = earth_movers_distance([0.75, 0.5, 1.0], [0.5, 0.25, 0.75])  # a shift by 0.25
+    assert e.distance == e.emd == pytest.approx(0.25)
+    assert (e.mean_diff, e.std_diff, e.bias_magnitude) == pytest.approx((0.25, 0.0, 0.25))
+    assert (e.bias_direction, e.interpretation, e.n_judge, e.n_human) == ("higher", "substantial differences", 3, 3)
+    # normalize=True: pooled range [0.25, 1.0] -> the shift is 0.25 / 0.75; distance stays in score units
+    n = earth_movers_distance(dist1=[0.75, 0.5, 1.0], dist2=[0.5, 0.25, 0.75], normalize=True)
+    assert (n.distance, n.emd, n.mean_diff) == pytest.approx((0.25, 1 / 3, 1 / 3))
+    assert wasserstein_distance([0.75, 0.5, 1.0], [0.5, 0.25, 0.75], normalize=True) == pytest.approx(1 / 3)
+    # same mean, judge spread out: |F_j - F_h| = 0.5 on [0, 1); population stds 0.5 and 0
+    s = earth_movers_distance(judge_scores=[0.0, 1.0], human_scores=[0.5, 0.5])
+    assert (s.emd, s.mean_diff, s.std_diff) == pytest.approx((0.5, 0.0, 0.5))
+    assert s.bias_direction == "none" and s.bias_magnitude == 0.0
+    assert earth_movers_distance([0.5], [0.52]).interpretation == "very similar"
+    assert earth_movers_distance([0.5], [0.43]).bias_direction == "higher"
+    with pytest.raises(TypeError, match="dist1"):
+        earth_movers_distance([0.1], [0.2], judge_scores=[0.1])
+    with pytest.raises(TypeError, match="missing dist2"):
+        earth_movers_distance([0.1])
+
+
+def test_ks_test_significance_and_one_sample_form() -> None:
+    ks = ks_test(sample1=[1, 2, 3], sample2=[4, 5, 6])
+    # D = 1; exact two-sided p = 2 / C(6, 3) = 0.1 -> not significant at AutoRubric's 0.05
+    assert (ks.statistic, ks.p_value, ks.is_significant) == pytest.approx((1.0, 0.1, False))
+    assert ks == ks_test(judge_scores=[1, 2, 3], human_scores=[4, 5, 6])
+    one = ks_test([1, 2, 3])  # vs N(2, sqrt(2/3)): D = 1/3 - Phi(-sqrt(3/2))
+    phi = 0.5 * math.erfc(math.sqrt(1.5) / math.sqrt(2))
+    assert one.statistic == pytest.approx(1 / 3 - phi) and (one.n_judge, one.n_human) == (3, None)
+    assert KSTestResult(statistic=0.5, p_value=0.01).is_significant is True
+
+
+def test_score_distribution_moments_by_hand() -> None:
+    scores = [0.0, 0.25, 0.5, 1.0]
+    d = score_distribution(scores)
+    mean = 0.4375
+    dev = [s - mean for s in scores]
+    m2, m3, m4 = (sum(x**k for x in dev) / 4 for k in (2, 3, 4))
+    assert d.variance == pytest.approx(sum(x**2 for x in dev) / 3) and d.variance == pytest.approx(d.std**2)
+    assert (d.q25, d.q75, d.iqr) == pytest.approx((0.1875, 0.625, 0.4375))
+    assert d.skewness == pytest.approx(m3 / m2**1.5)
+    assert d.kurtosis == pytest.approx(m4 / m2**2 - 3)
+    three = score_distribution([0.0, 0.5, 0.7])
+    assert three.skewness is not None and three.kurtosis is None
+    assert score_distribution([0.3, 0.3, 0.3, 0.3]).skewness is None
+    one = score_distribution([0.4], include_histogram=False)
+    assert one.variance is None and one.iqr == 0.0 and one.histogram is None and one.bin_edges is None
+
+
+def test_systematic_bias_autorubric_fields_and_unpaired() -> None:
+    b = systematic_bias(y_pred=[0.5, 0.7, 0.9], y_true=[0.4, 0.4, 0.6], confidence=0.9)
+    assert b == systematic_bias([0.5, 0.7, 0.9], [0.4, 0.4, 0.6], 0.9)
+    assert (b.direction, b.n_samples, b.n, b.ci.confidence, b.ci.method) == ("positive", 3, 3, 0.9, "t")
+    assert b.is_significant is False  # t = 3.5 on 2 df: p = 0.073
+    one = systematic_bias([0.4], [0.5])
+    assert (one.direction, one.is_significant, one.std_bias) == ("negative", False, None)
+    # independent samples: diff = 2 - 3; pooled s_p = sqrt((2 + 2) / 3); se = s_p sqrt(1/3 + 1/2)
+    u = systematic_bias([1.0, 2.0, 3.0], [2.0, 4.0], paired=False)
+    sp = math.sqrt(4 / 3)
+    se = sp * math.sqrt(1 / 3 + 1 / 2)
+    assert (u.mean_bias, u.std_bias, u.effect_size) == pytest.approx((-1.0, sp, -1 / sp))
+    assert u.t_statistic == pytest.approx(-1 / se) and u.direction == "negative"
+    assert u.ci.upper - u.ci.lower == pytest.approx(2 * 3.182446 * se, rel=1e-6)  # t_{.975, 3}
+    with pytest.raises(InputError, match="differ in length"):
+        systematic_bias([1.0, 2.0, 3.0], [2.0, 4.0])
+    with pytest.raises(TypeError, match="two names"):
+        systematic_bias([0.1, 0.2], [0.1, 0.3], 0.9, confidence=0.8)
+
+
+def test_result_types_accept_autorubric_names() -> None:
+    ci = ConfidenceInterval(lower=0.1, upper=0.4, confidence=0.9)
+    assert (ci.confidence_level, ci.method) == (0.9, "normal")
+    with pytest.raises(ValidationError, match="differ"):
+        ConfidenceInterval(lower=0.1, upper=0.4, confidence=0.9, confidence_level=0.8)
+    r = CorrelationResult(coefficient=0.75, n_samples=4)
+    assert (r.n, r.interpretation, r.method) == (4, "strong positive", "spearman")
+    assert CorrelationResult(coefficient=-0.2, n=9).interpretation == "very weak negative"
+    with pytest.raises(ValidationError, match="n_samples"):
+        CorrelationResult(coefficient=0.5)
+    assert OptionMetrics(precision=None, recall=None, f1=None, support=3).support_true == 3
+    # results stored before these fields existed: the methods come from where they sit
+    old = {"mean_bias": 0.1, "std_bias": 0.2, "ci": {"lower": 0.0, "upper": 0.2, "confidence_level": 0.95},
+           "t_statistic": 1.0, "p_value": 0.3, "effect_size": 0.5, "significant": False, "n": 5}
+    bias = BiasResult.model_validate(old)
+    assert (bias.ci.method, bias.ci.confidence, bias.n_samples, bias.direction) == ("t", 0.95, 5, None)
+
+
+def test_criterion_and_run_fields_by_hand() -> None:
+    # tp 2 (items 0, 4), fn 1 (item 1), fp 1 (item 2), tn 1 (item 3)
+    truth = [["MET", "L1"], ["MET", "L2"], ["UNMET", "L3"], ["UNMET", "L0"], ["MET", "L1"]]
+    judge = [["MET", "L1"], ["UNMET", "L3"], ["MET", "L3"], ["UNMET", "L0"], ["MET", "L2"]]
+    m = compute_metrics(*make_run([BIN, ORD], truth, judge))
+    b, o = m.per_criterion
+    assert (b.criterion_type, b.n_samples, b.support_true, b.support_pred) == ("binary", 5, 3, 3)
+    assert (b.fpr, b.fnr, b.phi) == pytest.approx((1 / 2, 1 / 3, (2 * 1 - 1 * 1) / math.sqrt(3 * 3 * 2 * 2)))
+    assert b.kappa == pytest.approx((0.6 - 0.52) / 0.48) and b.kappa_interpretation == "slight"
+    assert b.is_degenerate is False and b.krippendorff_alpha is None  # one judge
+    assert o.criterion_type == "ordinal" and o.fpr is None and o.support_true is None
+    assert o.kappa_interpretation == interpret_kappa(o.weighted_kappa)
+    assert (m.n_binary_criteria, m.n_ordinal_criteria, m.n_nominal_criteria, m.n_samples) == (1, 1, 0, 10)
+    assert m.macro_accuracy == pytest.approx((0.6 + 0.6) / 2) and m.criterion_phi == pytest.approx(1 / 6)
+    assert m.mean_krippendorff_alpha is None
+    assert (m.score_spearman.method, m.score_kendall.method, m.score_pearson.method) == (
+        "spearman", "kendall", "pearson")
+    # a result stored before the fields existed gets them on reading
+    stored = m.model_dump(mode="json")
+    for key in ("n_binary_criteria", "n_ordinal_criteria", "n_samples", "macro_accuracy", "criterion_phi"):
+        del stored[key]
+    for c in stored["per_criterion"]:
+        for key in ("criterion_type", "n_samples", "kappa_interpretation", "is_degenerate", "support_true",
+                    "support_pred", "fpr", "fnr", "phi"):
+            del c[key]
+    for key in ("score_spearman", "score_kendall", "score_pearson"):
+        del stored[key]["method"], stored[key]["n_samples"], stored[key]["interpretation"]
+    assert MetricsResult.model_validate(stored) == m
+
+
+def test_degenerate_criterion_and_judge_fields() -> None:
+    m = compute_metrics(*make_run([BIN], [["MET"]] * 4, [["MET"]] * 4))
+    c = m.per_criterion[0]
+    assert c.is_degenerate is True and c.kappa_interpretation == "undefined"
+    assert (c.fpr, c.fnr, c.phi, m.criterion_phi) == (None, 0.0, None, None)
+    truth = [["MET"], ["UNMET"], ["MET"], ["UNMET"]]
+    votes = {"a": [["MET"], ["UNMET"], ["MET"], ["UNMET"]], "b": [["MET"], ["MET"], ["MET"], ["UNMET"]]}
+    m = compute_metrics(*make_run([BIN], truth, votes["a"], votes), per_judge=True)
+    assert m.per_judge["a"].phi == pytest.approx(1.0)
+    assert m.per_judge["b"].phi == pytest.approx(2 / math.sqrt(3 * 2 * 2 * 1))  # tp 2, fn 0, fp 1, tn 1
+    assert m.per_judge["a"].bias.mean_bias == pytest.approx(0.0) and m.per_judge["b"].bias.n_samples == 4
+    ic = m.inter_judge.per_criterion[0]
+    assert (m.per_criterion[0].krippendorff_alpha, m.per_criterion[0].fleiss_kappa) == (ic.alpha, ic.fleiss_kappa)
+    assert m.mean_krippendorff_alpha == m.inter_judge.mean_alpha
+
+
+def test_bootstrap_autorubric_fields() -> None:
+    truth = [["MET"], ["UNMET"], ["MET"], ["UNMET"], ["MET"], ["UNMET"]]
+    final = [["MET"], ["MET"], ["MET"], ["UNMET"], ["UNMET"], ["UNMET"]]
+    boot = compute_metrics(*make_run([BIN], truth, final), bootstrap=True, n_bootstrap=50, seed=3).bootstrap
+    acc = boot.metrics["criterion_accuracy"]
+    assert boot.accuracy_ci == (acc.ci.lower, acc.ci.upper)
+    assert boot.kappa_ci == (boot.metrics["mean_kappa"].ci.lower, boot.metrics["mean_kappa"].ci.upper)
+    assert boot.rmse_ci == (boot.metrics["score_rmse"].ci.lower, boot.metrics["score_rmse"].ci.upper)
+    assert (acc.n_bootstrap, acc.standard_error, acc.ci.method) == (50, acc.std_error, "percentile")
+    assert acc.bootstrap_distribution is None
+    stored = boot.model_dump(mode="json")
+    del stored["accuracy_ci"], stored["kappa_ci"], stored["rmse_ci"]
+    for r in stored["metrics"].values():
+        del r["ci"]["method"], r["standard_error"]
+    assert BootstrapResults.model_validate(stored) == boot

@@ -124,13 +124,13 @@ def point_figures(data: AlignedData, ca: CannotAssessMode, na: NAMode) -> tuple[
                     np.asarray(data.judge_score), np.asarray(data.human_score))
 
 
-def _interval(values: list[float], estimate: float | None, c: float) -> BootstrapResult:
+def _interval(values: list[float], estimate: float | None, c: float, n_bootstrap: int) -> BootstrapResult:
     arr = np.asarray(values, dtype=float)
     lo, hi = np.quantile(arr, [(1 - c) / 2, (1 + c) / 2])
     return BootstrapResult(estimate=estimate, ci=ConfidenceInterval(lower=float(lo), upper=float(hi),
-                                                                    confidence_level=c),
+                                                                    confidence_level=c, method="percentile"),
                            std_error=float(arr.std(ddof=1)) if arr.size > 1 else 0.0,
-                           n_valid=int(arr.size))
+                           n_valid=int(arr.size), n_bootstrap=n_bootstrap)
 
 
 def bootstrap_metrics(
@@ -183,12 +183,12 @@ def bootstrap_metrics(
     metrics: dict[str, BootstrapResult] = {}
     for k, vals in head_samples.items():
         if vals:
-            metrics[k] = _interval(vals, est_head[k], confidence_level)
+            metrics[k] = _interval(vals, est_head[k], confidence_level, n_bootstrap)
         elif warn is not None:
             warn.append(f"bootstrap: {k} undefined in every resample")
     per_criterion: dict[str, dict[str, BootstrapResult]] = {}
     for key, figs in per_samples.items():
-        per_criterion[key] = {m: _interval(v, est_per[key][m], confidence_level)
+        per_criterion[key] = {m: _interval(v, est_per[key][m], confidence_level, n_bootstrap)
                               for m, v in figs.items() if v}
     return BootstrapResults(n_bootstrap=n_bootstrap, confidence_level=confidence_level, seed=seed,
                             metrics=metrics, per_criterion=per_criterion)

@@ -20,7 +20,7 @@ from autorubric_local.metrics.distribution import (
 )
 from autorubric_local.metrics.extract import AlignedData, _ca_mode, _na_mode, align
 from autorubric_local.metrics.interjudge import inter_judge_agreement, judge_ids
-from autorubric_local.metrics.result import MetricsResult
+from autorubric_local.metrics.result import MetricsResult, pooled_phi
 from autorubric_local.metrics.scores import correlation, rmse_mae
 from autorubric_local.metrics.types import (
     CannotAssessMode,
@@ -105,7 +105,7 @@ def _judge_metrics(judge_id: str, data: AlignedData, ca: CannotAssessMode, na: N
         score_rmse=scores["score_rmse"], score_mae=scores["score_mae"],  # type: ignore[arg-type]
         score_spearman=scores["score_spearman"], score_kendall=scores["score_kendall"],  # type: ignore[arg-type]
         score_pearson=scores["score_pearson"], n_items=len(data.item_ids),  # type: ignore[arg-type]
-        per_criterion=per,
+        per_criterion=per, bias=scores.get("bias"), phi=pooled_phi(per),  # type: ignore[arg-type]
     )
 
 
@@ -175,6 +175,12 @@ def compute_metrics(
             jdata = align(eval_result, dataset, jid, ca, na,
                           score_of=lambda report, jid=jid: report.judge_scores.get(jid))
             judges[jid] = _judge_metrics(jid, jdata, ca, na, c, warn)
+    inter = inter_judge_agreement(eval_result, ca, na, warn)
+    if inter is not None:  # AutoRubric's per-criterion inter-judge fields
+        by_name = {ic.name: ic for ic in inter.per_criterion}
+        per = [c.model_copy(update={"krippendorff_alpha": by_name[c.name].alpha,
+                                    "fleiss_kappa": by_name[c.name].fleiss_kappa})
+               if c.name in by_name else c for c in per]
     return MetricsResult(
         **head,  # type: ignore[arg-type]
         per_criterion=per,
@@ -182,7 +188,7 @@ def compute_metrics(
         **scores,  # type: ignore[arg-type]
         bootstrap=boot,
         per_judge=judges,
-        inter_judge=inter_judge_agreement(eval_result, ca, na, warn),
+        inter_judge=inter,
         calibration=_calibration(data, warn),
         n_items=len(data.item_ids),
         n_criteria=len(data.criteria),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from pydantic import model_validator
 
 from autorubric_local.metrics.types import (
     BiasResult,
@@ -23,6 +23,8 @@ from autorubric_local.metrics.types import (
     KSTestResult,
     NAMode,
     _Frozen,
+    binary_rates,
+    met_vs_rest,
 )
 from autorubric_local.store import Store
 
@@ -72,7 +74,27 @@ class MetricsResult(_Frozen):
     cannot_assess_mode, na_mode : str
         The modes used.
     warnings : list of str
+    n_binary_criteria, n_ordinal_criteria, n_nominal_criteria : int
+        AutoRubric's fields: criteria in ``per_criterion`` of each scale.
+    n_samples : int or None
+        AutoRubric's field: (human, judge) criterion pairs compared, the sum of
+        ``per_criterion[*].support`` (the denominator of ``criterion_accuracy``).
+    macro_accuracy : float or None
+        AutoRubric's field: unweighted mean of the per-criterion accuracies, over criteria
+        where defined.
+    criterion_phi : float in [-1, 1] or None
+        AutoRubric's field: Matthews correlation of MET vs not MET over the binary pairs
+        pooled across criteria (the matrix of ``criterion_precision``); ``None`` when a
+        margin is 0 or there are no binary pairs.
+    mean_krippendorff_alpha : float or None
+        AutoRubric's field: ``inter_judge.mean_alpha`` (mean of the per-criterion
+        Krippendorff's alpha where defined); ``None`` without an ensemble.
+
+    The AutoRubric fields above are derived from ``per_criterion`` and ``inter_judge`` when
+    not given (results stored before they existed get them on reading).
     """
+
+    _nested_method = {"score_spearman": "spearman", "score_kendall": "kendall", "score_pearson": "pearson"}
 
     criterion_accuracy: float | None
     criterion_precision: float | None
@@ -98,7 +120,34 @@ class MetricsResult(_Frozen):
     n_criteria: int
     cannot_assess_mode: str = CannotAssessMode.EXCLUDE.value
     na_mode: str = NAMode.EXCLUDE.value
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = []
+    n_binary_criteria: int = 0
+    n_ordinal_criteria: int = 0
+    n_nominal_criteria: int = 0
+    n_samples: int | None = None
+    macro_accuracy: float | None = None
+    criterion_phi: float | None = None
+    mean_krippendorff_alpha: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("per_criterion"), list):
+            return data
+        data = dict(data)
+        per = [c if isinstance(c, CriterionMetrics) else CriterionMetrics.model_validate(c)
+               for c in data["per_criterion"]]
+        for scale in ("binary", "ordinal", "nominal"):
+            data.setdefault(f"n_{scale}_criteria", sum(c.scale == scale for c in per))
+        data.setdefault("n_samples", sum(c.support for c in per))
+        accuracies = [c.accuracy for c in per if c.accuracy is not None]
+        data.setdefault("macro_accuracy", sum(accuracies) / len(accuracies) if accuracies else None)
+        data.setdefault("criterion_phi", pooled_phi(per))
+        inter = data.get("inter_judge")
+        if "mean_krippendorff_alpha" not in data and inter is not None:
+            data["mean_krippendorff_alpha"] = (inter.mean_alpha if isinstance(inter, InterJudgeResult)
+                                               else inter.get("mean_alpha"))
+        return data
 
     def summary(self) -> str:
         """A readable multi-line text summary."""
@@ -282,3 +331,16 @@ def load_metrics(db: sqlite_utils.Database, run_id: str) -> MetricsResult | None
     """The latest metrics stored for ``run_id``, or ``None``."""
     text = Store(db).latest_metrics_json(run_id)
     return None if text is None else MetricsResult.model_validate_json(text)
+
+
+def pooled_phi(per: list[CriterionMetrics]) -> float | None:
+    """Matthews correlation of MET vs not MET over the binary criteria's pairs pooled (their
+    confusion matrices collapsed to MET / not MET and summed); ``None`` when there are none
+    or a margin is 0."""
+    pooled = [[0, 0], [0, 0]]
+    for c in per:
+        if c.scale == "binary" and c.support and c.confusion_matrix and "MET" in c.labels:
+            cm = met_vs_rest(c.confusion_matrix, c.labels.index("MET"))
+            pooled = [[a + b for a, b in zip(row, other, strict=True)]
+                      for row, other in zip(pooled, cm, strict=True)]
+    return binary_rates(pooled, 0)["phi"] if any(map(any, pooled)) else None

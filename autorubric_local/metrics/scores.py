@@ -77,4 +77,4 @@ def correlation(
         if warn is not None:
             warn.append(f"{what}: {method} correlation undefined")
         return None
-    return CorrelationResult(coefficient=coefficient, p_value=finite_or_none(res[1]), n=int(x.size))
+    return CorrelationResult(coefficient=coefficient, p_value=finite_or_none(res[1]), n=int(x.size), method=method)

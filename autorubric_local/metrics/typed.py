@@ -51,6 +51,7 @@ from autorubric_local.metrics.types import (
     NAMode,
     OptionMetrics,
     _Frozen,
+    interpret_kappa,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,26 +75,6 @@ __all__ = [
     "pooled_scale_metrics",
     "typed_per_criterion",
 ]
-
-
-def interpret_kappa(kappa: float | None) -> str:
-    """Landis and Koch's (1977) verbal band of a kappa, with AutoRubric's cut points.
-
-    ``< 0`` "poor (worse than chance)", ``< 0.21`` "slight", ``< 0.41`` "fair", ``< 0.61``
-    "moderate", ``< 0.81`` "substantial", else "almost perfect"; ``"undefined"`` for ``None``.
-
-    References
-    ----------
-    Landis, J. R. and Koch, G. G. (1977). The measurement of observer agreement for
-    categorical data. Biometrics 33(1), 159-174.
-    """
-    if kappa is None:
-        return "undefined"
-    for bound, band in ((0.0, "poor (worse than chance)"), (0.21, "slight"), (0.41, "fair"),
-                        (0.61, "moderate"), (0.81, "substantial")):
-        if kappa < bound:
-            return band
-    return "almost perfect"
 
 
 # ---- confusion matrix ------------------------------------------------------------------------
