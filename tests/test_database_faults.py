@@ -83,7 +83,8 @@ def test_every_command_that_reads_a_database_says_a_file_is_not_one(tmp_path: Pa
 
 
 def _graded_database(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The bundled example graded (scripted judge) into ``folder / r.sqlite``, run ``r``."""
+    """The bundled example graded (scripted judge) into ``folder / r.sqlite``, run ``r``, with a fixed
+    seed: grade's own seed is random, and the option shuffles it draws change the scripted verdicts."""
     from test_report import policy
 
     from autorubric_local.engine import ScriptedEngine
@@ -93,7 +94,7 @@ def _graded_database(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(criterion_grader, "load_engine", lambda config: engine)
     path = folder / "r.sqlite"
     done = invoke(CliRunner(), "grade", EXAMPLES / "battery_rubric.yaml", EXAMPLES / "battery_submissions.jsonl",
-                  "--db", path, "--run", "r", "--no-progress")
+                  "--db", path, "--run", "r", "--seed", "11", "--no-progress")
     assert done.exit_code == 0, done.output
     return path
 
@@ -134,7 +135,7 @@ def test_read_commands_work_on_a_database_in_a_read_only_folder(monkeypatch: pyt
         os.chown(out, 65534, 65534)
         expected = {"runs": "finished", "show": "score", "export": "item_id", "ranking": "Ranking, judge s",
                     "report": "index.html", "metrics": "Per criterion", "estimate": "Estimates for r",
-                    "calibrate": "safety_error", "indeterminacy": "use_case_advice"}
+                    "calibrate": "safety_error", "indeterminacy": "Forced-choice agreement"}
         by_label = ["--labels", str(labels)]
         for command in (["runs"], ["show", "r"], ["export", "r", "--format", "jsonl"], ["ranking", "pairs"],
                         ["report", "r", "--out", str(out)], ["estimate", "r", *by_label],
