@@ -228,3 +228,35 @@ def test_a_failed_first_stage_judgment_escalates_and_both_failing_leaves_no_scor
     report = asyncio.run(both.grade("Answer number 0.", rubric()))
     assert all(r.escalated and r.error is not None for r in report.report)
     assert report.score is None and "both stages failed" in report.error
+
+
+def test_an_escalated_multi_choice_criterion_is_shown_as_a_full_run_shows_it() -> None:
+    """The second stage's option shuffle is seeded by the criterion's position in the full rubric,
+    so the escalation judge sees the options in the order a full run of it would show them (before
+    the fix it was seeded by the position in the sub-rubric of escalated criteria)."""
+    from autorubric_local import CriterionOption
+
+    scale = Criterion(name="M", weight=4.0, requirement="Rates the depth",
+                      options=[CriterionOption(label=f"level {k}", value=k / 4) for k in range(5)])
+    rubric_ = [*rubric("A"), scale]
+
+    def small(request: ScoreRequest) -> list[float]:  # sure of A, unsure of the scale: only the scale escalates
+        if "Mentions alpha" in request.prefix + request.suffix:
+            return _logprobs(request, MET, 0.99)
+        return [math.log(1 / len(request.labels))] * len(request.labels)
+
+    def uniform(request: ScoreRequest) -> list[float]:
+        return [math.log(1 / len(request.labels))] * len(request.labels)
+
+    large = ScriptedEngine(model_id="large", policy=uniform)
+    escalation = EscalationConfig([JudgeSpec(LLMConfig(model="large", engine=large), "large")], 0.5)
+    live = CriterionGrader(llm_config=LLMConfig(model="small", engine=ScriptedEngine(model_id="small", policy=small)),
+                           escalation=escalation, seed=3, shuffle_options=True)
+    asyncio.run(live.grade("Answer number 0.", rubric_))
+    full_engine = ScriptedEngine(model_id="large", policy=uniform)
+    full = CriterionGrader(judges=[JudgeSpec(LLMConfig(model="large", engine=full_engine), "large")], seed=3,
+                           shuffle_options=True)
+    asyncio.run(full.grade("Answer number 0.", rubric_))
+    assert len(large.history) == 1
+    shown = [r.prefix + r.suffix for r in full_engine.history if "Rates the depth" in r.prefix + r.suffix]
+    assert [r.prefix + r.suffix for r in large.history] == shown

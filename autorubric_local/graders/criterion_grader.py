@@ -191,8 +191,9 @@ class CriterionGrader:
         vote kept with ``superseded=True``, the item scored again (with the length penalty), as
         :func:`autorubric_local.cascades.replay_escalation` builds it from two runs. An
         escalation judge's ``judge_scores`` entry covers the criteria it judged. Multi-choice
-        option shuffles of the second stage are seeded by the criterion's position in the
-        sub-rubric. ``EvalRunner`` (stored runs) refuses it for now.
+        option shuffles of the second stage are seeded by the criterion's position in the full
+        rubric (``GradeItem.criterion_positions``), as in a full run of the escalation judges.
+        ``EvalRunner`` (stored runs) refuses it for now.
     llm_calls : "per_criterion" or "per_item", default "per_criterion"
         AutoRubric's calls per item. ``"per_item"``: one teacher-forced prompt per item and
         judge with the whole rubric (:func:`.per_item.score_per_item`), score mode on local
@@ -613,7 +614,8 @@ class CriterionGrader:
         again = [index for index, indices in enumerate(chosen) if indices]
         if not again:
             return first
-        sub_items = [replace(items[i], rubric=tuple(items[i].rubric[k] for k in chosen[i])) for i in again]
+        sub_items = [replace(items[i], rubric=tuple(items[i].rubric[k] for k in chosen[i]),
+                             criterion_positions=tuple(chosen[i])) for i in again]
         sub_inputs = None if graded_inputs is None else [graded_inputs[i] for i in again]
         second = dict(zip(again, self.escalation_grader.grade_batch(sub_items, graded_inputs=sub_inputs,
                                                                    progress=progress), strict=True))

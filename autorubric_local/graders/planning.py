@@ -46,6 +46,9 @@ class GradeItem:
     """One submission to grade against its rubric.
 
     ``submission`` is the text the judge sees (the output part of a thinking/output input).
+    ``criterion_positions``, when set, gives each criterion's position in the item's full
+    rubric (a live cascade's sub-rubric of escalated criteria), which seeds its option shuffle
+    in place of its position in ``rubric``, so a criterion is shown as a full-rubric grade shows it.
     """
 
     submission: str
@@ -53,6 +56,7 @@ class GradeItem:
     query: str | None = None
     reference_submission: str | None = None
     item_id: str = ""
+    criterion_positions: tuple[int, ...] | None = None
 
 
 def check_item_text(item: GradeItem, where: str) -> None:
@@ -303,7 +307,8 @@ def plan_tasks(
                     criterion,
                     seed=seed,
                     submission=item.submission,
-                    criterion_index=criterion_index,
+                    criterion_index=(criterion_index if item.criterion_positions is None
+                                     else item.criterion_positions[criterion_index]),
                     judge_id=judge_id,
                     shuffle_options=shuffle_options,
                     permutations=permutations,
