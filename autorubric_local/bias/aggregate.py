@@ -4,7 +4,8 @@ position and option histograms, the position-bias profile and a shown-vs-chosen 
 Every score is averaged over the items where it is defined (the Grade Score paper reports means of
 per-trial scores). Intervals are percentile bootstrap intervals of the mean over items:
 ``n_bootstrap`` resamples of the items with replacement, the ``(1 - confidence) / 2`` and
-``(1 + confidence) / 2`` quantiles of the resampled means. The generator of each
+``(1 + confidence) / 2`` quantiles of the resampled means (the package's one item bootstrap,
+:mod:`autorubric_local.metrics.resampling`, as ``metrics --bootstrap`` uses). The generator of each
 (judge, criterion, variant, metric) is seeded from ``(seed, that key)``, so intervals are
 reproducible and do not depend on what else was aggregated.
 
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from autorubric_local.bias.cells import SweepCell, SweepSettings, Variant
+from autorubric_local.metrics.resampling import percentile_interval, resample_indices
 
 __all__ = ["Estimate", "IntervalMethod", "SweepAggregate", "aggregate_cells", "bootstrap_mean"]
 
@@ -118,9 +120,8 @@ def bootstrap_mean(values: Sequence[float], *, n_bootstrap: int, confidence: flo
         return Estimate(mean, None, None, int(data.size))
     digest = hashlib.sha256(f"{seed}\x1f{key}".encode()).digest()
     rng = np.random.default_rng(int.from_bytes(digest[:8], "big"))
-    means = data[rng.integers(0, data.size, size=(n_bootstrap, data.size))].mean(axis=1)
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    means = data[np.stack(list(resample_indices(rng, data.size, n_bootstrap)))].mean(axis=1)
+    low, high = percentile_interval(means, confidence)
     lowest, highest = value_range
     if high - low <= 1e-12 * (highest - lowest):  # every resample alike: no zero-width interval
         from autorubric_local.estimates.methods import bounded_mean_interval  # scipy: only when needed

@@ -1,10 +1,11 @@
 """Percentile bootstrap over items (Efron & Tibshirani, 1993, ch. 13).
 
 Each resample draws ``n_items`` items with replacement (``numpy.random.Generator`` seeded
-with ``seed``) and recomputes the headline and per-criterion figures with every pair of a
+with ``seed``; the package's one resampler, :func:`~autorubric_local.metrics.resampling.resample_counts`)
+and recomputes the headline and per-criterion figures with every pair of a
 drawn item counted as often as the item was drawn, so criteria stay paired within items.
 The interval is ``[q_{(1-c)/2}, q_{(1+c)/2}]`` of the resampled values that are defined
-(``numpy.quantile``, linear interpolation). Classification figures come from weighted
+(:func:`~autorubric_local.metrics.resampling.percentile_interval`). Classification figures come from weighted
 confusion matrices (:func:`~autorubric_local.metrics.agreement.kappa_from_confusion`,
 tested equal to scikit-learn); correlations from scipy on the resampled arrays.
 """
@@ -22,6 +23,7 @@ from autorubric_local.metrics.agreement import (
     prf_from_confusion,
 )
 from autorubric_local.metrics.extract import MET, AlignedData, CriterionPairs
+from autorubric_local.metrics.resampling import percentile_interval, resample_counts
 from autorubric_local.metrics.scores import correlation
 from autorubric_local.metrics.types import (
     BootstrapResult,
@@ -126,8 +128,8 @@ def point_figures(data: AlignedData, ca: CannotAssessMode, na: NAMode) -> tuple[
 
 def _interval(values: list[float], estimate: float | None, c: float, n_bootstrap: int) -> BootstrapResult:
     arr = np.asarray(values, dtype=float)
-    lo, hi = np.quantile(arr, [(1 - c) / 2, (1 + c) / 2])
-    return BootstrapResult(estimate=estimate, ci=ConfidenceInterval(lower=float(lo), upper=float(hi),
+    lo, hi = percentile_interval(arr, c)
+    return BootstrapResult(estimate=estimate, ci=ConfidenceInterval(lower=lo, upper=hi,
                                                                     confidence_level=c, method="percentile"),
                            std_error=float(arr.std(ddof=1)) if arr.size > 1 else 0.0,
                            n_valid=int(arr.size), n_bootstrap=n_bootstrap)
@@ -168,8 +170,7 @@ def bootstrap_metrics(
     est_head, est_per = _figures(prepared, data, np.ones(n), score_pos, js, hs)
     head_samples: dict[str, list[float]] = {k: [] for k in est_head}
     per_samples: dict[str, dict[str, list[float]]] = {k: {m: [] for m in v} for k, v in est_per.items()}
-    for b in range(n_bootstrap):
-        w = np.bincount(rng.integers(0, n, n), minlength=n).astype(float) if n else np.ones(0)
+    for b, w in enumerate(resample_counts(rng, n, n_bootstrap)):
         head, per = _figures(prepared, data, w, score_pos, js, hs)
         for k, v in head.items():
             if v is not None and k in head_samples:
