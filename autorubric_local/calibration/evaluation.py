@@ -1,8 +1,9 @@
 """How well a rule agrees with human labels: held-out agreement and K-fold cross-validation.
 
 Agreement of MET/UNMET decisions and P(MET) with human labels: accuracy
-(``sklearn.metrics.accuracy_score``), Cohen's kappa (``cohen_kappa_score``; None when both
-sides are constant on one class), AUROC (``roc_auc_score``; None with one human class) and the
+(``sklearn.metrics.accuracy_score``), Cohen's kappa (``cohen_kappa_score`` through
+:func:`autorubric_local.metrics.agreement.cohen_kappa`; None when both sides are constant on one
+class), AUROC (``roc_auc_score``; None with one human class) and the
 expected calibration error of P(MET) (:func:`autorubric_local.metrics.calibration.expected_calibration_error`,
 10 equal-width bins).
 

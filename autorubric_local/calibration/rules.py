@@ -35,7 +35,7 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
 from autorubric_local.core.errors import InputError
-from autorubric_local.metrics.agreement import cohen_kappa
+from autorubric_local.metrics.agreement import cohen_kappa, kappas_from_confusions
 
 __all__ = [
     "PLATT_C",
@@ -163,10 +163,11 @@ def kappa(y: np.ndarray, predicted: np.ndarray) -> float | None:
 def threshold_kappas(y: np.ndarray, p: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     """Cohen's kappa of the rule ``MET iff p >= t`` for every ``t`` in ``thresholds``.
 
-    The binary form of Cohen's kappa from the 2x2 counts (TP, FP, FN, TN):
-    ``2 (TP TN - FP FN) / ((TP + FP)(FP + TN) + (TP + FN)(FN + TN))``, all thresholds at once
-    (counts by binary search in the sorted scores); equal to ``cohen_kappa_score`` (tested).
-    NaN where the denominator is 0 (one class on both sides).
+    All thresholds at once: the 2x2 counts (TN, FP; FN, TP) of every threshold by binary search
+    in the sorted scores, then the package's vectorised kappa of confusion matrices
+    (:func:`autorubric_local.metrics.agreement.kappas_from_confusions`, Cohen's 1960 formula),
+    equal to :func:`kappa` (scikit-learn's ``cohen_kappa_score``; tested). NaN where kappa is
+    undefined (one class on both sides).
 
     Parameters
     ----------
@@ -184,10 +185,8 @@ def threshold_kappas(y: np.ndarray, p: np.ndarray, thresholds: np.ndarray) -> np
     fp = negatives.size - np.searchsorted(negatives, thresholds, side="left")
     fn = positives.size - tp
     tn = negatives.size - fp
-    numerator = 2.0 * (tp * tn - fp * fn)
-    denominator = ((tp + fp) * (fp + tn) + (tp + fn) * (fn + tn)).astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), np.nan)
+    counts = np.stack([np.stack([tn, fp], axis=-1), np.stack([fn, tp], axis=-1)], axis=-2)
+    return kappas_from_confusions(counts)
 
 
 def best_threshold(y: np.ndarray, p: np.ndarray, key: str = "") -> float:

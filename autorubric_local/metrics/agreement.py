@@ -2,9 +2,10 @@
 
 Point estimates call scikit-learn (``accuracy_score``, ``cohen_kappa_score``,
 ``precision_recall_fscore_support``, ``confusion_matrix``) and scipy (rank correlations).
-The confusion-matrix functions at the top (``kappa_from_confusion`` and friends) compute the
-same figures from a (weighted) confusion matrix; the bootstrap uses them because they are
-vectorisable, and the tests check them against scikit-learn.
+The confusion-matrix functions at the top (``kappas_from_confusions`` and friends) compute the
+same figures from (stacks of) weighted confusion matrices; the bootstrap and the threshold search
+of :mod:`autorubric_local.calibration.rules` use them because they are vectorisable, and the tests
+check them against :func:`cohen_kappa`, the package's one call of ``cohen_kappa_score``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "criterion_metrics",
     "cohen_kappa",
     "kappa_from_confusion",
+    "kappas_from_confusions",
     "label_codes",
     "prf_from_confusion",
 ]
@@ -65,22 +67,33 @@ def confusion_counts(
     return flat.reshape(n_labels, n_labels).astype(float)
 
 
-def kappa_from_confusion(cm: np.ndarray, weights: str | None = None) -> float | None:
-    """Cohen's kappa (Cohen, 1960) or weighted kappa (Cohen, 1968) from a confusion matrix.
+def kappas_from_confusions(cms: np.ndarray, weights: str | None = None) -> np.ndarray:
+    """Cohen's kappa (Cohen, 1960) or weighted kappa (Cohen, 1968) of a stack of confusion matrices.
 
     ``kappa = 1 - sum(w * O) / sum(w * E)`` with ``O`` the observed proportions, ``E`` the
     outer product of the marginals and ``w`` the disagreement weights: ``w_ij = [i != j]``
     (unweighted), ``|i - j|`` (linear) or ``(i - j)^2`` (quadratic); the same formula as
-    ``sklearn.metrics.cohen_kappa_score``. Range [-1, 1].
+    ``sklearn.metrics.cohen_kappa_score`` (tested equal to :func:`cohen_kappa`, which calls it).
+    The vectorised path: the bootstrap's weighted matrices and the threshold search of
+    :func:`autorubric_local.calibration.rules.threshold_kappas` (one 2x2 matrix a threshold).
 
-    Returns ``None`` when ``sum(w * E) == 0`` (both raters constant on the same label, or an
-    empty matrix): the 0/0 that scikit-learn reports as NaN.
+    Parameters
+    ----------
+    cms : ndarray of float, shape (..., k, k)
+        Counts (or weights), rows one rater, columns the other.
+    weights : {None, "linear", "quadratic"}
+
+    Returns
+    -------
+    ndarray of float, shape (...)
+        In [-1, 1]; NaN where kappa is undefined: ``sum(w * E) == 0`` (both raters constant on
+        the same label) or an empty matrix, the 0/0 scikit-learn reports as NaN.
     """
-    n = cm.sum()
-    if n <= 0:
-        return None
-    k = cm.shape[0]
-    expected = np.outer(cm.sum(axis=1), cm.sum(axis=0)) / n
+    cms = np.asarray(cms, dtype=float)
+    k = cms.shape[-1]
+    n = cms.sum(axis=(-2, -1))
+    safe_n = np.where(n > 0, n, 1.0)
+    expected = cms.sum(axis=-1)[..., :, None] * cms.sum(axis=-2)[..., None, :] / safe_n[..., None, None]
     i, j = np.indices((k, k))
     if weights is None:
         w = (i != j).astype(float)
@@ -90,10 +103,18 @@ def kappa_from_confusion(cm: np.ndarray, weights: str | None = None) -> float | 
         w = ((i - j) ** 2).astype(float)
     else:  # pragma: no cover - internal
         raise ValueError(f"unknown weights {weights!r}")
-    denominator = float((w * expected).sum())
-    if denominator <= 1e-12 * n:
-        return None
-    return 1.0 - float((w * cm).sum()) / denominator
+    denominator = (w * expected).sum(axis=(-2, -1))
+    defined = (n > 0) & (denominator > 1e-12 * n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(defined, 1.0 - (w * cms).sum(axis=(-2, -1)) / np.where(defined, denominator, 1.0), np.nan)
+
+
+def kappa_from_confusion(cm: np.ndarray, weights: str | None = None) -> float | None:
+    """Cohen's kappa or weighted kappa of one confusion matrix of shape (k, k), in [-1, 1]:
+    :func:`kappas_from_confusions` with ``None`` where it is undefined (both raters constant on
+    the same label, or an empty matrix)."""
+    value = float(kappas_from_confusions(cm, weights))
+    return None if np.isnan(value) else value
 
 
 def prf_from_confusion(
