@@ -559,6 +559,7 @@ def test_a_ray_sweep_worker_splits_vllm_memory(fake_vllm_sweep: tuple[dict[str, 
     judges = [JudgeSpec(_vllm(str(tiny_model_dir), device="cuda"), "a"),
               JudgeSpec(_vllm(str(second_model_dir), device="cuda"), "b")]
     worker = SweepWorker(ITEMS[:1], judges, SETTINGS, None)
+    worker.ready()  # loads the judges (an actor's first call)
     assert fake_vllm_sweep[0] == {str(tiny_model_dir): 0.45, str(second_model_dir): 0.45}
     assert [loaded.spec for loaded in worker.loaded] == judges  # the specs (and the sweep's hash) are unchanged
     engines.release_engines()

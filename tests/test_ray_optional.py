@@ -271,7 +271,7 @@ def test_actors_that_plan_different_rotations_are_named_with_the_judge() -> None
     answers = [("node-a", 11, [([one], "m-a", "transformers"), ([one], "m-b", "transformers")]),
                ("node-b", 22, [([one], "m-a", "transformers"), ([other], "m-b", "transformers")])]
     executor = RaySweepExecutor(DistributedConfig(workers=2))
-    executor.start = lambda *args: answers  # type: ignore[method-assign]
+    executor.pool.start = lambda *args: answers  # type: ignore[method-assign]
     with pytest.raises(EngineError, match=r"judge 'second'.*node-a \(pid 11\).*node-b \(pid 22\)"):
         executor.load([], judges, None, None)  # type: ignore[arg-type]
 

@@ -1,11 +1,13 @@
-"""Where a stored sweep's chunks are judged: :class:`LocalSweepExecutor` (this process) or
-:class:`~autorubric_local.bias.distributed.RaySweepExecutor` (Ray actors), chosen by
+"""Where a stored sweep's chunks are judged: :class:`SweepExecutor`, one executor on either pool
+of workers (:class:`~autorubric_local.runner.in_process.WorkerPool`, as a run's
+:class:`~autorubric_local.runner.executors.RunExecutor`): :class:`LocalSweepExecutor` (this
+process) or :class:`~autorubric_local.bias.distributed.RaySweepExecutor` (Ray actors), chosen by
 ``EvalConfig.distributed`` (:func:`~autorubric_local.bias.stored.sweep_executor`).
 
-:func:`~autorubric_local.bias.stored.run_stored_sweep` plans, chunks and commits; an executor
-loads the judges, plans each judge's rotations with its engine's chat template
-(:func:`~.sweep.load_judge`) and judges chunks (:func:`~.sweep.judge_chunk`), the same functions
-on every executor, so the stored rows do not depend on where a sweep ran.
+:func:`~autorubric_local.bias.stored.run_stored_sweep` plans, chunks and commits; the workers
+(:class:`SweepWorker`) load the judges, plan each judge's rotations with its engine's chat template
+(:func:`~.sweep.load_judge`) and judge chunks (:func:`~.sweep.judge_chunk`), the same functions
+wherever they run, so the stored rows do not depend on where a sweep ran.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol, Self
+from typing import Any, Self
 
 from autorubric_local.bias.cells import SweepSettings
 from autorubric_local.bias.sweep import (
@@ -28,8 +30,11 @@ from autorubric_local.bias.unrelated import UnrelatedOption
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.graders.execution import JudgmentResult
 from autorubric_local.graders.planning import GradeItem
+from autorubric_local.core.errors import EngineError
+from autorubric_local.engine.base import Engine
 from autorubric_local.judges.engines import release_held
-from autorubric_local.runner.in_process import JobEngines, chunks_in_order
+from autorubric_local.runner.executors import same_everywhere
+from autorubric_local.runner.in_process import InProcessWorkers, WorkerPool, where
 
 
 @dataclass(frozen=True)
@@ -47,8 +52,71 @@ class PlannedJudge:
         return cls(loaded.spec, loaded.planned, loaded.engine.model_id, loaded.engine.capabilities.backend)
 
 
-class SweepExecutor(Protocol):
-    """Loads a sweep's judges and judges its chunks; a context manager around one sweep."""
+class SweepWorker:
+    """What judges a sweep's chunks where a pool runs them (this process or a Ray actor): every
+    judge loaded there, one at a time, with its planned rotations (a
+    :class:`~autorubric_local.runner.in_process.Worker`). Loads nothing until :meth:`ready` (or
+    a restarted actor's first chunk); judges loaded before one that fails are released with the
+    rest when the pool closes."""
+
+    def __init__(
+        self,
+        items: Sequence[GradeItem],
+        judges: Sequence[JudgeSpec],
+        settings: SweepSettings,
+        unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
+    ) -> None:
+        self.args = (list(items), list(judges), settings, unrelated)
+        self.loaded: list[LoadedJudge] = []
+
+    def _load(self) -> None:
+        items, judges, settings, unrelated = self.args
+        if len(self.loaded) == len(judges):
+            return
+        configs = load_configs(judges)  # this node's vLLM memory shares
+        for judge in judges[len(self.loaded):]:
+            self.loaded.append(load_judge(items, judge, settings, unrelated, configs[judge.judge_id]))
+
+    def ready(self) -> tuple[str, int, list[tuple[list[PlannedRotation], str | None, str | None]]]:
+        """Load every judge; ``(host, pid, [(planned rotations, model id, backend) per judge])``."""
+        self._load()
+        plans = [(planned.planned, planned.model_id, planned.backend) for planned in map(PlannedJudge.of, self.loaded)]
+        return (*where(), plans)
+
+    def judge(self, chunk: Sequence[PlannedRotation], judge_index: int) -> tuple[int, list[JudgmentResult]]:
+        """``(pid, results in chunk order)`` of :func:`~.sweep.judge_chunk` by judge ``judge_index``."""
+        self._load()
+        loaded = self.loaded[judge_index]
+        return where()[1], judge_chunk(loaded.engine, chunk, loaded.spec.llm_config.thinking_budget)
+
+    def held(self) -> dict[str, Engine]:
+        """The judges' engines loaded so far, by judge id."""
+        return {loaded.spec.judge_id: loaded.engine for loaded in self.loaded}
+
+    def release(self, names: Sequence[str]) -> object:
+        """Release the engines ``names`` (:func:`~autorubric_local.judges.engines.release_held`)."""
+        held = self.held()
+        self.loaded = []  # the worker's references go before release_held frees memory
+        return release_held(held, names)
+
+
+class SweepExecutor:
+    """Loads a sweep's judges on a pool of :class:`SweepWorker` and judges its chunks there; a
+    context manager around one sweep (the pool is closed on exit: engines loaded for the sweep
+    released, Ray actors killed). vLLM judges split the device memory of the node they load on
+    (:func:`~.sweep.load_configs`).
+
+    Parameters
+    ----------
+    pool : WorkerPool
+    """
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self.pool = pool
+
+    def check_judges(self, judges: Sequence[JudgeSpec]) -> None:
+        """Refuse judges the pool cannot run (none in this process:
+        :meth:`~.distributed.RaySweepExecutor.check_judges`)."""
 
     def load(
         self,
@@ -57,71 +125,69 @@ class SweepExecutor(Protocol):
         settings: SweepSettings,
         unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
     ) -> list[PlannedJudge]:
-        """Load every judge and plan its rotations; one :class:`PlannedJudge` per judge, in order."""
-        ...
+        """Start the workers, each loading every judge and planning its rotations; one
+        :class:`PlannedJudge` per judge, in order.
+
+        Raises
+        ------
+        InputError
+            On Ray: a judge with ``LLMConfig.engine`` (an engine object cannot be shipped).
+        ModelNotFoundError, EngineError
+            A judge could not load; on Ray, also: Ray is missing or unreachable, or two actors
+            loaded different models or planned different rotations (named with the judge and
+            both actors' host and pid).
+        """
+        self.check_judges(judges)
+        answers: list[tuple[str, int, Any]] = self.pool.start(SweepWorker, list(items), list(judges), settings,
+                                                              unrelated)
+        summary = [(host, pid, [(len(planned), model_id, backend) for planned, model_id, backend in plans])
+                   for host, pid, plans in answers]
+        same_everywhere(summary, "judges")
+        host, pid, first = answers[0]
+        for other_host, other_pid, plans in answers[1:]:
+            for judge, (mine, _, _), (theirs, _, _) in zip(judges, first, plans, strict=True):
+                if mine != theirs:
+                    raise EngineError(
+                        f"Ray workers planned different rotations for judge {judge.judge_id!r}: {host} (pid {pid}) "
+                        f"and {other_host} (pid {other_pid}) (their nodes' tokenizers or chat templates differ); "
+                        "every node needs the same model files")
+        return [PlannedJudge(spec, planned, model_id, backend)
+                for spec, (planned, model_id, backend) in zip(judges, first, strict=True)]
 
     def judged_chunks(
         self, judge_index: int, chunks: Sequence[Sequence[PlannedRotation]], stop: threading.Event
     ) -> Iterator[tuple[int, list[JudgmentResult]]]:
         """``(chunk index, results in chunk order)`` for each chunk of the judge at
-        ``judge_index``, each index once, in any order; no new chunk once ``stop`` is set."""
-        ...
+        ``judge_index``, each index once, as the pool hands them back (in order in this
+        process); no new chunk once ``stop`` is set.
 
-    def __enter__(self) -> Self: ...
+        Raises
+        ------
+        EngineError
+            As :meth:`~autorubric_local.runner.distributed.RayActors.dispatch`.
+        """
+        yield from self.pool.dispatch("judge", chunks, (judge_index,), stop)
+
+    def __enter__(self) -> Self:
+        self.pool.__enter__()
+        return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None: ...
+    ) -> None:
+        self.pool.__exit__(kind, exc, tb)
 
 
-class LocalSweepExecutor:
-    """Loads the judges in this process and judges chunks in order, one at a time.
+class LocalSweepExecutor(SweepExecutor):
+    """Loads the judges in this process and judges chunks in order, one at a time: a
+    :class:`SweepExecutor` on :class:`~autorubric_local.runner.in_process.InProcessWorkers`.
 
-    vLLM judges split the device memory (:func:`~.sweep.load_configs`). The engines it loads are
-    released when the sweep ends (``__exit__``, also when loading a later judge failed), by the
-    rule :class:`~autorubric_local.runner.executors.LocalExecutor` releases a run's with
+    The engines it loads are released when the sweep ends (``__exit__``, also when loading a
+    later judge failed), by the rule a run's are
     (:class:`~autorubric_local.runner.in_process.JobEngines`): engines already in
     :func:`~autorubric_local.judges.engines.load_engine`'s cache when the sweep started (another
     holder's) are kept, and a failed release is logged, never raised.
     """
 
     def __init__(self) -> None:
-        self._loaded: list[LoadedJudge] = []
-        self._engines = JobEngines()
-
-    def load(
-        self,
-        items: Sequence[GradeItem],
-        judges: Sequence[JudgeSpec],
-        settings: SweepSettings,
-        unrelated: Mapping[tuple[int, int], UnrelatedOption] | None,
-    ) -> list[PlannedJudge]:
-        """:func:`~.sweep.load_judge` for every judge, with its :func:`~.sweep.load_configs` config;
-        then the heap is frozen until the sweep ends (:meth:`~autorubric_local.runner.in_process.JobEngines.loaded`)."""
-        self._engines.start()
-        self._loaded = []
-        configs = load_configs(judges)
-        for judge in judges:  # one at a time: judges loaded before a failing one are released too
-            self._loaded.append(load_judge(items, judge, settings, unrelated, configs[judge.judge_id]))
-        self._engines.loaded()  # the heap frozen until the sweep ends (runner/in_process.py)
-        return [PlannedJudge.of(loaded) for loaded in self._loaded]
-
-    def judged_chunks(
-        self, judge_index: int, chunks: Sequence[Sequence[PlannedRotation]], stop: threading.Event
-    ) -> Iterator[tuple[int, list[JudgmentResult]]]:
-        """:func:`~.sweep.judge_chunk` on each chunk, in order
-        (:func:`~autorubric_local.runner.in_process.chunks_in_order`)."""
-        loaded = self._loaded[judge_index]
-        budget = loaded.spec.llm_config.thinking_budget
-        return chunks_in_order(chunks, stop, lambda chunk: judge_chunk(loaded.engine, chunk, budget))
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        held = {loaded.spec.judge_id: loaded.engine for loaded in self._loaded}
-        self._loaded = []  # the executor's references go before release_held frees memory
-        self._engines.release(held, lambda names: release_held(held, names))
-
+        super().__init__(InProcessWorkers())

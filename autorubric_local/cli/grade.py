@@ -223,7 +223,7 @@ def grade(
     from autorubric_local.data.tables import Columns, is_table
     from autorubric_local.runner import EvalConfig, EvalRunner
     from autorubric_local.runner.distributed import RayExecutor
-    from autorubric_local.runner.executors import LocalExecutor
+    from autorubric_local.runner.executors import LocalExecutor, RunExecutor
 
     console = plain_console(stderr=True)  # piped or redirected: no line wrapped mid-phrase
     if len(paths) > 2:
@@ -246,7 +246,7 @@ def grade(
         streamed: set[str] = set()
         on_chunk = (lambda chunk: stream_json_lines(chunk.graded, streamed)) if as_jsonl else None
         if distributed is None:  # the judges load, the heap freezes and they are released in the library
-            executor: LocalExecutor | RayExecutor = LocalExecutor(
+            executor: RunExecutor = LocalExecutor(
                 loading=lambda names: console.status(f"loading judge {escape(', '.join(names))} ..."))
         else:
             executor = RayExecutor(distributed)  # imports ray only when it starts

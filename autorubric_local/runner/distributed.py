@@ -5,7 +5,7 @@ only when a pool connects (:func:`import_ray`), so importing it costs nothing wi
 
 How a distributed run goes: the driver (the process running
 :class:`~autorubric_local.runner.runner.EvalRunner`) plans and chunks the dataset exactly as a
-local run does. :class:`RayExecutor` starts ``workers`` actors (:class:`GraderWorker`), each sent
+local run does. :class:`RayExecutor` starts ``workers`` actors (:class:`~.executors.GraderWorker`), each sent
 a copy of the grader without its engines (judge configs, prompts, seed: never weights), so each
 actor loads the judges' models from its own node's files. Chunks go to the actors through a
 bounded queue (``chunks_per_worker`` in flight per actor); each returned chunk of
@@ -28,24 +28,21 @@ import copy
 import ipaddress
 import logging
 import math
-import os
 import signal
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Self
 
 from autorubric_local.core.errors import EngineError, InputError
 from autorubric_local.graders.criterion_grader import (
     CriterionGrader,
-    GradedItem,
     JudgeSpec,
 )
-from autorubric_local.runner.checkpoint import PlannedItem
 from autorubric_local.runner.config import RAY_AUTO, RAY_LOCAL, DistributedConfig
-from autorubric_local.runner.executors import EngineRecord, engine_fallbacks, engine_records, grade_chunk
+from autorubric_local.runner.executors import RunExecutor
 
 logger = logging.getLogger(__name__)
 
@@ -156,38 +153,6 @@ def shippable_grader(grader: CriterionGrader) -> CriterionGrader:
     return shipped
 
 
-class GraderWorker:
-    """What one Ray actor holds for a run: a grader whose engines are loaded in the actor's process.
-
-    Parameters
-    ----------
-    grader : CriterionGrader
-        From :func:`shippable_grader`; its judges' engines are loaded here, at construction
-        (again after each restart of the actor).
-    """
-
-    def __init__(self, grader: CriterionGrader) -> None:
-        self.grader = grader
-        self.records = engine_records(grader)
-
-    def ready(self) -> tuple[str, int, dict[str, EngineRecord]]:
-        """``(host, pid, engine records)`` of this actor (:func:`~.executors.engine_records`)."""
-        return socket.gethostname(), os.getpid(), self.records
-
-    def grade(self, chunk: Sequence[PlannedItem], seed: int) -> tuple[int, tuple[list[GradedItem], dict[str, list[str]]]]:
-        """``(pid, (graded items in chunk order, fallbacks))``: ``chunk`` through
-        :func:`~.executors.grade_chunk` with the option-shuffle ``seed`` of the run, and this
-        actor's :func:`~.executors.engine_fallbacks` after it (sent back with the chunk, so
-        asking for them never waits on the actor's queue)."""
-        self.grader.seed = seed
-        graded = grade_chunk(self.grader, chunk, _no_progress)
-        return os.getpid(), (graded, engine_fallbacks(self.grader))
-
-
-def _no_progress(_: int) -> None:
-    return None
-
-
 @contextlib.contextmanager
 def _signal_handlers_kept() -> Iterator[None]:
     """Keep this process's SIGTERM and SIGHUP handlers across ``ray.init``, which sets its own
@@ -209,11 +174,12 @@ def _signal_handlers_kept() -> Iterator[None]:
 
 class RayActors:
     """A pool of ``settings.workers`` Ray actors of one class and a bounded queue of chunks to
-    them; a context manager: the actors are killed on exit, and a Ray head this pool started is
-    shut down. :class:`RayExecutor` (runs) and the bias sweeps' executor are built on it.
+    them (a :class:`~.in_process.WorkerPool`); a context manager: the actors are killed on exit,
+    and a Ray head this pool started is shut down. :class:`RayExecutor` (runs) and the bias
+    sweeps' executor are built on it.
 
-    An actor class for the pool has a ``ready()`` method answering ``(host, pid, payload)`` and
-    chunk methods answering ``(pid, result)``.
+    An actor class for the pool is a :class:`~.in_process.Worker`: a ``ready()`` method
+    answering ``(host, pid, payload)`` and chunk methods answering ``(pid, result)``.
 
     Parameters
     ----------
@@ -228,6 +194,8 @@ class RayActors:
     startup_seconds : float
         How long :meth:`start` took (connecting to Ray, the actors loading the judges).
     """
+
+    remote = True
 
     def __init__(self, settings: DistributedConfig) -> None:
         self.settings = settings
@@ -373,69 +341,36 @@ class RayActors:
             yield index, result
 
 
-def same_everywhere(answers: Sequence[tuple[str, int, Any]], what: str) -> Any:
-    """The payload every actor answered ``ready()`` with.
+class RayExecutor(RunExecutor):
+    """Grades a run's chunks on ``settings.workers`` Ray actors (module docstring): a
+    :class:`~.executors.RunExecutor` on :class:`RayActors` of :class:`~.executors.GraderWorker`,
+    each sent :func:`shippable_grader`'s copy of the grader.
 
     Raises
     ------
-    EngineError
-        Two actors answered differently (their nodes hold different model files).
+    InputError
+        From :meth:`engines`, as :func:`shippable_grader` (before Ray is asked for anything).
     """
-    host, pid, first = answers[0]
-    for other_host, other_pid, payload in answers[1:]:
-        if payload != first:
-            raise EngineError(f"Ray workers loaded different {what}: {host} (pid {pid}) {first} but {other_host} "
-                              f"(pid {other_pid}) {payload}; every node needs the same model files")
-    return first
 
+    def __init__(self, settings: DistributedConfig,
+                 loading: Callable[[list[str]], AbstractContextManager[object]] | None = None) -> None:
+        self.actors = RayActors(settings)
+        super().__init__(self.actors, loading)
 
-class RayExecutor(RayActors):
-    """Grades a run's chunks on ``settings.workers`` Ray actors (:class:`GraderWorker`; module
-    docstring): the :class:`~.executors.ChunkExecutor` of a distributed run."""
+    def worker_grader(self, grader: CriterionGrader) -> CriterionGrader:
+        """:func:`shippable_grader`: the grader's settings and judge configs, no engines."""
+        return shippable_grader(grader)
 
-    def __init__(self, settings: DistributedConfig) -> None:
-        super().__init__(settings)
-        self._fallbacks: dict[str, list[str]] = {}
+    @property
+    def chunks_by_pid(self) -> dict[int, int]:
+        """:attr:`RayActors.chunks_by_pid`."""
+        return self.actors.chunks_by_pid
 
-    def engines(self, grader: CriterionGrader) -> dict[str, EngineRecord]:
-        """Start the actors with :func:`shippable_grader`'s copy of ``grader`` and wait until
-        each has loaded every judge; return their engine records (the same on every actor).
+    @property
+    def hosts(self) -> dict[int, str]:
+        """:attr:`RayActors.hosts`."""
+        return self.actors.hosts
 
-        Raises
-        ------
-        InputError
-            As :func:`shippable_grader` (before Ray is asked for anything).
-        EngineError
-            As :meth:`RayActors.start`, or two actors loaded different models for one judge.
-        """
-        shipped = shippable_grader(grader)
-        self._fallbacks = {}  # a run's own: this executor may have served another run before
-        return same_everywhere(self.start(GraderWorker, shipped), "judges")
-
-    def graded_chunks(
-        self,
-        grader: CriterionGrader,
-        chunks: Sequence[Sequence[PlannedItem]],
-        progress: Callable[[int], None],
-        stop: threading.Event,
-    ) -> Iterator[tuple[int, list[GradedItem]]]:
-        """``(chunk index, graded items)`` in completion order, each chunk once
-        (:meth:`RayActors.dispatch`; the :class:`~.executors.ChunkExecutor` protocol).
-        ``progress`` gets a chunk's judgments when it comes back.
-
-        Raises
-        ------
-        EngineError
-            As :meth:`RayActors.dispatch` (chunks committed so far are kept).
-        """
-        for index, (graded, fallbacks) in self.dispatch("grade", chunks, (grader.seed,), stop):
-            for judge_id, reasons in fallbacks.items():
-                known = self._fallbacks.setdefault(judge_id, [])
-                known.extend(reason for reason in reasons if reason not in known)
-            progress(sum(len(item.results) for item in graded))
-            yield index, graded
-
-    def fallbacks(self, grader: CriterionGrader) -> dict[str, list[str]]:
-        """The fallbacks the actors reported with the chunks handed back so far, merged per judge
-        (each reason once, in the order first seen); no call to the actors."""
-        return {judge_id: list(reasons) for judge_id, reasons in self._fallbacks.items()}
+    def worker_pids(self) -> list[int]:
+        """:meth:`RayActors.worker_pids`."""
+        return self.actors.worker_pids()

@@ -1,10 +1,14 @@
-"""What every in-process executor does, written once for grade runs and position-bias sweeps.
+"""Where a job's workers run in this process, written once for grade runs and position-bias sweeps.
 
-:class:`~.executors.LocalExecutor` (a run's chunks) and
-:class:`~autorubric_local.bias.executors.LocalSweepExecutor` (a sweep's chunks) differ only in
-how they load their judges and what one chunk's work is (``grade_chunk`` or ``judge_chunk``).
-The rest is here:
+A job's chunks are handed to workers (:class:`Worker`: a run's
+:class:`~.executors.GraderWorker`, a sweep's :class:`~autorubric_local.bias.executors.SweepWorker`)
+through a pool (:class:`WorkerPool`): :class:`InProcessWorkers` (one worker in this process, the
+chunks one at a time and in order) or :class:`~.distributed.RayActors` (Ray actors). A job's
+executor (:class:`~.executors.RunExecutor`, :class:`~autorubric_local.bias.executors.SweepExecutor`)
+starts its workers and dispatches its chunks through either, so a job's stored rows do not depend
+on where it ran. What this process does is here:
 
+- :class:`InProcessWorkers`: the pool of one worker in this process;
 - :func:`chunks_in_order`: the chunks, one at a time and in order, each handed to the job's own
   work, until the job is asked to stop;
 - :class:`JobEngines`: a judge's life in a job, the same for every kind of job and every caller
@@ -35,13 +39,16 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TypeVar
+import os
+import socket
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Protocol, Self, TypeVar
 
 from autorubric_local.engine.base import Engine
 from autorubric_local.judges.engines import cached_engine_ids, loaded_after
 
-__all__ = ["JobEngines", "chunks_in_order", "frozen_heap"]
+__all__ = ["InProcessWorkers", "JobEngines", "Worker", "WorkerPool", "chunks_in_order", "frozen_heap", "where"]
 
 ChunkT = TypeVar("ChunkT")
 ResultT = TypeVar("ResultT")
@@ -112,3 +119,121 @@ class JobEngines:
                 release(loaded_after(held, before))
         finally:
             self._frozen.close()  # unfrozen after the release: its collection walks only the job's objects
+
+
+def where() -> tuple[str, int]:
+    """``(host name, process id)`` of this process: how a worker names itself in ``ready()``."""
+    return socket.gethostname(), os.getpid()
+
+
+class Worker(Protocol):
+    """What a pool runs: one job's judges, loaded where the worker runs, and its chunk methods.
+
+    Built from arguments that can be sent by value (a restarted Ray actor is built again from
+    them) and loading nothing until :meth:`ready`. Its chunk methods (``grade``, ``judge``) take
+    a chunk and answer ``(pid, result)``, loading the judges first if they are not (a restarted
+    actor's first chunk).
+    """
+
+    def ready(self) -> tuple[str, int, Any]:
+        """Load the judges; answer ``(host, pid, payload)`` (:func:`where`; the payload says what
+        was loaded, the same on every worker of a job)."""
+        ...
+
+    def held(self) -> Mapping[str, Engine]:
+        """The engines this worker loaded, by name (those it found loaded are left out)."""
+        ...
+
+    def release(self, names: Sequence[str]) -> object:
+        """Release the engines ``names`` of :meth:`held` (pop them and free their memory)."""
+        ...
+
+
+class WorkerPool(Protocol):
+    """Where a job's workers run: :class:`InProcessWorkers` or
+    :class:`~.distributed.RayActors`; a context manager around one job (the workers are
+    stopped, and what they loaded released, on exit).
+
+    Attributes
+    ----------
+    remote : bool
+        True when the workers run in other processes: arguments and results are sent by value
+        (no callbacks, no engine objects), and several chunks may be in flight at once.
+    """
+
+    remote: bool
+
+    def start(self, worker_class: type, *args: Any) -> list[tuple[str, int, Any]]:
+        """Build the workers (``worker_class(*args)``) and answer each one's ``ready()``."""
+        ...
+
+    def dispatch(
+        self, method: str, chunks: Sequence[Any], args: tuple[Any, ...], stop: threading.Event
+    ) -> Iterator[tuple[int, Any]]:
+        """``(chunk index, result)`` of ``worker.method(chunk, *args)`` for every chunk, each
+        index once, in any order; no new chunk once ``stop`` is set."""
+        ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+
+class InProcessWorkers:
+    """The pool of one :class:`Worker` in this process: its chunks one at a time, in order
+    (:func:`chunks_in_order`), and the judges' life of :class:`JobEngines` around it (noted
+    before the worker loads, the heap frozen once it is ready, what it loaded released when the
+    pool closes, also when its loading failed part-way).
+
+    ``chunks`` may be cut lazily, as they are asked for (a run's
+    :class:`~.chunking.TimedChunks`): the next is taken only when the last is done.
+    """
+
+    remote = False
+
+    def __init__(self) -> None:
+        self._worker: Any = None
+        self._engines: JobEngines | None = None
+
+    def start(self, worker_class: type, *args: Any) -> list[tuple[str, int, Any]]:
+        """Build the worker and load its judges (its ``ready()``); the heap is frozen after.
+
+        Raises
+        ------
+        Whatever the worker's loading raises (:meth:`close` still releases what it loaded).
+        """
+        self.close()
+        self._engines = JobEngines()
+        self._engines.start()
+        self._worker = worker_class(*args)
+        answer = self._worker.ready()
+        self._engines.loaded()
+        return [answer]
+
+    def dispatch(
+        self, method: str, chunks: Iterable[Any], args: tuple[Any, ...], stop: threading.Event
+    ) -> Iterator[tuple[int, Any]]:
+        """``(chunk index, result)`` of ``worker.method(chunk, *args)``, in order, one at a time."""
+        if self._worker is None:
+            raise RuntimeError("InProcessWorkers.dispatch before start()")
+        work = getattr(self._worker, method)
+        for index, (_, result) in chunks_in_order(chunks, stop, lambda chunk: work(chunk, *args)):
+            yield index, result
+
+    def close(self) -> None:
+        """Release what the worker loaded (:meth:`JobEngines.release`) and drop it."""
+        worker, self._worker = self._worker, None
+        engines, self._engines = self._engines, None
+        if engines is not None:
+            engines.release(worker.held() if worker is not None else {},
+                            worker.release if worker is not None else (lambda names: None))
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

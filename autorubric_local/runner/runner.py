@@ -384,7 +384,7 @@ class EvalRunner:
                   else [self.grader.judgment_count(entry.grade_item) for entry in planned])
         estimates = dict(zip(planned.keys, counts, strict=True))
         chunks: TimedChunks[PlannedItem] | list[Sequence[PlannedItem]]
-        if isinstance(executor, LocalExecutor):  # one chunk at a time, in order: cut as graded, each sized by time
+        if getattr(executor, "in_order", False):  # one chunk at a time, in order: cut as graded, each sized by time
             chunks = TimedChunks(pending, estimates, self.config.chunk_judgments, self.config.max_concurrent_items,
                                  self.config.chunk_seconds)
         else:  # Ray actors (or another executor) may take several at once: cut up front, by size
