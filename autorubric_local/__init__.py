@@ -125,8 +125,9 @@ _LAZY: dict[str, str] = {
     **{
         name: "autorubric_local.meta"
         for name in (
-            "IssueDetail", "evaluate_rubric_in_context", "evaluate_rubric_standalone", "get_in_context_meta_rubric",
-            "get_standalone_meta_rubric",
+            "ImprovementConfig", "ImprovementResult", "ImprovementRunner", "IssueDetail", "IterationResult",
+            "evaluate_rubric_in_context", "evaluate_rubric_standalone", "get_in_context_meta_rubric",
+            "get_standalone_meta_rubric", "improve_rubric",
         )
     },
 }

@@ -7,7 +7,9 @@ Pareto check accepts or rejects the revision (AutoRubric 1.6.1: ``autorubric/met
 docs/api/meta.md). This module holds the steps of that loop that call no model:
 
 - the result types :class:`IssueDetail`, :class:`CriterionExemplar`,
-  :class:`CriterionErrorReport` and :class:`HeldOutValidationResult` (immutable, validated);
+  :class:`CriterionErrorReport` and :class:`HeldOutValidationResult` (immutable, validated),
+  and the loop's settings and results :class:`ImprovementConfig`, :class:`IterationResult`,
+  :class:`ImprovementResult` and :data:`ConvergenceFn` (the loop's rules: :mod:`.loop`);
 - :func:`extract_issues` and :func:`diff_issues` (issues of a meta-rubric report, and what a
   revision fixed or introduced), :func:`compute_expected_scores` (ground-truth scores),
   :func:`validate_criteria_structure` and :func:`pareto_accept` (the acceptance checks);
@@ -15,9 +17,9 @@ docs/api/meta.md). This module holds the steps of that loop that call no model:
   :func:`format_ground_truth_for_prompt`, :func:`format_held_out_for_prompt` and
   :func:`build_revision_history`, in our own wording (AutoRubric's content, not its text).
 
-The loop itself (``improve_rubric``, ``ImprovementRunner``, ``revise_rubric``) and the
-validation steps that grade (``validate_agreement``, ``validate_ground_truth``,
-``validate_held_out``) call judges and are not built yet.
+The steps that call judges are elsewhere: the validation steps that grade in
+:mod:`.validation`, the LLM revision in :mod:`.revision`, and the loop (``improve_rubric``,
+``ImprovementRunner``) in :mod:`.loop`.
 
 Text from data (judge feedback and reasons, submission snippets, criterion names) goes into the
 prompt sections quoted as JSON strings, so it stays on one line and cannot pass for the
@@ -34,8 +36,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from typing import Annotated, Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -45,18 +49,25 @@ from autorubric_local.core.reports import (
     EnsembleCriterionReport,
     EnsembleEvaluationReport,
     EvaluationReport,
+    TokenUsage,
 )
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import Criterion, CriterionVerdict
 from autorubric_local.data.dataset import RubricDataset
+from autorubric_local.graders.judge_spec import JudgeSpec
+from autorubric_local.judges.config import LLMConfig
 from autorubric_local.metrics.typed import ConfusionMatrix
 from autorubric_local.metrics.types import CannotAssessMode
 
 __all__ = [
+    "ConvergenceFn",
     "CriterionErrorReport",
     "CriterionExemplar",
     "HeldOutValidationResult",
+    "ImprovementConfig",
+    "ImprovementResult",
     "IssueDetail",
+    "IterationResult",
     "IterationSummary",
     "build_revision_history",
     "compute_expected_scores",
@@ -258,8 +269,8 @@ class HeldOutValidationResult(_Frozen):
 
 
 class IterationSummary(Protocol):
-    """What :func:`build_revision_history` reads of an iteration (AutoRubric's
-    ``IterationResult`` has these fields; it is not built here yet)."""
+    """What :func:`build_revision_history` reads of an iteration
+    (:class:`~autorubric_local.meta.loop.IterationResult` has these fields)."""
 
     @property
     def iteration(self) -> int: ...
@@ -277,6 +288,240 @@ class IterationSummary(Protocol):
     def accepted(self) -> bool: ...
     @property
     def rejection_reason(self) -> str | None: ...
+
+
+# ---- the loop's settings and results ------------------------------------------------------
+
+
+ConvergenceFn = Callable[["IterationResult", list["IterationResult"]], str | None]
+"""``fn(current, all_so_far) -> reason or None``: called after each iteration (``all_so_far``
+ends with ``current``); a string stops the loop with that ``convergence_reason``. Given in
+:class:`ImprovementConfig`, it replaces the built-in stopping rules."""
+
+Mode = Literal["standalone", "in_context"]
+Strategy = Literal["meta_rubric", "held_out"]
+
+
+def _check_fraction(name: str, value: float) -> None:
+    if not (isinstance(value, int | float) and 0.0 <= value <= 1.0):
+        raise InputError(f"ImprovementConfig: field '{name}': must be in [0, 1], got {value!r}")
+
+
+def _check_at_least(name: str, value: Any, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InputError(f"ImprovementConfig: field '{name}': must be an integer >= {low}, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImprovementConfig:
+    """Settings of a rubric-improvement run (AutoRubric 1.6.1: ``autorubric.meta.ImprovementConfig``).
+
+    Attributes
+    ----------
+    eval_llm : LLMConfig or list of JudgeSpec
+        The judge of the meta-rubric evaluation and of validation; a list is an ensemble
+        (required, >= 2 judges, for agreement validation; the meta-rubric evaluation uses
+        its first judge).
+    revision_llm : LLMConfig
+        The model that rewrites the rubric (any local or hosted model).
+    mode : {"in_context", "standalone"}, default "in_context"
+        Meta-rubric evaluation with the task prompt (required then) or of the rubric alone.
+    strategy : {"meta_rubric", "held_out"}, default "meta_rubric"
+    validation_data : RubricDataset, optional
+        Items graded each iteration: all with ground truth (correlation; required for
+        ``"held_out"``), or all without (judge agreement).
+    max_iterations : int >= 1, default 10
+        Rubrics measured at most (the original included).
+    min_quality_score : float in [0, 1], default 0.95
+    min_agreement : float in [-1, 1], default 0.85
+        Stop thresholds of quality and of agreement (or correlation).
+    score_plateau_threshold : float >= 0, default 0.02
+    plateau_patience : int >= 1, default 2
+        A score change below the threshold this many iterations in a row stops the loop.
+    max_exemplars_per_criterion : int >= 0, default 3
+        Held-out exemplars per criterion in the revision prompt.
+    held_out_min_accuracy : float in [0, 1], default 0.9
+        Stop threshold of held-out mean accuracy.
+    cannot_assess : {"exclude", "as_unmet", "as_category"}, default "exclude"
+        Held-out pairing of CANNOT_ASSESS.
+    history_window : int >= 1, default 3
+        Iterations shown to the reviser.
+    reject_agreement_regression : bool, default True
+        Reject a revision whose agreement falls more than 0.03 (:func:`pareto_accept`).
+    save_artifacts : bool, default True
+        Write rubrics, iterations and ``summary.json`` to ``artifacts_dir``.
+    artifacts_dir : path, optional
+        Default ``experiments/rubric_improvement_<UTC timestamp>``.
+    display : {"stdout", "html"} or None, default None
+        "stdout" also prints the meta-rubric verdicts and the progress lines to standard
+        output; the meta-rubric reports are written as HTML pages to ``artifacts_dir``
+        whenever artifacts are saved.
+    show_progress : bool, default True
+        A ``rich`` progress display on standard error (:class:`ImprovementProgressDisplay`).
+    max_total_cost : float >= 0, optional
+        Stop once the run cost this many USD (local judges cost 0).
+    convergence_fn : ConvergenceFn, optional
+        Replaces the built-in stopping rules.
+    revision_system_prompt, revision_user_prompt_template : str, optional
+        Replace the reviser's prompts (placeholders: :mod:`autorubric_local.meta.revision`).
+
+    Raises
+    ------
+    InputError
+        A field outside its range or of the wrong type; the message names the field.
+    """
+
+    eval_llm: LLMConfig | list[JudgeSpec]
+    revision_llm: LLMConfig
+    mode: Mode = "in_context"
+    strategy: Strategy = "meta_rubric"
+    validation_data: RubricDataset | None = None
+    max_iterations: int = 10
+    min_quality_score: float = 0.95
+    min_agreement: float = 0.85
+    score_plateau_threshold: float = 0.02
+    plateau_patience: int = 2
+    max_exemplars_per_criterion: int = 3
+    held_out_min_accuracy: float = 0.90
+    cannot_assess: CannotAssessMode = "exclude"  # type: ignore[assignment]
+    history_window: int = 3
+    reject_agreement_regression: bool = True
+    save_artifacts: bool = True
+    artifacts_dir: Path | str | None = None
+    display: Literal["stdout", "html", None] = None
+    show_progress: bool = True
+    max_total_cost: float | None = None
+    convergence_fn: ConvergenceFn | None = None
+    revision_system_prompt: str | None = None
+    revision_user_prompt_template: str | None = None
+
+    def __post_init__(self) -> None:
+        judges = self.eval_llm if isinstance(self.eval_llm, list) else None
+        if judges is not None:
+            if not judges or not all(isinstance(j, JudgeSpec) for j in judges):
+                raise InputError("ImprovementConfig: field 'eval_llm': a list must hold >= 1 JudgeSpec")
+        elif not isinstance(self.eval_llm, LLMConfig):
+            raise InputError(f"ImprovementConfig: field 'eval_llm': expected an LLMConfig or a list of JudgeSpec, "
+                             f"got {type(self.eval_llm).__name__}")
+        if not isinstance(self.revision_llm, LLMConfig):
+            raise InputError(f"ImprovementConfig: field 'revision_llm': expected an LLMConfig, got "
+                             f"{type(self.revision_llm).__name__}")
+        for name, allowed in (("mode", ("standalone", "in_context")), ("strategy", ("meta_rubric", "held_out")),
+                              ("display", ("stdout", "html", None))):
+            if getattr(self, name) not in allowed:
+                raise InputError(f"ImprovementConfig: field '{name}': expected one of {list(allowed)}, "
+                                 f"got {getattr(self, name)!r}")
+        if self.validation_data is not None and not isinstance(self.validation_data, RubricDataset):
+            raise InputError(f"ImprovementConfig: field 'validation_data': expected a RubricDataset, got "
+                             f"{type(self.validation_data).__name__}")
+        _check_at_least("max_iterations", self.max_iterations, 1)
+        _check_at_least("plateau_patience", self.plateau_patience, 1)
+        _check_at_least("history_window", self.history_window, 1)
+        _check_at_least("max_exemplars_per_criterion", self.max_exemplars_per_criterion, 0)
+        _check_fraction("min_quality_score", self.min_quality_score)
+        _check_fraction("held_out_min_accuracy", self.held_out_min_accuracy)
+        if not (isinstance(self.min_agreement, int | float) and -1.0 <= self.min_agreement <= 1.0):
+            raise InputError(f"ImprovementConfig: field 'min_agreement': must be in [-1, 1], got "
+                             f"{self.min_agreement!r}")
+        if not (isinstance(self.score_plateau_threshold, int | float) and self.score_plateau_threshold >= 0):
+            raise InputError(f"ImprovementConfig: field 'score_plateau_threshold': must be >= 0, got "
+                             f"{self.score_plateau_threshold!r}")
+        if self.max_total_cost is not None and not (isinstance(self.max_total_cost, int | float)
+                                                    and self.max_total_cost >= 0):
+            raise InputError(f"ImprovementConfig: field 'max_total_cost': must be >= 0 or None, got "
+                             f"{self.max_total_cost!r}")
+        if self.convergence_fn is not None and not callable(self.convergence_fn):
+            raise InputError("ImprovementConfig: field 'convergence_fn': must be callable")
+        try:
+            object.__setattr__(self, "cannot_assess", CannotAssessMode(self.cannot_assess))
+        except ValueError:
+            raise InputError(f"ImprovementConfig: field 'cannot_assess': expected one of "
+                             f"{[m.value for m in CannotAssessMode]}, got {self.cannot_assess!r}") from None
+
+    @property
+    def meta_judge(self) -> LLMConfig:
+        """The judge of the meta-rubric evaluation: ``eval_llm``, or its first judge."""
+        return self.eval_llm[0].llm_config if isinstance(self.eval_llm, list) else self.eval_llm
+
+
+@dataclass(frozen=True, kw_only=True)
+class IterationResult:
+    """One iteration: the rubric measured and what was found (AutoRubric 1.6.1:
+    ``autorubric.meta.IterationResult``).
+
+    Attributes
+    ----------
+    iteration : int
+        0-based; iteration 0 measures the original rubric.
+    rubric : Rubric
+    quality_score : float in [0, 1]
+        Meta-rubric score (held out: mean per-criterion accuracy).
+    agreement : float or None
+        Correlation with ground-truth scores or judge agreement; None when not measured.
+    per_criterion_agreement : dict of str to float, or None
+        Agreement validation only.
+    issues : list of IssueDetail
+    issues_fixed, issues_introduced : list of str
+        Meta-criteria flagged in the previous iteration and not now, and the reverse.
+    accepted : bool
+        False when :func:`pareto_accept` rejected this rubric.
+    rejection_reason : str or None
+    quality_report : EnsembleEvaluationReport or None
+        The meta-rubric report (None held out).
+    token_usage : TokenUsage or None
+        Of the meta-rubric evaluation.
+    completion_cost : float or None
+        USD of the iteration's evaluation and validation; None when 0 or unpriced.
+    held_out_diagnostics : HeldOutValidationResult or None, default None
+    revision_error : str or None, default None (extension)
+        Why the revision that followed this iteration failed (its answer was not a rubric);
+        the loop stopped there.
+    """
+
+    iteration: int
+    rubric: Rubric
+    quality_score: float
+    agreement: float | None
+    per_criterion_agreement: dict[str, float] | None
+    issues: list[IssueDetail]
+    issues_fixed: list[str]
+    issues_introduced: list[str]
+    accepted: bool
+    rejection_reason: str | None
+    quality_report: EnsembleEvaluationReport | None
+    token_usage: TokenUsage | None
+    completion_cost: float | None
+    held_out_diagnostics: HeldOutValidationResult | None = None
+    revision_error: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImprovementResult:
+    """What an improvement run returns (AutoRubric 1.6.1: ``autorubric.meta.ImprovementResult``).
+
+    Attributes
+    ----------
+    original_rubric : Rubric
+    final_rubric : Rubric
+        The best rubric (as AutoRubric).
+    iterations : list of IterationResult
+        Every iteration, rejected ones included, in order.
+    best_rubric : Rubric
+    best_iteration : int
+        The iteration whose rubric is ``best_rubric``.
+    convergence_reason : str
+        Why the loop stopped (the module docstring lists them).
+    total_completion_cost : float or None
+        USD of the run; None when 0 or unpriced.
+    """
+
+    original_rubric: Rubric
+    final_rubric: Rubric
+    iterations: list[IterationResult]
+    best_rubric: Rubric
+    best_iteration: int
+    convergence_reason: str
+    total_completion_cost: float | None
 
 
 # ---- issues ----------------------------------------------------------------------------------
