@@ -19,6 +19,7 @@ import io
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -29,6 +30,7 @@ from autorubric_local.engine import ScoreRequest
 from autorubric_local.graders import CriterionGrader, JudgeSpec
 from autorubric_local.meta import (
     ImprovementConfig,
+    revise_rubric,
     ImprovementProgressDisplay,
     ImprovementRunner,
     IterationResult,
@@ -248,6 +250,27 @@ def test_a_held_out_revision_may_not_rename_a_criterion() -> None:
     cfg = config(judge, writer, strategy="held_out", validation_data=dataset())
     with pytest.raises(InputError, match="name changed"):
         asyncio.run(revise_rubric_held_out(rubric_of("rewards BETA"), None, "", "", cfg))
+
+
+def test_a_real_engine_decodes_the_revision_under_the_schema_and_a_cut_answer_is_an_input_error(
+        tiny_engine: Any) -> None:
+    """The tiny random model writes under the schema's regex (so its answer starts as the
+    schema says) until max_tokens cuts it: an InputError, never a rubric made of the part."""
+    judge, _, _, _ = judges()
+    writer = LLMConfig(model="tiny", engine=tiny_engine, max_tokens=40)
+    cfg = config(judge, writer, revision_system_prompt="Rewrite.", revision_user_prompt_template="{original_criteria}")
+    capture: dict = {}
+    with pytest.raises(InputError, match="^revision:.*max_tokens"):
+        asyncio.run(revise_rubric(rubric_of(R0), None, [], "", "", cfg, _capture=capture))
+    assert re.match(r'\{ ?"criteria" ?: ?\[ ?\{ ?"name" ?: ?"', capture["llm_response"])
+
+
+def test_a_failing_revision_model_is_recorded_and_stops_the_loop(tiny_engine: Any) -> None:
+    judge, _, _, _ = judges()
+    writer = LLMConfig(model="tiny", engine=tiny_engine)  # the default prompt overflows its 512-token context
+    result = run(rubric_of(R0), config(judge, writer))
+    assert result.convergence_reason == "revision_failed" and len(result.iterations) == 1
+    assert "context length" in (result.iterations[0].revision_error or "")
 
 
 # ---- validation steps ------------------------------------------------------------------------

@@ -474,8 +474,8 @@ class IterationResult:
         USD of the iteration's evaluation and validation; None when 0 or unpriced.
     held_out_diagnostics : HeldOutValidationResult or None, default None
     revision_error : str or None, default None (extension)
-        Why the revision that followed this iteration failed (its answer was not a rubric);
-        the loop stopped there.
+        Why the revision that followed this iteration failed (its answer was not a rubric, or
+        the revision model failed); the loop stopped there.
     """
 
     iteration: int

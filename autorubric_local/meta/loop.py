@@ -27,11 +27,11 @@ The loop stops (``convergence_reason``) at the first of: ``"no_issues"``, ``"thr
 ``"score_plateau"`` (``plateau_patience`` iterations in a row whose score moved less than
 ``score_plateau_threshold``), ``"pareto_stuck"``, ``"cost_limit"``; or where
 ``convergence_fn`` says, when given (it replaces these rules). A revision whose answer is not a
-rubric stops the loop with ``"revision_failed"`` and its error on the last iteration's
-``revision_error``: nothing is made up, and a greedy local model asked again would answer the
-same. ``best_rubric`` (also ``final_rubric``, as AutoRubric) is the accepted rubric with the
-highest quality (mean of quality and agreement when agreement was measured; held out, the
-highest accuracy).
+rubric (or whose model failed: :class:`EngineError`) stops the loop with ``"revision_failed"``
+and its error on the last iteration's ``revision_error``: nothing is made up, and a greedy
+local model asked again would answer the same. ``best_rubric`` (also ``final_rubric``, as
+AutoRubric) is the accepted rubric with the highest quality (mean of quality and agreement
+when agreement was measured; held out, the highest accuracy).
 
 Differences from AutoRubric 1.6.1: the configuration and results are immutable and validated
 (:class:`InputError` naming the field); ``IterationResult.revision_error`` and the
@@ -386,7 +386,7 @@ class ImprovementRunner:
                     rubric, revision_cost = await revise_rubric(
                         last_accepted, self.task_prompt, issues, validation_text, history, config,
                         _capture=revision_capture)
-            except InputError as exc:
+            except (InputError, EngineError) as exc:
                 iterations[-1] = replace(it, revision_error=str(exc))
                 artifacts.iteration(iterations[-1], validation_capture, revision_capture)
                 reason = "revision_failed"
@@ -448,7 +448,7 @@ class ImprovementRunner:
                 with progress.phase(n, config.max_iterations, "revising the rubric"):
                     rubric, revision_cost = await revise_rubric_held_out(
                         rubric, self.task_prompt, diagnostics, history, config, _capture=revision_capture)
-            except InputError as exc:
+            except (InputError, EngineError) as exc:
                 iterations[-1] = replace(it, revision_error=str(exc))
                 artifacts.iteration(iterations[-1], validation_capture, revision_capture)
                 reason = "revision_failed"
