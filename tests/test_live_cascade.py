@@ -180,10 +180,48 @@ def test_bad_cascades_are_refused() -> None:
         CriterionGrader(llm_config=LLMConfig(model="small", engine=small), escalation=same)
 
 
-def test_eval_runner_refuses_a_live_cascade() -> None:
+def _cascade_votes(result: object) -> list[tuple[str, float, list[tuple[bool, str, list[tuple[str, bool, str]]]]]]:
+    return [(r.item_id, round(r.report.score, 9),
+             [(c.escalated, c.final_verdict.value, [(v.judge_id, v.superseded, v.verdict.value) for v in c.votes])
+              for c in r.report.report])
+            for r in sorted(result.item_results, key=lambda r: r.item_id)]  # type: ignore[attr-defined]
+
+
+def test_a_stored_live_cascade_resumes_to_what_it_grades_in_memory(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """EvalRunner stores a live cascade: reports with both stages (read back as graded), one
+    judgment row per judgment of each stage keyed by the judge and the criterion's position in
+    the full rubric, and a run stopped after its first chunk resumes to the one-pass result."""
+    import sqlite3
+
+    from autorubric_local.runner import EvalInterruptedError
+
+    config = EvalConfig(db_path=tmp_path / "r.sqlite", experiment_name="cascade", chunk_judgments=3,
+                        show_progress=False)
+    runner = EvalRunner(dataset(), cascade(*engines()), config,
+                        on_chunk=lambda chunk: runner.stop() if chunk.chunk_index == 0 else None)
+    with pytest.raises(EvalInterruptedError):
+        runner.run_sync()
+    resumed = EvalRunner(dataset(), cascade(*engines()), config).run_sync()
+    assert resumed.resumed_items == 1  # one item a chunk: 3 first-stage judgments each
     small, large = engines()
-    with pytest.raises(InputError, match=r"live cascades are not stored yet \(issue 53\)"):
-        EvalRunner(dataset(), cascade(small, large), EvalConfig(db_path=":memory:", show_progress=False))
+    live = cascade(small, large).grade_inputs([(f"Answer number {k}.", rubric(), None, None, f"i{k}")
+                                               for k in range(3)])
+    expected = [(g.item.item_id, round(g.report.score, 9),
+                 [(c.escalated, c.final_verdict.value, [(v.judge_id, v.superseded, v.verdict.value) for v in c.votes])
+                  for c in g.report.report]) for g in live]
+    assert _cascade_votes(resumed) == expected
+    with sqlite3.connect(tmp_path / "r.sqlite") as db:
+        rows = db.execute("select item_id, criterion_index, criterion_name, judge_id, model_id, verdict "
+                          "from judgments order by item_id, judge_id, criterion_index").fetchall()
+    # at 0.5: i0 escalates B and C, i1 A, i2 nothing (hand-worked in the test above)
+    assert [r for r in rows if r[3] == "large"] == [
+        ("i0", 1, "B", "large", "large", "UNMET"), ("i0", 2, "C", "large", "large", "MET"),
+        ("i1", 0, "A", "large", "large", "MET")]
+    assert [(r[0], r[1], r[5]) for r in rows if r[3] == "small"] == [
+        (f"i{k}", c, SMALL[(k, name)][0].value) for k in range(3) for c, name in enumerate("ABC")]
+    whole = EvalRunner(dataset(), cascade(*engines()), EvalConfig(db_path=tmp_path / "w.sqlite",
+                                                                  show_progress=False)).run_sync()
+    assert _cascade_votes(whole) == expected
 
 
 def test_the_escalation_stage_has_the_graders_settings_and_one_batch() -> None:
@@ -260,3 +298,44 @@ def test_an_escalated_multi_choice_criterion_is_shown_as_a_full_run_shows_it() -
     assert len(large.history) == 1
     shown = [r.prefix + r.suffix for r in full_engine.history if "Rates the depth" in r.prefix + r.suffix]
     assert [r.prefix + r.suffix for r in large.history] == shown
+
+
+def test_a_stored_cascade_records_its_escalation_judges_and_releases_them(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The run's judges record names both stages, and the local executor releases what it
+    loaded of both (here through load_engine, a scripted engine per config)."""
+    import json
+    import sqlite3
+
+    from autorubric_local.graders import criterion_grader
+
+    grader = cascade(*engines())
+    EvalRunner(dataset(), grader, EvalConfig(db_path=tmp_path / "r.sqlite", show_progress=False)).run_sync()
+    with sqlite3.connect(tmp_path / "r.sqlite") as db:
+        (judges,), = db.execute("select judges_json from runs").fetchall()
+    assert [(j["judge_id"], j["model_id"], j.get("stage")) for j in json.loads(judges)] == [
+        ("small", "small", None), ("large", "large", "escalation")]
+    loaded: list[str] = []
+
+    def load(config: LLMConfig) -> ScriptedEngine:
+        loaded.append(config.model)
+        return ScriptedEngine(model_id=config.model, policy=small_policy if config.model == "small" else large_policy)
+
+    escalation = EscalationConfig([JudgeSpec(LLMConfig(model="large"), "large")], 0.5)
+    fresh = CriterionGrader(llm_config=LLMConfig(model="small"), escalation=escalation, seed=1)
+    monkeypatch.setattr(criterion_grader, "load_engine", load)
+    EvalRunner(dataset(), fresh, EvalConfig(db_path=tmp_path / "f.sqlite", show_progress=False)).run_sync()
+    assert sorted(loaded) == ["large", "small"] and fresh.loaded_judges() == frozenset()
+
+
+def test_a_cascade_is_shipped_to_ray_workers_without_either_stages_engines() -> None:
+    from autorubric_local.runner.distributed import shippable_grader
+
+    escalation = EscalationConfig([JudgeSpec(LLMConfig(model="large"), "large")], 0.5)
+    grader = CriterionGrader(llm_config=LLMConfig(model="small"), escalation=escalation, seed=1)
+    grader.escalation_grader._engines["large"] = ScriptedEngine(model_id="large")  # type: ignore[union-attr]
+    shipped = shippable_grader(grader)
+    assert shipped.escalation_grader is not grader.escalation_grader
+    assert shipped.escalation_grader._engines == {} and grader.escalation_grader._engines  # type: ignore[union-attr]
+    assert shipped.describe() == grader.describe()
+    with pytest.raises(InputError, match="cannot be shipped"):
+        shippable_grader(cascade(*engines()))  # engines built in this process, both stages

@@ -30,7 +30,7 @@ cost and time are its escalation run's, pro-rated by the share of its criteria e
 the judges are called per criterion (``llm_calls="per_criterion"``), in full for an item with
 any escalated criterion under ``"per_item"``.
 
-The live cascade (``CriterionGrader(escalation=...)``, in memory) merges its reports with the
+The live cascade (``CriterionGrader(escalation=...)``, in memory or stored) merges its reports with the
 same rules (:func:`~autorubric_local.graders.escalation.escalated_criterion`,
 :func:`~autorubric_local.graders.escalation.cascade_report`), so a replay of its two stages
 gives its verdicts and scores. Not built: thresholds fitted per criterion

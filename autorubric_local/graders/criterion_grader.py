@@ -193,11 +193,11 @@ class CriterionGrader:
         escalation judge's ``judge_scores`` entry covers the criteria it judged. Multi-choice
         option shuffles of the second stage are seeded by the criterion's position in the full
         rubric (``GradeItem.criterion_positions``), as in a full run of the escalation judges.
-        ``EvalRunner`` (stored runs) refuses it for now.
+        ``EvalRunner`` stores it as any run (both stages' judgments and the merged reports).
     llm_calls : "per_criterion" or "per_item", default "per_criterion"
         AutoRubric's calls per item. ``"per_item"``: one teacher-forced prompt per item and
         judge with the whole rubric (:func:`.per_item.score_per_item`), score mode on local
-        engines only, in memory only (``EvalRunner`` refuses it); multi-choice options are
+        engines only, in memory and in stored runs; multi-choice options are
         shown in their own order (``shuffle_options`` does not apply). With ``mode="explain"``,
         ``LLMConfig.thinking``, a hosted judge, few-shot examples, ``permutations="cyclic"``,
         ``auto_na_option``, ``contextual_calibration``, ``multi_choice_system_prompt`` or
@@ -411,10 +411,18 @@ class CriterionGrader:
                              f"(issue 53); {PER_ITEM_SUPPORTED}. Use llm_calls='per_criterion' for the rest")
 
     # ------------------------------------------------------------------ engines
+    @property
+    def all_judges(self) -> tuple[JudgeSpec, ...]:
+        """Every judge this grader may load: its own, then a live cascade's escalation judges."""
+        return (*self.judges, *(self.escalation_grader.judges if self.escalation_grader is not None else ()))
+
     def engine_for(self, judge: JudgeSpec) -> Engine:
         """The judge's engine, loaded on first use (``LLMConfig.engine`` if given) or again after
         :meth:`release_engines`; a vLLM judge with its memory share
-        (:func:`~autorubric_local.judges.memory.with_memory_shares`, not in :meth:`describe`)."""
+        (:func:`~autorubric_local.judges.memory.with_memory_shares`, not in :meth:`describe`).
+        An escalation judge's engine is the escalation grader's."""
+        if self.escalation_grader is not None and all(j.judge_id != judge.judge_id for j in self.judges):
+            return self.escalation_grader.engine_for(judge)
         engine = self._engines.get(judge.judge_id)
         if engine is None or was_released(engine):
             if self._load_configs is None:
@@ -604,8 +612,8 @@ class CriterionGrader:
         escalation grader, each item with the sub-rubric of its escalated criteria, all in one
         :meth:`grade_batch`; each report is merged as the replay merges
         (:func:`.escalation.escalated_criterion`, :func:`.escalation.cascade_report`), with this
-        grader's length penalty. ``results`` holds both stages' judgments (the escalation
-        judges' tasks index the sub-rubric and the escalation grader's judges)."""
+        grader's length penalty. ``results`` holds both stages' judgments, the escalation
+        judges' re-indexed to the full rubric and :attr:`all_judges` (:meth:`_merged`)."""
         assert self.escalation is not None and self.escalation_grader is not None
         first = self._grade_checked(items, graded_inputs, progress)
         chosen = [escalated_indices(entry.report.report or [], self.escalation.threshold_for,
@@ -621,17 +629,24 @@ class CriterionGrader:
                                                                    progress=progress), strict=True))
         merged = list(first)
         for index, entry in second.items():
-            merged[index] = self._merged(items[index], first[index], entry, chosen[index],
+            merged[index] = self._merged(index, items[index], first[index], entry, chosen[index],
                                          graded_inputs[index] if graded_inputs is not None else None)
         return merged
 
-    def _merged(self, item: GradeItem, first: GradedItem, second: GradedItem, chosen: Sequence[int],
+    def _merged(self, index: int, item: GradeItem, first: GradedItem, second: GradedItem, chosen: Sequence[int],
                 graded_input: Any) -> GradedItem:
-        """One item's cascade report: criteria ``chosen`` decided by ``second``'s reports."""
+        """One item's cascade report: criteria ``chosen`` decided by ``second``'s reports. The
+        second stage's judgments are re-indexed as tasks of the whole batch: item ``index``, the
+        criterion's position in the full rubric, the judge's in :attr:`all_judges` (so stored
+        judgment rows name the right criterion and judge)."""
         decided = dict(zip(chosen, second.report.report or [], strict=True))
         reports = [escalated_criterion(report, decided[k]) if k in decided else report
                    for k, report in enumerate(first.report.report or [])]
-        results = (*first.results, *second.results)
+        offset = len(self.judges)
+        results = (*first.results, *(
+            replace(r, task=replace(r.task, item_index=index, criterion_index=chosen[r.task.criterion_index],
+                                    judge_index=offset + r.task.judge_index))
+            for r in second.results))
         if graded_input is None:
             graded_input = {"thinking": "", "output": item.submission}
         penalty = compute_length_penalty(graded_input, self.length_penalty) if self.length_penalty else 0.0

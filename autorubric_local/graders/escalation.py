@@ -10,7 +10,7 @@ probabilities (a local judge of any backend), so ``confidence`` is read from the
 (:attr:`~autorubric_local.core.reports.JudgeVote.confidence`).
 
 The report-level rules of a cascade live here, shared by the live cascade
-(``CriterionGrader(escalation=...)``, in memory) and its replay from two runs
+(``CriterionGrader(escalation=...)``, in memory or stored) and its replay from two runs
 (:mod:`autorubric_local.cascades`): :func:`escalates` (which criteria go on),
 :func:`escalated_criterion` (a criterion's report once the escalation judges decided it) and
 :func:`cascade_report` (the item's report, scored again by the one scorer).

@@ -144,12 +144,14 @@ def shippable_grader(grader: CriterionGrader) -> CriterionGrader:
     InputError
         As :func:`refuse_built_engines`.
     """
-    refuse_built_engines(grader.judges)
+    refuse_built_engines(grader.all_judges)
     shipped = copy.copy(grader)
     shipped._engines = {}  # loaded models stay in this process; the copy loads its own
     shipped._load_configs = None  # memory shares are computed where the engines load
     shipped._priors = dict(grader._priors)
     shipped._examples = dict(grader._examples)
+    if grader.escalation_grader is not None:  # a live cascade's second stage, shipped the same way
+        shipped.escalation_grader = shippable_grader(grader.escalation_grader)
     return shipped
 
 

@@ -37,7 +37,7 @@ EngineRecord = dict[str, Any]
 
 
 def engine_records(grader: CriterionGrader) -> dict[str, EngineRecord]:
-    """Load every judge's engine and describe it: ``{judge id: {"model_id", "backend",
+    """Load every judge's engine (a live cascade's escalation judges' too) and describe it: ``{judge id: {"model_id", "backend",
     "attention_path", "prompt_format", "score_method", "dtype", "fallbacks"}}``: ``backend`` the
     engine's declared one, the others what its capabilities say it describes
     (:meth:`~autorubric_local.engine.capabilities.EngineCapabilities.description`; None where it
@@ -49,7 +49,7 @@ def engine_records(grader: CriterionGrader) -> dict[str, EngineRecord]:
         As :func:`~autorubric_local.judges.engines.load_engine`.
     """
     records: dict[str, EngineRecord] = {}
-    for judge in grader.judges:
+    for judge in grader.all_judges:  # a live cascade's escalation judges after the grader's own
         engine = grader.engine_for(judge)
         capabilities = engine.capabilities
         records[judge.judge_id] = {"model_id": engine.model_id, "backend": capabilities.backend,
@@ -61,7 +61,7 @@ def engine_fallbacks(grader: CriterionGrader) -> dict[str, list[str]]:
     """``{judge id: the reasons its loaded engine left a faster path}`` (the engine's
     ``fallbacks``, :mod:`autorubric_local.engine.transformers.paths`); judges not loaded are left out."""
     loaded = grader.loaded_judges()
-    engines = {judge.judge_id: grader.engine_for(judge) for judge in grader.judges if judge.judge_id in loaded}
+    engines = {judge.judge_id: grader.engine_for(judge) for judge in grader.all_judges if judge.judge_id in loaded}
     return {judge_id: engine.capabilities.description(engine)["fallbacks"] for judge_id, engine in engines.items()}
 
 
@@ -183,7 +183,7 @@ class GraderWorker:
     def held(self) -> dict[str, Engine]:
         """The engines this worker loaded (:meth:`~.in_process.Worker.held`)."""
         loaded = self.grader.loaded_judges() - self._before  # engine_for below only returns what is loaded
-        return {judge.judge_id: self.grader.engine_for(judge) for judge in self.grader.judges
+        return {judge.judge_id: self.grader.engine_for(judge) for judge in self.grader.all_judges
                 if judge.judge_id in loaded}
 
     def release(self, names: Sequence[str]) -> object:

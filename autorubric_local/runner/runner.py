@@ -140,10 +140,10 @@ class EvalRunner:
         (:class:`~.executors.LocalExecutor`), or Ray actors when ``config.distributed`` is set
         (:class:`~.distributed.RayExecutor`). Planning, chunking and commits stay here.
 
-    Raises
-    ------
-    InputError
-        A grader with ``escalation`` (a live cascade): not stored yet (issue 53).
+    A grader with ``escalation`` (a live cascade) is stored as any run: each item's report holds
+    both stages (superseded first-stage votes, ``escalated`` criteria), its judgment rows both
+    stages' judgments (the escalation judges' keyed by their own judge id and the criterion's
+    position in the full rubric); chunk sizes and the progress bar count first-stage judgments.
     """
 
     def __init__(
@@ -156,11 +156,6 @@ class EvalRunner:
         on_chunk: Callable[[ChunkReport], None] | None = None,
         executor: ChunkExecutor | None = None,
     ) -> None:
-        if getattr(grader, "escalation", None) is not None:
-            raise InputError("EvalRunner: live cascades are not stored yet (issue 53); a stored run's judgment rows "
-                             "are keyed by judge and criterion index, which a second stage's sub-rubrics break. "
-                             "Grade in memory (CriterionGrader.grade / grade_batch), or store a run of each stage "
-                             "and replay the cascade: autorubric_local.cascades.replay_escalation")
         self.dataset = dataset
         self.grader = grader
         self.config = config or EvalConfig()
@@ -361,10 +356,13 @@ class EvalRunner:
         """The run's ``judges_json``: per judge its id, model, loaded model id, weight, and the rest
         of its engine's record (:func:`~.executors.engine_records`: ``backend``, e.g.
         ``"transformers"``; ``attention_path``; ``prompt_format``; vLLM's ``score_method``;
-        ``dtype``, e.g. ``"float32"``; ``fallbacks``, why its engine left a faster path)."""
+        ``dtype``, e.g. ``"float32"``; ``fallbacks``, why its engine left a faster path). A live
+        cascade's escalation judges follow the grader's own, marked ``"stage": "escalation"``."""
+        own = {j.judge_id for j in self.grader.judges}
         return [{"judge_id": j.judge_id, "model": j.llm_config.model, "model_id": engines[j.judge_id]["model_id"],
-                 "weight": j.weight, **{k: v for k, v in engines[j.judge_id].items() if k != "model_id"}}
-                for j in self.grader.judges]
+                 "weight": j.weight, **({} if j.judge_id in own else {"stage": "escalation"}),
+                 **{k: v for k, v in engines[j.judge_id].items() if k != "model_id"}}
+                for j in self.grader.all_judges]
 
     # ------------------------------------------------------------------------------- grading
 
@@ -468,7 +466,7 @@ class EvalRunner:
         ]
         model_ids = {judge_id: record["model_id"] for judge_id, record in engines.items()}
         items, judgments = graded_item_records(
-            graded, model_ids, first_index=0, judge_ids=[j.judge_id for j in self.grader.judges], item_extras=extras
+            graded, model_ids, first_index=0, judge_ids=[j.judge_id for j in self.grader.all_judges], item_extras=extras
         )
         criteria = criterion_result_records([g.report for g in graded], [row["item_id"] for row in items],
                                             self.grader.cannot_assess_config)
