@@ -43,6 +43,7 @@ from scipy.optimize import minimize
 from scipy.special import expit, log_expit, logsumexp
 
 from autorubric_local.core.errors import InputError
+from autorubric_local.metrics.resampling import resample_counts
 
 TIE_MODELS = ("half", "davidson", "rao_kupper")
 ARENA_SCALE = 400.0 / math.log(10.0)
@@ -395,8 +396,7 @@ def bootstrap_bradley_terry(data: PairCounts, *, n_bootstrap: int = 100, confide
     rng = np.random.default_rng(seed)
     n_prompts = len(data.prompts)
     samples = []
-    for _ in range(n_bootstrap):
-        weights = np.bincount(rng.integers(0, n_prompts, n_prompts), minlength=n_prompts).astype(float)
+    for weights in resample_counts(rng, n_prompts, n_bootstrap):  # a prompt's comparisons move together
         try:
             refit = fit_bradley_terry(data, tie_model=tie_model, prompt_weights=weights, start=fit)
         except InputError:

@@ -44,6 +44,7 @@ from autorubric_local.comparisons.style import (
 )
 from autorubric_local.core.errors import InputError
 from autorubric_local.estimates.methods import bounded_mean_interval
+from autorubric_local.metrics.resampling import resample_indices
 
 __all__ = ["METHODS", "RUBRIC", "Outcome", "PositionBias", "Ranking", "SystemRank", "default_question",
            "outcomes", "position_bias", "rank_style_controlled", "rank_systems"]
@@ -352,7 +353,7 @@ def consistency_interval(prompt_ids: Sequence[str], consistent: Sequence[bool], 
         hits[index[prompt]] += bool(value)
         totals[index[prompt]] += 1
     rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(names), size=(n_bootstrap, len(names)))
+    draws = np.stack(list(resample_indices(rng, len(names), n_bootstrap)))
     shares = hits[draws].sum(axis=1) / totals[draws].sum(axis=1)
     low, high = np.quantile(shares, [(1 - confidence) / 2, (1 + confidence) / 2])
     if low == high:  # every resample alike (e.g. every comparison consistent): no zero-width interval

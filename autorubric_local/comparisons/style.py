@@ -54,6 +54,7 @@ from numpy.typing import ArrayLike
 
 from autorubric_local.comparisons.bradley_terry import ARENA_SCALE, check_identified
 from autorubric_local.core.errors import InputError
+from autorubric_local.metrics.resampling import resample_counts
 
 __all__ = ["COUNTS", "FEATURES", "StyleComparisons", "StyleControlledFit", "StyleControlledIntervals",
            "StyleCoefficient", "StyleRanking", "StyleSystemRank", "bootstrap_style_controlled",
@@ -311,8 +312,7 @@ def bootstrap_style_controlled(data: StyleComparisons, *, n_bootstrap: int = 100
     rng = np.random.default_rng(seed)
     n_prompts = len(data.prompts)
     samples = []
-    for _ in range(n_bootstrap):
-        weights = np.bincount(rng.integers(0, n_prompts, n_prompts), minlength=n_prompts).astype(float)
+    for weights in resample_counts(rng, n_prompts, n_bootstrap):  # a prompt's comparisons move together
         try:
             refit = fit_style_controlled(data, prompt_weights=weights)
         except InputError:
