@@ -7,7 +7,11 @@ caller's seeded ``numpy.random.Generator``; the interval is the ``(1 - c) / 2`` 
 ``(1 + c) / 2`` quantiles of the resampled statistics that are defined (``numpy.quantile``,
 linear interpolation). Users: :func:`autorubric_local.metrics.bootstrap.bootstrap_metrics`
 (item multiplicities, :func:`resample_counts`) and
-:func:`autorubric_local.bias.aggregate.bootstrap_mean` (item indices, :func:`resample_indices`).
+:func:`autorubric_local.bias.aggregate.bootstrap_mean` (item indices, :func:`resample_indices`);
+the cluster bootstraps of comparisons, over prompts
+(:func:`autorubric_local.comparisons.bradley_terry.bootstrap_bradley_terry`,
+:func:`autorubric_local.comparisons.style.bootstrap_style_controlled`: counts as prompt weights;
+:func:`autorubric_local.comparisons.ranking.consistency_interval`: indices).
 
 Only numpy is imported, so every room may use it without loading the analysis stack.
 """
