@@ -436,3 +436,180 @@ def test_systematic_bias_interval_covers_the_true_bias_95_percent(paired: bool) 
         ci = systematic_bias(judge.tolist(), human.tolist(), paired=paired, confidence=0.95).ci
         covered += ci.lower <= 0.1 <= ci.upper
     assert 0.935 <= covered / 2000 <= 0.965
+
+
+# ---- AutoRubric 1.6.1's remaining fields and helper forms (issue 53) -------------------------------
+
+BIN2 = Criterion(name="c", weight=1.0, requirement="another binary")
+
+
+def test_micro_kappa_abstention_stats_and_coverage_by_hand() -> None:
+    from sklearn.metrics import cohen_kappa_score
+
+    truth = [["MET", "MET"], ["UNMET", "MET"], ["MET", "UNMET"], ["CANNOT_ASSESS", "UNMET"]]
+    final = [["MET", "MET"], ["MET", "CANNOT_ASSESS"], ["MET", "UNMET"], ["MET", "MET"]]
+    res, ds = make_run([BIN, BIN2], truth, final)
+    m = compute_metrics(res, ds)
+    # exclude: b keeps (M,M) (U,M) (M,M), c keeps (M,M) (U,U) (U,M); pooled: MM 3, UM 2, UU 1
+    # p_o = 4/6, p_e = (3*5 + 3*1)/36 = 1/2 -> (2/3 - 1/2) / (1/2) = 1/3
+    assert m.micro_kappa == pytest.approx(1 / 3)
+    h, j = ["MET", "UNMET", "MET", "MET", "UNMET", "UNMET"], ["MET", "MET", "MET", "MET", "UNMET", "MET"]
+    assert m.micro_kappa == pytest.approx(cohen_kappa_score(h, j))
+    assert m.mean_kappa == pytest.approx((0.0 + 0.4) / 2)  # macro: b 0, c (2/3 - 4/9) / (5/9)
+    # CANNOT_ASSESS on {CA, not CA} over all 8 judged pairs: truth CA once (b, item 3), judge once
+    # (c, item 1): p_o = 6/8, p_e = (1 + 49)/64 -> (48 - 50) / 14 = -1/7, whatever the mode
+    ca = m.cannot_assess_stats
+    assert ca is not None and (ca.ca_count_true, ca.ca_count_pred) == (1, 1)
+    assert (ca.ca_false_positive, ca.ca_false_negative) == (1, 1)
+    assert ca.ca_kappa == pytest.approx(-1 / 7) and ca.ca_kappa_interpretation == "poor (worse than chance)"
+    assert m.na_stats is None and m.pooled_by_scale is None  # no multi-choice; one rubric
+    b, c = (cm.coverage_stats for cm in m.per_criterion)
+    assert b is not None and (b.n_total, b.n_covered, b.coverage, b.gt_abstain_rate, b.judge_abstain_rate) \
+        == (4, 3, 0.75, 0.25, 0.0)
+    assert c is not None and (c.n_total, c.n_covered, c.judge_abstain_rate, c.gt_abstain_rate) == (4, 3, 0.25, 0.0)
+    run = m.coverage_stats
+    assert run is not None and (run.n_total, run.n_covered, run.n_errored) == (8, 6, 0)
+    assert (run.coverage, run.union_exclusion_rate, run.judge_abstain_rate) == (0.75, 0.25, 1 / 8)
+    unmet = compute_metrics(res, ds, cannot_assess="as_unmet")
+    # pooled MM 3, UM 3, MU 1, UU 1: p_o = 1/2, p_e = (4*6 + 4*2)/64 = 1/2 -> 0
+    assert unmet.micro_kappa == pytest.approx(0.0)
+    assert unmet.coverage_stats is None and all(cm.coverage_stats is None for cm in unmet.per_criterion)
+    assert unmet.cannot_assess_stats == ca
+    assert "Pooled binary kappa: 0.333" in m.summary()
+    assert "Coverage: 75.0% of 8 pairs (judge abstained 12.5%, ground truth 12.5%, errored 0)" in m.summary()
+    assert "Coverage:" not in unmet.summary()
+
+
+def test_na_stats_and_coverage_count_failed_judgments() -> None:
+    res, ds = make_run([ORD], [["NA"], ["L0"], ["L3"]], [["L0"], ["NA"], ["L3"]])
+    m = compute_metrics(res, ds)
+    na = m.na_stats
+    # 3 pairs: NA only in truth (item 0), only in judge (item 1): p_o = 1/3, p_e = 5/9 -> -1/2
+    assert na is not None and (na.na_count_true, na.na_count_pred) == (1, 1)
+    assert (na.na_false_positive, na.na_false_negative, na.na_kappa) == (1, 1, pytest.approx(-0.5))
+    assert m.cannot_assess_stats is None and m.micro_kappa is None  # no binary pairs
+    cov = m.per_criterion[0].coverage_stats
+    assert cov is not None and (cov.n_total, cov.n_covered) == (3, 1)
+    res, ds = make_run([BIN, ORD], [["MET", "L1"], ["UNMET", "L2"], ["MET", "L0"]],
+                       [["MET", "L1"], None, [None, "L0"]])
+    b = compute_metrics(res, ds).per_criterion[0].coverage_stats
+    # a failed item and a failed judgment: errored pairs, never abstentions
+    assert b is not None and (b.n_total, b.n_covered, b.n_errored, b.error_rate) == (3, 1, 2, pytest.approx(2 / 3))
+    assert b.judge_abstain_rate == 0.0
+
+
+def _drop_vote(res, item: int, criterion: int, judge: str) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    r = res.item_results[item]
+    crs = list(r.report.report)
+    crs[criterion] = crs[criterion].model_copy(
+        update={"votes": [v for v in crs[criterion].votes if v.judge_id != judge]})
+    res.item_results[item] = dataclasses.replace(r, report=r.report.model_copy(update={"report": crs}))
+
+
+def test_judge_confusion_matrix_coverage_and_pairs() -> None:
+    truth = [["MET"], ["UNMET"], ["CANNOT_ASSESS"], ["MET"]]
+    votes = {"a": [["MET"], ["CANNOT_ASSESS"], ["CANNOT_ASSESS"], ["UNMET"]],
+             "b": [["MET"], ["UNMET"], ["MET"], ["MET"]]}
+    res, ds = make_run([BIN], truth, votes["a"], votes)
+    _drop_vote(res, 3, 0, "b")  # b was not consulted on item 3 (as a cascade's escalation judge)
+    m = compute_metrics(res, ds, per_judge=True)
+    a, b = m.per_judge["a"], m.per_judge["b"]  # type: ignore[index]
+    assert a.confusion_matrix is not None and a.confusion_matrix.labels == ["MET", "UNMET", "CANNOT_ASSESS"]
+    # rows truth, columns judge, before the mode: (M,M) (U,CA) (CA,CA) (M,U)
+    assert a.confusion_matrix.matrix == [[1, 1, 0], [0, 0, 1], [0, 0, 1]]
+    assert (a.coverage, a.n_pairs) == ("full", 2)  # exclude keeps (M,M) (M,U)
+    assert b.confusion_matrix.matrix == [[1, 0, 0], [0, 1, 0], [1, 0, 0]]  # type: ignore[union-attr]
+    assert (b.coverage, b.n_pairs) == ("partial", 2)  # (M,M) (U,U); item 2 excluded, 3 absent
+    assert any(w.startswith("judge 'b': no vote on 1 criterion judgment") for w in m.warnings)
+    assert not any("judge 'b'" in w and "failed call" in w for w in m.warnings)
+    assert compute_metrics(res, ds, per_judge=True, cannot_assess="as_category").per_judge["b"].n_pairs == 3  # type: ignore[index]
+
+
+def test_per_item_metrics_adds_pooled_points() -> None:
+    from autorubric_local.data.dataset import DataItem, RubricDataset
+    from autorubric_local.metrics.typed import pooled_scale_metrics
+    from autorubric_local.core.rubric import Rubric
+
+    res, ds = make_run([BIN, ORD], [["MET", "L1"], ["UNMET", "L2"]], [["MET", "L1"], ["MET", "L3"]])
+    assert compute_metrics(res, ds).pooled_by_scale is None  # one rubric: "auto" does not pool
+    pooled = compute_metrics(res, ds, per_item_metrics="pooled")
+    assert pooled.pooled_by_scale == pooled_scale_metrics(res, ds)
+    assert pooled.per_criterion == compute_metrics(res, ds).per_criterion  # kept, same meaning
+    binary = pooled.pooled_by_scale[0]  # type: ignore[index]
+    assert (binary.scale_type, binary.n_points, binary.exact_accuracy) == ("binary", 2, 0.5)
+    with pytest.raises(InputError, match="per_item_metrics"):
+        compute_metrics(res, ds, per_item_metrics="items")  # type: ignore[arg-type]
+    # per-item rubrics that differ: "auto" pools, "per_criterion" does not
+    items = [DataItem(submission="s0", rubric=Rubric([BIN, ORD]), ground_truth=["MET", "L1"]),
+             DataItem(submission="s1", rubric=Rubric([BIN2]), ground_truth=["UNMET"])]
+    per_item = RubricDataset(prompt="q", rubric=None, items=items)
+    res.item_results[1] = type(res.item_results[1])(
+        item_idx=1, item=per_item[1], report=res.item_results[1].report.model_copy(
+            update={"report": [res.item_results[1].report.report[0].model_copy(update={"criterion": BIN2})]}),
+        duration_seconds=0.0, item_id="item-1")
+    auto = compute_metrics(res, per_item)
+    assert auto.pooled_by_scale == pooled_scale_metrics(res, per_item) and auto.pooled_by_scale
+    assert [c.name for c in auto.per_criterion] == ["b", "o", "c"]
+    assert compute_metrics(res, per_item, per_item_metrics="per_criterion").pooled_by_scale is None
+
+
+def test_converters_take_autorubrics_lists() -> None:
+    verdicts = [CriterionVerdict.MET, "unmet", "CANNOT_ASSESS", None]
+    assert verdict_to_binary(verdicts) == [1, 0, None, None]  # one value per verdict, in order
+    assert verdict_to_binary(("MET",)) == [1] and verdict_to_binary([]) == []
+    assert verdict_to_binary(CriterionVerdict.MET) == 1  # one verdict: one value
+    assert verdict_to_string(verdicts) == ["MET", "unmet", "CANNOT_ASSESS", "None"]
+    assert verdict_to_string("red") == "red" and verdict_to_string(["red"]) == ["red"]
+    with pytest.raises(InputError):
+        verdict_to_binary(["MET", "maybe"])
+
+
+def test_filter_cannot_assess_in_autorubrics_order() -> None:
+    pred = ["MET", "CANNOT_ASSESS", "UNMET", "MET"]
+    true = ["UNMET", "MET", "CANNOT_ASSESS", "MET"]
+    # AutoRubric's call: (pred_verdicts, true_verdicts, mode), results in that order
+    p, t = filter_cannot_assess(pred, true, "as_unmet")
+    assert (p, t) == (["MET", "UNMET", "UNMET", "MET"], ["UNMET", "MET", "UNMET", "MET"])
+    assert filter_cannot_assess(pred_verdicts=pred, true_verdicts=true, mode="as_unmet") == (p, t)
+    # the mode treats both sides alike: swapping the lists swaps the results
+    assert filter_cannot_assess(true, pred, "as_unmet") == (t, p)
+    assert filter_cannot_assess(pred, true) == (["MET", "MET"], ["UNMET", "MET"])
+    assert filter_cannot_assess(pred, true, "as_category") == (pred, true)
+    with pytest.raises(InputError, match="pred_verdicts and true_verdicts"):
+        filter_cannot_assess(["MET"], [])
+
+
+def test_extract_verdicts_with_num_criteria() -> None:
+    res, ds = make_run([BIN, NOM], [["MET", "red"], ["UNMET", "blue"]], [["MET", "red"], None])
+    assert extract_verdicts_from_report(res.item_results[0].report, 2) == [CriterionVerdict.MET, "red"]
+    assert extract_verdicts_from_report(res.item_results[1].report, num_criteria=2) == [None, None]
+    assert extract_verdicts_from_report(res.item_results[1].report) == []
+    with pytest.raises(InputError, match="num_criteria"):
+        extract_verdicts_from_report(res.item_results[0].report, 3)
+    with pytest.raises(InputError, match="num_criteria"):
+        extract_verdicts_from_report(res.item_results[0].report, -1)
+
+
+def test_new_fields_round_trip_and_stored_results_read_back(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    truth = [["MET"], ["UNMET"], ["CANNOT_ASSESS"], ["MET"]]
+    votes = {"a": [["MET"], ["CANNOT_ASSESS"], ["UNMET"], ["UNMET"]], "b": [["MET"], ["UNMET"], ["MET"], ["MET"]]}
+    res, ds = make_run([BIN], truth, votes["a"], votes)
+    m = compute_metrics(res, ds, per_judge=True)
+    db = open_db(tmp_path / "m.db")
+    save_metrics(db, "run-1", m)
+    assert load_metrics(db, "run-1") == m
+    # a result stored before these fields existed: derivable ones come back, the others None
+    data = json.loads(m.model_dump_json())
+    for name in ("micro_kappa", "cannot_assess_stats", "na_stats", "coverage_stats", "pooled_by_scale"):
+        data.pop(name)
+    data["per_criterion"][0].pop("coverage_stats")
+    for jm in data["per_judge"].values():
+        for name in ("confusion_matrix", "coverage", "n_pairs"):
+            jm.pop(name)
+    old = MetricsResult.model_validate_json(json.dumps(data))
+    assert old.micro_kappa == m.micro_kappa == pytest.approx(m.per_criterion[0].kappa)  # one criterion
+    assert old.cannot_assess_stats is None and old.coverage_stats is None and old.per_criterion[0].coverage_stats is None
+    assert old.per_judge["a"].n_pairs == m.per_judge["a"].n_pairs == 2  # type: ignore[index]
+    assert old.per_judge["a"].coverage == "full" and old.per_judge["a"].confusion_matrix is None  # type: ignore[index]

@@ -229,7 +229,7 @@ def test_binary_view_against_sklearn(mixed: tuple[EvalResult, RubricDataset]) ->
     assert view.kappa_interpretation == interpret_kappa(view.kappa)
     inter = {c.name: c for c in result.inter_judge.per_criterion}  # type: ignore[union-attr]
     assert view.krippendorff_alpha == inter["b"].alpha and view.fleiss_kappa == inter["b"].fleiss_kappa
-    assert view.coverage_stats is None  # no abstention_stats given
+    assert view.coverage_stats == result.per_criterion[0].coverage_stats is not None  # set under the exclude modes
 
 
 def test_binary_view_as_category_collapses_cannot_assess(mixed: tuple[EvalResult, RubricDataset]) -> None:

@@ -318,7 +318,7 @@ async def validate_held_out(
             paired[c] += 1
             if CriterionVerdict.CANNOT_ASSESS in (judged[c], truth[c]):
                 abstained[c] += 1
-            kept_truth, kept_judge = filter_cannot_assess([truth[c]], [judged[c]], mode)
+            kept_judge, kept_truth = filter_cannot_assess([judged[c]], [truth[c]], mode)  # (pred, true)
             if not kept_truth:
                 continue
             truth_v, judge_v = CriterionVerdict(kept_truth[0]), CriterionVerdict(kept_judge[0])

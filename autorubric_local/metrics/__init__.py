@@ -3,7 +3,8 @@
 Entry point: :func:`compute_metrics` (also ``EvalResult.compute_metrics``), returning a
 :class:`MetricsResult`. Modules:
 
-- :mod:`.types`: the parts of a result and the CANNOT_ASSESS / NA modes;
+- :mod:`.types`: the parts of a result (abstention and coverage statistics included) and the
+  CANNOT_ASSESS / NA modes;
 - :mod:`.result`: :class:`MetricsResult`, its summary text, DataFrame and JSON, and its
   storage in a run's database (``save_metrics`` / ``load_metrics``, through the store);
 - :mod:`.extract`: aligning judge verdicts with ground truth (alignment rules live there), and
@@ -75,14 +76,14 @@ _EXPORTS: dict[str, str] = {
     "resolve_ground_truth": "extract",
     "AbstentionStats": "typed",
     "BinaryCriterionMetrics": "typed",
-    "CannotAssessStats": "typed",
-    "ConfusionMatrix": "typed",
-    "CoverageStats": "typed",
+    "CannotAssessStats": "types",
+    "ConfusionMatrix": "types",
+    "CoverageStats": "types",
     "CriterionMetricsUnion": "typed",
-    "NAStats": "typed",
+    "NAStats": "types",
     "NominalCriterionMetrics": "typed",
     "OrdinalCriterionMetrics": "typed",
-    "PooledScaleMetrics": "typed",
+    "PooledScaleMetrics": "types",
     "abstention_stats": "typed",
     "as_typed": "typed",
     "pooled_scale_metrics": "typed",
@@ -202,8 +203,11 @@ if TYPE_CHECKING:  # pragma: no cover
         BootstrapResults,
         CalibrationResult,
         CannotAssessMode,
+        CannotAssessStats,
         ConfidenceInterval,
+        ConfusionMatrix,
         CorrelationResult,
+        CoverageStats,
         CriterionMetrics,
         CriterionType,
         DistributionResult,
@@ -213,20 +217,17 @@ if TYPE_CHECKING:  # pragma: no cover
         JudgeMetrics,
         KSTestResult,
         NAMode,
+        NAStats,
         OptionMetrics,
+        PooledScaleMetrics,
         ReliabilityBin,
     )
     from autorubric_local.metrics.typed import (
         AbstentionStats,
         BinaryCriterionMetrics,
-        CannotAssessStats,
-        ConfusionMatrix,
-        CoverageStats,
         CriterionMetricsUnion,
-        NAStats,
         NominalCriterionMetrics,
         OrdinalCriterionMetrics,
-        PooledScaleMetrics,
         abstention_stats,
         as_typed,
         pooled_scale_metrics,

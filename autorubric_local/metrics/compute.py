@@ -3,7 +3,8 @@ Metrics\")."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -18,12 +19,23 @@ from autorubric_local.metrics.distribution import (
     score_distribution,
     systematic_bias,
 )
-from autorubric_local.metrics.extract import AlignedData, _ca_mode, _na_mode, align
+from autorubric_local.metrics.extract import (
+    CANNOT_ASSESS,
+    MET,
+    UNMET,
+    AlignedData,
+    _ca_mode,
+    _na_mode,
+    align,
+    classify_criterion,
+)
 from autorubric_local.metrics.interjudge import inter_judge_agreement, judge_ids
 from autorubric_local.metrics.result import MetricsResult, pooled_phi
 from autorubric_local.metrics.scores import correlation, rmse_mae
+from autorubric_local.metrics.typed import abstention_stats, pooled_scale_metrics
 from autorubric_local.metrics.types import (
     CannotAssessMode,
+    ConfusionMatrix,
     CriterionMetrics,
     GradedRun,
     JudgeMetrics,
@@ -31,6 +43,7 @@ from autorubric_local.metrics.types import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from autorubric_local.core.types import Criterion
     from autorubric_local.data.dataset import RubricDataset
 
 __all__ = ["compute_metrics"]
@@ -93,12 +106,34 @@ def _calibration(data: AlignedData, warn: list[str]):  # type: ignore[no-untyped
     return calibration(y, p, warn=warn) if y else None
 
 
+_JUDGE_CM_LABELS = ["MET", "UNMET", "CANNOT_ASSESS"]  # AutoRubric's order, the abstain class last
+_JUDGE_CM_AT = {MET: 0, UNMET: 1, CANNOT_ASSESS: 2}  # binary code -> row/column
+
+
+def _raw_binary_confusion(data: AlignedData) -> ConfusionMatrix | None:
+    """The judged binary pairs of every criterion pooled, before the CANNOT_ASSESS mode, as
+    a 3x3 matrix (labels ``_JUDGE_CM_LABELS``, rows human, columns judge); ``None`` when
+    there are none."""
+    matrix = [[0, 0, 0] for _ in range(3)]
+    for pairs in data.criteria:
+        if pairs.scale == "binary":
+            for (h, j), count in pairs.raw.items():
+                matrix[_JUDGE_CM_AT[h]][_JUDGE_CM_AT[j]] += count
+    if not any(map(any, matrix)):
+        return None
+    return ConfusionMatrix(matrix=matrix, labels=list(_JUDGE_CM_LABELS))
+
+
 def _judge_metrics(judge_id: str, data: AlignedData, ca: CannotAssessMode, na: NAMode,
                    confidence_level: float, warn: list[str]) -> JudgeMetrics:
     sub: list[str] = []
     per = [criterion_metrics(c, ca, na, sub) for c in data.criteria]
     head = _headline(per, sub)
     scores = _score_level(data, confidence_level, sub)
+    absent = sum(c.n_absent for c in data.criteria)
+    if absent:
+        sub.append(f"no vote on {absent} criterion judgment(s) of compared items (not consulted): "
+                   "coverage 'partial', its figures are over the pairs it judged")
     warn.extend(f"judge {judge_id!r}: {m}" for m in sub)
     return JudgeMetrics(
         judge_id=judge_id, **head,  # type: ignore[arg-type]
@@ -106,7 +141,29 @@ def _judge_metrics(judge_id: str, data: AlignedData, ca: CannotAssessMode, na: N
         score_spearman=scores["score_spearman"], score_kendall=scores["score_kendall"],  # type: ignore[arg-type]
         score_pearson=scores["score_pearson"], n_items=len(data.item_ids),  # type: ignore[arg-type]
         per_criterion=per, bias=scores.get("bias"), phi=pooled_phi(per),  # type: ignore[arg-type]
+        confusion_matrix=_raw_binary_confusion(data),
+        coverage="partial" if absent else "full",
     )
+
+
+PerItemMetrics = Literal["auto", "pooled", "per_criterion"]
+_PER_ITEM_METRICS = ("auto", "pooled", "per_criterion")
+
+
+def _criteria_shape(criteria: Iterable[Criterion]) -> tuple[object, ...]:
+    """What two rubrics must share for one per-criterion table (AutoRubric's test): each
+    criterion's requirement, kind and option labels, in order."""
+    return tuple((c.requirement, classify_criterion(c), tuple(o.label for o in c.options or ()))
+                 for c in criteria)
+
+
+def _rubrics_differ(eval_result: GradedRun, dataset: RubricDataset) -> bool:
+    """Whether the dataset has no rubric of its own and the graded items' rubrics differ."""
+    if dataset.rubric is not None:
+        return False
+    shapes = {_criteria_shape(dataset.get_item_rubric(r.item_idx)) for r in eval_result.item_results
+              if 0 <= r.item_idx < len(dataset)}
+    return len(shapes) > 1
 
 
 def compute_metrics(
@@ -119,6 +176,7 @@ def compute_metrics(
     cannot_assess: CannotAssessMode | str = CannotAssessMode.EXCLUDE,
     na_mode: NAMode | str = NAMode.EXCLUDE,
     seed: int | None = None,
+    per_item_metrics: PerItemMetrics = "auto",
 ) -> MetricsResult:
     """Agreement of a graded run with the dataset's ground truth.
 
@@ -143,12 +201,23 @@ def compute_metrics(
         Multi-choice NA handling; see :class:`NAMode`.
     seed : int or None
         Bootstrap seed.
+    per_item_metrics : {"auto", "pooled", "per_criterion"}, default "auto"
+        AutoRubric 1.6.1's choice for datasets whose items have their own rubrics: whether
+        to add ``pooled_by_scale`` (:func:`~.typed.pooled_scale_metrics`, agreement pooled
+        over every rubric point of each scale type). ``"auto"``: when the dataset has no
+        rubric of its own and the graded items' rubrics differ (in a criterion's
+        requirement, kind or option labels); ``"pooled"``: always; ``"per_criterion"``:
+        never. Unlike AutoRubric's pooled path, the per-criterion table (criteria matched
+        across items by key, :mod:`.extract`) and the headline figures are computed and
+        keep their meaning in every case.
 
     Returns
     -------
     MetricsResult
         Undefined figures are ``None`` with the reason in ``warnings``. Inter-judge
-        agreement is added when two or more judges voted.
+        agreement is added when two or more judges voted. ``cannot_assess_stats`` and
+        ``na_stats`` (:func:`~.typed.abstention_stats`) always; ``coverage_stats``, the
+        run's and each criterion's, when both modes are ``"exclude"``.
 
     Raises
     ------
@@ -160,6 +229,8 @@ def compute_metrics(
     if bootstrap and (not isinstance(n_bootstrap, int) or n_bootstrap < 1):
         raise InputError(f"n_bootstrap must be an integer >= 1, got {n_bootstrap!r}")
     ca, na = _ca_mode(cannot_assess), _na_mode(na_mode)
+    if per_item_metrics not in _PER_ITEM_METRICS:
+        raise InputError(f"per_item_metrics must be one of {list(_PER_ITEM_METRICS)}, got {per_item_metrics!r}")
     if all(item.ground_truth is None for item in dataset):
         raise InputError("no dataset item has ground truth: nothing to compare the judge with")
     data = align(eval_result, dataset, None, ca, na)
@@ -181,6 +252,11 @@ def compute_metrics(
         per = [c.model_copy(update={"krippendorff_alpha": by_name[c.name].alpha,
                                     "fleiss_kappa": by_name[c.name].fleiss_kappa})
                if c.name in by_name else c for c in per]
+    abstentions = abstention_stats(eval_result, dataset)
+    excluding = ca is CannotAssessMode.EXCLUDE and na is NAMode.EXCLUDE
+    if excluding:
+        per = [c.model_copy(update={"coverage_stats": abstentions.per_criterion.get(c.name)}) for c in per]
+    pooled = per_item_metrics == "pooled" or (per_item_metrics == "auto" and _rubrics_differ(eval_result, dataset))
     return MetricsResult(
         **head,  # type: ignore[arg-type]
         per_criterion=per,
@@ -194,6 +270,10 @@ def compute_metrics(
         n_criteria=len(data.criteria),
         cannot_assess_mode=ca.value,
         na_mode=na.value,
+        cannot_assess_stats=abstentions.cannot_assess_stats,
+        na_stats=abstentions.na_stats,
+        coverage_stats=abstentions.coverage_stats if excluding else None,
+        pooled_by_scale=pooled_scale_metrics(eval_result, dataset) if pooled else None,
         warnings=warn,
     )
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -91,14 +91,18 @@ JudgeView = str | None
 # ---- spec helpers --------------------------------------------------------------------------
 
 
-def verdict_to_binary(verdict: CriterionVerdict | str | None) -> int | None:
-    """``1`` for MET, ``0`` for UNMET, ``None`` for CANNOT_ASSESS or ``None``.
+Verdict = CriterionVerdict | str | None
+"""One verdict as the converters take it: a :class:`CriterionVerdict`, its name, an option
+label (:func:`verdict_to_string` only), or ``None`` (no verdict)."""
 
-    Raises
-    ------
-    InputError
-        If ``verdict`` is a string that is not a verdict name.
-    """
+
+def _many(verdicts: object) -> bool:
+    """Whether a converter's argument is a list of verdicts (AutoRubric's form) rather than one
+    verdict: any sequence but a string (a :class:`CriterionVerdict` is a string)."""
+    return isinstance(verdicts, Sequence) and not isinstance(verdicts, str)
+
+
+def _to_binary(verdict: Verdict) -> int | None:
     if verdict is None:
         return None
     try:
@@ -108,8 +112,37 @@ def verdict_to_binary(verdict: CriterionVerdict | str | None) -> int | None:
     return {CriterionVerdict.MET: 1, CriterionVerdict.UNMET: 0}.get(v)
 
 
-def verdict_to_string(verdict: CriterionVerdict | str | None) -> str:
-    """A verdict (or option label) as display text; ``"None"`` for a missing verdict."""
+@overload
+def verdict_to_binary(verdicts: Verdict) -> int | None: ...
+@overload
+def verdict_to_binary(verdicts: Sequence[Verdict]) -> list[int | None]: ...
+def verdict_to_binary(verdicts: Verdict | Sequence[Verdict]) -> int | None | list[int | None]:
+    """``1`` for MET, ``0`` for UNMET, ``None`` for CANNOT_ASSESS or a missing verdict.
+
+    Parameters
+    ----------
+    verdicts : CriterionVerdict, str, None, or a sequence of them
+        One verdict (a verdict name ignores case), or a list or tuple of verdicts, as
+        AutoRubric 1.6.1 takes them (``autorubric.metrics.verdict_to_binary(verdicts)``).
+
+    Returns
+    -------
+    int or None, or list of int or None
+        One value for one verdict; a list of the same length, in order, for a sequence.
+        AutoRubric's list form gives ``0`` for CANNOT_ASSESS (MET vs rest); here it is
+        ``None`` in both forms: apply :func:`filter_cannot_assess` first for 0/1 values.
+
+    Raises
+    ------
+    InputError
+        A string that is not a verdict name (MET, UNMET, CANNOT_ASSESS).
+    """
+    if _many(verdicts):
+        return [_to_binary(v) for v in verdicts]  # type: ignore[union-attr]
+    return _to_binary(verdicts)  # type: ignore[arg-type]
+
+
+def _to_string(verdict: Verdict) -> str:
     if verdict is None:
         return "None"
     if isinstance(verdict, CriterionVerdict):
@@ -117,15 +150,65 @@ def verdict_to_string(verdict: CriterionVerdict | str | None) -> str:
     return str(verdict)
 
 
+@overload
+def verdict_to_string(verdicts: Verdict) -> str: ...
+@overload
+def verdict_to_string(verdicts: Sequence[Verdict]) -> list[str]: ...
+def verdict_to_string(verdicts: Verdict | Sequence[Verdict]) -> str | list[str]:
+    """A verdict (or option label) as display text; ``"None"`` for a missing verdict.
+
+    Parameters
+    ----------
+    verdicts : CriterionVerdict, str, None, or a sequence of them
+        One verdict, or a list or tuple of them (AutoRubric 1.6.1's form,
+        ``autorubric.metrics.verdict_to_string(verdicts)``).
+
+    Returns
+    -------
+    str, or list of str
+        ``"MET"``, ``"UNMET"``, ``"CANNOT_ASSESS"``, a label as given; a list in order for a
+        sequence.
+    """
+    if _many(verdicts):
+        return [_to_string(v) for v in verdicts]  # type: ignore[union-attr]
+    return _to_string(verdicts)  # type: ignore[arg-type]
+
+
 def extract_verdicts_from_report(
     report: EnsembleEvaluationReport,
+    num_criteria: int | None = None,
 ) -> list[CriterionVerdict | str | None]:
     """The final verdict of each criterion, in rubric order, as ground truth is written.
 
-    Binary: a :class:`CriterionVerdict`; multi-choice: the selected option label (the
-    canonical NA label for an abstain without an option); ``None`` when the criterion's
-    judgment failed or the report has no criteria.
+    Parameters
+    ----------
+    report : EnsembleEvaluationReport
+    num_criteria : int >= 0, optional
+        The rubric's number of criteria (AutoRubric 1.6.1's parameter, required there). When
+        given, a report without criteria (a failed item) gives ``num_criteria`` ``None``s,
+        and a report of another length is refused. AutoRubric gives UNMET for a failed item's
+        criteria and for a multi-choice criterion; a failed judgment is no verdict here.
+
+    Returns
+    -------
+    list of CriterionVerdict or str or None
+        Binary: a :class:`CriterionVerdict`; multi-choice: the selected option label (the
+        canonical NA label for an abstain without an option); ``None`` when the criterion's
+        judgment failed. Empty for a report without criteria when ``num_criteria`` is not
+        given.
+
+    Raises
+    ------
+    InputError
+        ``num_criteria`` is not an integer >= 0, or differs from the report's criteria.
     """
+    if num_criteria is not None:
+        if isinstance(num_criteria, bool) or not isinstance(num_criteria, (int, np.integer)) or num_criteria < 0:
+            raise InputError(f"num_criteria must be an integer >= 0, got {num_criteria!r}")
+        if report.report is None:
+            return [None] * int(num_criteria)
+        if len(report.report) != num_criteria:
+            raise InputError(f"the report has {len(report.report)} criteria but num_criteria={num_criteria}")
     out: list[CriterionVerdict | str | None] = []
     for cr in report.report or []:
         if cr.error is not None:
@@ -143,23 +226,28 @@ def extract_verdicts_from_report(
 
 
 def filter_cannot_assess(
-    human: Sequence[CriterionVerdict | str | None],
-    judge: Sequence[CriterionVerdict | str | None],
+    pred_verdicts: Sequence[Verdict],
+    true_verdicts: Sequence[Verdict],
     mode: CannotAssessMode | str = CannotAssessMode.EXCLUDE,
 ) -> tuple[list[str], list[str]]:
-    """Apply a CANNOT_ASSESS mode to paired binary verdict lists.
+    """Apply a CANNOT_ASSESS mode to paired binary verdict lists (AutoRubric 1.6.1,
+    ``autorubric.metrics.filter_cannot_assess``, in its argument order: the judge's, then the
+    ground truth's).
 
     Parameters
     ----------
-    human, judge : sequence of CriterionVerdict or str or None, same length
-        ``None`` entries (missing verdicts) are always dropped.
-    mode : CannotAssessMode or str
+    pred_verdicts, true_verdicts : sequence of CriterionVerdict or str or None, same length
+        The judge's and the ground truth's verdicts, pair ``k`` at position ``k``. ``None``
+        entries (missing verdicts) are always dropped, with their pair. The mode treats both
+        sides alike, so the result does not depend on which list comes first: each list comes
+        back in the position it was given.
+    mode : CannotAssessMode or str, default "exclude"
+        EXCLUDE drops pairs with CANNOT_ASSESS on either side; AS_UNMET turns it into UNMET on
+        both sides; AS_CATEGORY keeps it.
 
     Returns
     -------
-    (human, judge) : two lists of verdict strings, same length
-        EXCLUDE drops pairs with CANNOT_ASSESS on either side; AS_UNMET turns it into
-        UNMET; AS_CATEGORY keeps it.
+    (pred, true) : two lists of verdict names (upper case), same length
 
     Raises
     ------
@@ -167,23 +255,24 @@ def filter_cannot_assess(
         Lists of different lengths, or an unknown mode.
     """
     mode = _ca_mode(mode)
-    if len(human) != len(judge):
-        raise InputError(f"human and judge differ in length: {len(human)} != {len(judge)}")
-    out_h: list[str] = []
-    out_j: list[str] = []
-    for h, j in zip(human, judge, strict=True):
-        if h is None or j is None:
+    if len(pred_verdicts) != len(true_verdicts):
+        raise InputError(f"pred_verdicts and true_verdicts differ in length: "
+                         f"{len(pred_verdicts)} != {len(true_verdicts)}")
+    out_p: list[str] = []
+    out_t: list[str] = []
+    ca = CriterionVerdict.CANNOT_ASSESS.value
+    for p, t in zip(pred_verdicts, true_verdicts, strict=True):
+        if p is None or t is None:
             continue
-        hs, js = verdict_to_string(h).upper(), verdict_to_string(j).upper()
-        ca = CriterionVerdict.CANNOT_ASSESS.value
-        if mode is CannotAssessMode.EXCLUDE and ca in (hs, js):
+        ps, ts = _to_string(p).upper(), _to_string(t).upper()
+        if mode is CannotAssessMode.EXCLUDE and ca in (ps, ts):
             continue
         if mode is CannotAssessMode.AS_UNMET:
-            hs = "UNMET" if hs == ca else hs
-            js = "UNMET" if js == ca else js
-        out_h.append(hs)
-        out_j.append(js)
-    return out_h, out_j
+            ps = "UNMET" if ps == ca else ps
+            ts = "UNMET" if ts == ca else ts
+        out_p.append(ps)
+        out_t.append(ts)
+    return out_p, out_t
 
 
 def classify_criterion(criterion: Criterion) -> CriterionType:
@@ -437,7 +526,10 @@ class CriterionPairs:
     the judge's continuous ensemble value when it has one; NaN for NA).
     ``cal_*`` hold the (item, human 0/1, P(MET)) triples for calibration (binary only).
     ``off_label`` holds the known off-label masses of the criterion's votes
-    (:func:`off_label_masses`), one per vote, in item order.
+    (:func:`off_label_masses`), one per vote, in item order. ``raw`` counts the judged pairs
+    by ``(human, judge)`` code **before** the CA/NA mode (failed judgments left out);
+    ``n_absent`` counts the compared items whose report of the criterion has no vote at all
+    of the viewed judge (always 0 for the ensemble view).
     """
 
     key: str
@@ -456,6 +548,8 @@ class CriterionPairs:
     cal_y: list[int] = field(default_factory=list)
     cal_p: list[float] = field(default_factory=list)
     off_label: list[float] = field(default_factory=list)
+    raw: dict[tuple[int, int], int] = field(default_factory=dict)
+    n_absent: int = 0
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(item_pos, human, judge)`` as integer arrays of shape (n_pairs,)."""
@@ -724,6 +818,7 @@ class _Pairing:
     n_no_truth: int = 0
     n_failed: int = 0
     n_failed_criteria: int = 0
+    n_absent: int = 0
 
     def add(self, r: GradedItemResult, dataset: RubricDataset) -> None:
         data, judge, ca, na = self.data, self.judge, self.ca, self.na
@@ -762,9 +857,14 @@ class _Pairing:
             got = judge_code(cr, pairs.criterion, judge)
             if got is None:
                 pairs.n_excluded += 1
-                self.n_failed_criteria += 1
+                if judge is not None and not any(v.judge_id == judge for v in (*cr.votes, *cr.multi_choice_votes)):
+                    pairs.n_absent += 1  # not consulted on it (a cascade's escalation judge)
+                    self.n_absent += 1
+                else:
+                    self.n_failed_criteria += 1
                 continue
             j, j_value, p_met = got
+            pairs.raw[(h, j)] = pairs.raw.get((h, j), 0) + 1
             if p_met is not None and h != CANNOT_ASSESS:
                 pairs.cal_item_pos.append(pos)
                 pairs.cal_y.append(int(h == MET))
@@ -813,6 +913,9 @@ class _Pairing:
             data.warnings.append(f"{self.n_no_truth} item(s) without ground truth left out")
         if self.n_failed:
             data.warnings.append(f"{self.n_failed} failed item(s) left out ({who})")
+        if self.n_absent:
+            data.warnings.append(f"{self.n_absent} criterion judgment(s) where {who} gave no vote "
+                                 "(not consulted) left out")
         if self.n_failed_criteria:
             data.warnings.append(
                 f"{self.n_failed_criteria} criterion judgment(s) without a verdict (failed call) "

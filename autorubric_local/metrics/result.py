@@ -14,7 +14,9 @@ from autorubric_local.metrics.types import (
     BootstrapResults,
     CalibrationResult,
     CannotAssessMode,
+    CannotAssessStats,
     CorrelationResult,
+    CoverageStats,
     CriterionMetrics,
     DistributionResult,
     EMDResult,
@@ -22,6 +24,8 @@ from autorubric_local.metrics.types import (
     JudgeMetrics,
     KSTestResult,
     NAMode,
+    NAStats,
+    PooledScaleMetrics,
     _Frozen,
     binary_rates,
     met_vs_rest,
@@ -89,9 +93,31 @@ class MetricsResult(_Frozen):
     mean_krippendorff_alpha : float or None
         AutoRubric's field: ``inter_judge.mean_alpha`` (mean of the per-criterion
         Krippendorff's alpha where defined); ``None`` without an ensemble.
+    micro_kappa : float in [-1, 1] or None
+        AutoRubric's field: Cohen's kappa of the binary pairs pooled across criteria (their
+        confusion matrices, after the CANNOT_ASSESS mode, summed; CANNOT_ASSESS a class under
+        ``"as_category"``), by :func:`~.agreement.kappa_from_confusion`: the micro
+        counterpart of the macro ``mean_kappa``. ``None`` without binary pairs, or when both
+        sides use one label only.
 
     The AutoRubric fields above are derived from ``per_criterion`` and ``inter_judge`` when
-    not given (results stored before they existed get them on reading).
+    not given (results stored before they existed get them on reading). The ones below are
+    AutoRubric's too; results stored before they existed read them back ``None``:
+
+    cannot_assess_stats : CannotAssessStats or None
+        Judge vs ground truth on {CANNOT_ASSESS, not CANNOT_ASSESS} over every judged pair of
+        every binary criterion, whatever the mode; ``None`` without binary criteria.
+    na_stats : NAStats or None
+        The same on {NA, not NA} over every judged pair of every multi-choice criterion;
+        ``None`` without multi-choice criteria.
+    coverage_stats : CoverageStats or None
+        Over all criteria (the sums of the per-criterion counts: pairs, not items), how much
+        of the paired sample is left once abstentions and failed judgments are left out; set
+        only when both modes are ``"exclude"``, as each criterion's ``coverage_stats``.
+    pooled_by_scale : list of PooledScaleMetrics or None
+        Agreement pooled over the rubric points of each scale type, for datasets whose items
+        have different rubrics (:func:`~.typed.pooled_scale_metrics`); set as
+        ``compute_metrics(per_item_metrics=)`` says, else ``None``.
     """
 
     _nested_method = {"score_spearman": "spearman", "score_kendall": "kendall", "score_pearson": "pearson"}
@@ -128,6 +154,11 @@ class MetricsResult(_Frozen):
     macro_accuracy: float | None = None
     criterion_phi: float | None = None
     mean_krippendorff_alpha: float | None = None
+    micro_kappa: float | None = None
+    cannot_assess_stats: CannotAssessStats | None = None
+    na_stats: NAStats | None = None
+    coverage_stats: CoverageStats | None = None
+    pooled_by_scale: list[PooledScaleMetrics] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -143,6 +174,8 @@ class MetricsResult(_Frozen):
         accuracies = [c.accuracy for c in per if c.accuracy is not None]
         data.setdefault("macro_accuracy", sum(accuracies) / len(accuracies) if accuracies else None)
         data.setdefault("criterion_phi", pooled_phi(per))
+        if "micro_kappa" not in data:
+            data["micro_kappa"] = pooled_binary_kappa(per)
         inter = data.get("inter_judge")
         if "mean_krippendorff_alpha" not in data and inter is not None:
             data["mean_krippendorff_alpha"] = (inter.mean_alpha if isinstance(inter, InterJudgeResult)
@@ -187,7 +220,8 @@ def _ci(b: BootstrapResult | None, pct: bool = False) -> str:
 
 
 def summary(m: MetricsResult) -> str:
-    """Multi-line text: headline agreement, score-level figures, bias, calibration,
+    """Multi-line text: headline agreement (with the pooled binary kappa and, under the exclude
+    modes, the coverage), score-level figures, bias, calibration,
     bootstrap intervals, per-criterion lines (with the mean off-label mass where known),
     inter-judge and per-judge lines (each judge's per-criterion off-label mass), warnings."""
     lines = [
@@ -199,6 +233,11 @@ def summary(m: MetricsResult) -> str:
         (f"  Precision: {_pct(m.criterion_precision)}  Recall: {_pct(m.criterion_recall)}  "
         f"F1: {_pct(m.criterion_f1)}  (MET positive, binary criteria)"),
         f"  Mean kappa: {_num(m.mean_kappa)}",
+        f"  Pooled binary kappa: {_num(m.micro_kappa)}",
+        *([] if m.coverage_stats is None else [
+            f"  Coverage: {_pct(m.coverage_stats.coverage)} of {m.coverage_stats.n_total} pairs "
+            f"(judge abstained {_pct(m.coverage_stats.judge_abstain_rate)}, ground truth "
+            f"{_pct(m.coverage_stats.gt_abstain_rate)}, errored {m.coverage_stats.n_errored})"]),
         "",
         "Score agreement:",
         f"  RMSE: {_num(m.score_rmse, 4)}  MAE: {_num(m.score_mae, 4)}",
@@ -344,3 +383,23 @@ def pooled_phi(per: list[CriterionMetrics]) -> float | None:
             pooled = [[a + b for a, b in zip(row, other, strict=True)]
                       for row, other in zip(pooled, cm, strict=True)]
     return binary_rates(pooled, 0)["phi"] if any(map(any, pooled)) else None
+
+
+def pooled_binary_kappa(per: list[CriterionMetrics]) -> float | None:
+    """Cohen's kappa of the binary criteria's pairs pooled: their confusion matrices (rows
+    human, columns judge, after the CANNOT_ASSESS mode) summed label by label, then
+    :func:`~.agreement.kappa_from_confusion`. ``None`` when there are no binary pairs or the
+    kappa is undefined (both sides use one label only)."""
+    binary = [c for c in per if c.scale == "binary" and c.support and c.confusion_matrix and c.labels]
+    if not binary:
+        return None
+    import numpy as np
+
+    from autorubric_local.metrics.agreement import kappa_from_confusion  # scikit-learn, on demand
+
+    labels = list(dict.fromkeys(label for c in binary for label in c.labels))
+    pooled = np.zeros((len(labels), len(labels)))
+    for c in binary:
+        at = [labels.index(label) for label in c.labels]
+        pooled[np.ix_(at, at)] += np.asarray(c.confusion_matrix, dtype=float)
+    return kappa_from_confusion(pooled)

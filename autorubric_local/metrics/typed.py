@@ -12,10 +12,13 @@ computed: nothing here recomputes an accuracy or a kappa of a criterion. What th
 is read off the confusion matrix (support counts, the MET-vs-rest 2x2 and its rates, the
 phi coefficient, one-vs-rest metrics per ordinal option).
 
-AutoRubric also reports abstention diagnostics that ``compute_metrics`` does not (yet):
-:func:`abstention_stats` computes them from a run (CANNOT_ASSESS and NA agreement, coverage per
-criterion), and :func:`pooled_scale_metrics` the pooled rubric-point metrics AutoRubric gives
-for datasets whose items have different rubrics.
+AutoRubric also reports abstention diagnostics: :func:`abstention_stats` computes them from a
+run (CANNOT_ASSESS and NA agreement, coverage per criterion), and :func:`pooled_scale_metrics`
+the pooled rubric-point metrics AutoRubric gives for datasets whose items have different
+rubrics; ``compute_metrics`` puts both in its result (``cannot_assess_stats``, ``na_stats``,
+``coverage_stats``, ``pooled_by_scale``). The result types (``ConfusionMatrix``,
+``CoverageStats``, ``NAStats``, ``CannotAssessStats``, ``PooledScaleMetrics``) are defined in
+:mod:`.types` and named here too.
 
 Conventions are this package's (:mod:`.types`): an undefined figure is ``None``, never NaN
 and never a made-up 0.0.
@@ -41,15 +44,20 @@ from autorubric_local.metrics.extract import (
     resolve_ground_truth,
 )
 from autorubric_local.metrics.scores import correlation, rmse_mae
-from autorubric_local.metrics.types import (
+from autorubric_local.metrics.types import (  # the result types live in .types; named here too
     CannotAssessMode,
+    CannotAssessStats,
+    ConfusionMatrix,
     CorrelationResult,
+    CoverageStats,
     CriterionMetrics,
     CriterionType,
     GradedRun,
     InterJudgeCriterion,
     NAMode,
+    NAStats,
     OptionMetrics,
+    PooledScaleMetrics,
     _Frozen,
     interpret_kappa,
 )
@@ -75,125 +83,6 @@ __all__ = [
     "pooled_scale_metrics",
     "typed_per_criterion",
 ]
-
-
-# ---- confusion matrix ------------------------------------------------------------------------
-
-
-class ConfusionMatrix(_Frozen):
-    """Counts of (ground truth, prediction) label pairs, with the labels of its axes.
-
-    Attributes
-    ----------
-    matrix : list of list of int, shape (n_classes, n_classes)
-        ``matrix[i][j]``: pairs whose ground truth is ``labels[i]`` and prediction
-        ``labels[j]`` (rows truth, columns prediction, as ``sklearn.metrics.confusion_matrix``).
-    labels : list of str, length n_classes
-        Binary criteria: ``["MET", "UNMET"]`` (MET, the positive class, first).
-
-    Raises
-    ------
-    pydantic.ValidationError
-        The matrix is not square, its size differs from ``len(labels)``, or a count is
-        negative.
-
-    Notes
-    -----
-    ``tp``, ``fn``, ``fp``, ``tn`` and the rates built from them are defined only for a 2x2
-    matrix with ``labels[0] == "MET"``; on any other matrix they raise :class:`InputError`. A
-    rate with a zero denominator is ``None``.
-    """
-
-    matrix: list[list[int]]
-    labels: list[str]
-
-    @model_validator(mode="after")
-    def _check_shape(self) -> ConfusionMatrix:
-        n = len(self.labels)
-        if len(self.matrix) != n or any(len(row) != n for row in self.matrix):
-            raise ValueError(f"matrix must be {n}x{n} to match labels {self.labels}")
-        if any(c < 0 for row in self.matrix for c in row):
-            raise ValueError("counts must be >= 0")
-        return self
-
-    @classmethod
-    def from_pairs(cls, y_true: list[str], y_pred: list[str], labels: list[str]) -> ConfusionMatrix:
-        """The matrix of paired labels (``sklearn.metrics.confusion_matrix`` with ``labels``).
-
-        Parameters
-        ----------
-        y_true, y_pred : list of str, shape (n_pairs,)
-        labels : list of str
-            The classes, in axis order; pairs with a label outside them are not counted.
-        """
-        from sklearn.metrics import confusion_matrix
-
-        if len(y_true) != len(y_pred):
-            raise InputError(f"y_true and y_pred differ in length: {len(y_true)} != {len(y_pred)}")
-        if not y_true:
-            return cls(matrix=[[0] * len(labels) for _ in labels], labels=list(labels))
-        return cls(matrix=confusion_matrix(y_true, y_pred, labels=labels).tolist(), labels=list(labels))
-
-    @property
-    def n_classes(self) -> int:
-        """Number of classes."""
-        return len(self.labels)
-
-    @property
-    def total(self) -> int:
-        """Number of pairs counted."""
-        return sum(sum(row) for row in self.matrix)
-
-    def _binary(self) -> tuple[int, int, int, int]:
-        if len(self.labels) != 2 or self.labels[0] != "MET":
-            raise InputError("tp/fn/fp/tn and their rates need a 2x2 matrix with labels[0] == 'MET' "
-                             f"(MET positive, UNMET negative); got labels {self.labels}")
-        (tp, fn), (fp, tn) = self.matrix
-        return tp, fn, fp, tn
-
-    @property
-    def tp(self) -> int:
-        """Ground truth MET, predicted MET (binary only)."""
-        return self._binary()[0]
-
-    @property
-    def fn(self) -> int:
-        """Ground truth MET, predicted UNMET (binary only)."""
-        return self._binary()[1]
-
-    @property
-    def fp(self) -> int:
-        """Ground truth UNMET, predicted MET (binary only)."""
-        return self._binary()[2]
-
-    @property
-    def tn(self) -> int:
-        """Ground truth UNMET, predicted UNMET (binary only)."""
-        return self._binary()[3]
-
-    @property
-    def fpr(self) -> float | None:
-        """False-positive rate ``fp / (fp + tn)`` in [0, 1]; ``None`` without true UNMET."""
-        _, _, fp, tn = self._binary()
-        return fp / (fp + tn) if fp + tn else None
-
-    @property
-    def fnr(self) -> float | None:
-        """False-negative rate ``fn / (fn + tp)`` in [0, 1]; ``None`` without true MET."""
-        tp, fn, _, _ = self._binary()
-        return fn / (fn + tp) if fn + tp else None
-
-    @property
-    def precision(self) -> float | None:
-        """``tp / (tp + fp)`` in [0, 1]; ``None`` when nothing was predicted MET."""
-        tp, _, fp, _ = self._binary()
-        return tp / (tp + fp) if tp + fp else None
-
-    @property
-    def recall(self) -> float | None:
-        """``tp / (tp + fn)`` in [0, 1]; ``None`` without true MET."""
-        tp, fn, _, _ = self._binary()
-        return tp / (tp + fn) if tp + fn else None
 
 
 def _phi(cm: ConfusionMatrix) -> float | None:
@@ -222,152 +111,11 @@ def _met_vs_rest(cm: CriterionMetrics) -> ConfusionMatrix:
     return ConfusionMatrix(matrix=[[tp, fn], [fp, tn]], labels=["MET", "UNMET"])
 
 
-# ---- abstention and coverage diagnostics ------------------------------------------------------
-
-
-class CoverageStats(_Frozen):
-    """How much of the paired sample is left once abstentions and failed judgments are left
-    out, as under the ``exclude`` modes (AutoRubric's ``CoverageStats``).
-
-    Attributes
-    ----------
-    n_total : int
-        (item, criterion) pairs with ground truth before anything is left out, the pairs of
-        failed items included.
-    n_covered : int
-        Pairs left: judged, with no CANNOT_ASSESS / NA on either side (the ``support`` of the
-        criterion under the exclude modes).
-    coverage : float in [0, 1] or None
-        ``n_covered / n_total``.
-    judge_abstain_rate, gt_abstain_rate : float in [0, 1] or None
-        Share of ``n_total`` where the judge (the ground truth) abstained, among judged pairs.
-    union_exclusion_rate : float in [0, 1] or None
-        ``1 - coverage``: left out for any reason.
-    n_errored : int
-        Pairs without a verdict: the criterion's judgment failed, or its whole item did.
-    error_rate : float in [0, 1] or None
-        ``n_errored / n_total``.
-
-    Every rate is ``None`` when ``n_total == 0``.
-    """
-
-    n_total: int
-    n_covered: int
-    coverage: float | None = None
-    judge_abstain_rate: float | None = None
-    gt_abstain_rate: float | None = None
-    union_exclusion_rate: float | None = None
-    n_errored: int = 0
-    error_rate: float | None = None
-
-    @classmethod
-    def from_counts(cls, n_total: int, n_covered: int, judge_abstain: int, gt_abstain: int,
-                    n_errored: int) -> CoverageStats:
-        """The statistics of these counts (every count >= 0, ``n_covered <= n_total``)."""
-        if min(n_total, n_covered, judge_abstain, gt_abstain, n_errored) < 0 or n_covered > n_total:
-            raise InputError(f"coverage counts out of range: n_total={n_total}, n_covered={n_covered}, "
-                             f"judge_abstain={judge_abstain}, gt_abstain={gt_abstain}, n_errored={n_errored}")
-        if n_total == 0:
-            return cls(n_total=0, n_covered=0, n_errored=n_errored)
-        coverage = n_covered / n_total
-        return cls(n_total=n_total, n_covered=n_covered, coverage=coverage,
-                   judge_abstain_rate=judge_abstain / n_total, gt_abstain_rate=gt_abstain / n_total,
-                   union_exclusion_rate=1.0 - coverage, n_errored=n_errored,
-                   error_rate=n_errored / n_total)
-
-
-def _dichotomy(truth: np.ndarray, pred: np.ndarray) -> tuple[int, int, int, int, float | None]:
-    """Counts and Cohen's kappa of a yes/no decision: ``(n_true, n_pred, false_pos, false_neg,
-    kappa)``; kappa by :func:`~.agreement.kappa_from_confusion` (``None`` when both sides
-    make one decision only, or there are no pairs)."""
-    cm = np.array([[np.sum(~truth & ~pred), np.sum(~truth & pred)],
-                   [np.sum(truth & ~pred), np.sum(truth & pred)]], dtype=float)
-    return (int(truth.sum()), int(pred.sum()), int(cm[0, 1]), int(cm[1, 0]),
-            kappa_from_confusion(cm) if truth.size else None)
-
-
-class NAStats(_Frozen):
-    """Agreement on the NA (not applicable) decision of multi-choice criteria: judge vs ground
-    truth on {NA, not NA}, over every judged pair of every multi-choice criterion
-    (AutoRubric's ``NAStats``). Counts do not depend on the NA mode; failed judgments are in
-    none of them.
-
-    Attributes
-    ----------
-    na_count_true, na_count_pred : int
-        Pairs where the ground truth (the judge) is NA.
-    na_kappa : float in [-1, 1] or None
-        Cohen's kappa on the dichotomy; ``None`` when both sides make one decision only.
-    na_kappa_interpretation : str or None
-        :func:`interpret_kappa` of ``na_kappa``; ``None`` with it.
-    na_false_positive : int
-        The judge said NA, the ground truth did not.
-    na_false_negative : int
-        The ground truth is NA, the judge said otherwise.
-    """
-
-    na_count_true: int
-    na_count_pred: int
-    na_kappa: float | None = None
-    na_kappa_interpretation: str | None = None
-    na_false_positive: int
-    na_false_negative: int
-
-    @classmethod
-    def from_decisions(cls, truth_na: list[bool], pred_na: list[bool]) -> NAStats:
-        """The statistics of paired NA decisions (``truth_na[k]``: the ground truth of pair
-        ``k`` is NA), two lists of the same length."""
-        n_true, n_pred, fp, fn, kappa = _dichotomy(*_bool_pair(truth_na, pred_na))
-        return cls(na_count_true=n_true, na_count_pred=n_pred, na_kappa=kappa,
-                   na_kappa_interpretation=None if kappa is None else interpret_kappa(kappa),
-                   na_false_positive=fp, na_false_negative=fn)
-
-
-class CannotAssessStats(_Frozen):
-    """Agreement on CANNOT_ASSESS of binary criteria: judge vs ground truth on
-    {CANNOT_ASSESS, not CANNOT_ASSESS}, over every judged pair of every binary criterion
-    (AutoRubric's ``CannotAssessStats``, the binary parallel of :class:`NAStats`).
-
-    Attributes
-    ----------
-    ca_count_true, ca_count_pred : int
-        Pairs where the ground truth (the judge) is CANNOT_ASSESS.
-    ca_kappa : float in [-1, 1] or None
-        Cohen's kappa on the dichotomy; ``None`` when both sides make one decision only.
-    ca_kappa_interpretation : str or None
-        :func:`interpret_kappa` of ``ca_kappa``; ``None`` with it.
-    ca_false_positive : int
-        The judge said CANNOT_ASSESS, the ground truth did not.
-    ca_false_negative : int
-        The ground truth is CANNOT_ASSESS, the judge gave a verdict.
-    """
-
-    ca_count_true: int
-    ca_count_pred: int
-    ca_kappa: float | None = None
-    ca_kappa_interpretation: str | None = None
-    ca_false_positive: int
-    ca_false_negative: int
-
-    @classmethod
-    def from_decisions(cls, truth_ca: list[bool], pred_ca: list[bool]) -> CannotAssessStats:
-        """The statistics of paired CANNOT_ASSESS decisions, as :meth:`NAStats.from_decisions`."""
-        n_true, n_pred, fp, fn, kappa = _dichotomy(*_bool_pair(truth_ca, pred_ca))
-        return cls(ca_count_true=n_true, ca_count_pred=n_pred, ca_kappa=kappa,
-                   ca_kappa_interpretation=None if kappa is None else interpret_kappa(kappa),
-                   ca_false_positive=fp, ca_false_negative=fn)
-
-
-def _bool_pair(truth: list[bool], pred: list[bool]) -> tuple[np.ndarray, np.ndarray]:
-    if len(truth) != len(pred):
-        raise InputError(f"truth and pred differ in length: {len(truth)} != {len(pred)}")
-    return np.asarray(truth, dtype=bool), np.asarray(pred, dtype=bool)
-
 
 class AbstentionStats(_Frozen):
     """Extension: AutoRubric's abstention diagnostics of a run (``MetricsResult.na_stats``,
     ``cannot_assess_stats``, ``coverage_stats`` and each criterion's ``coverage_stats``
-    there), which :func:`~.compute.compute_metrics` does not report; see
+    there), as :func:`~.compute.compute_metrics` puts them in its result; see
     :func:`abstention_stats`.
 
     Attributes
@@ -718,13 +466,15 @@ def as_typed(cm: CriterionMetrics, *, inter_judge: InterJudgeCriterion | None = 
         The criterion's entry of ``MetricsResult.inter_judge`` (fills ``krippendorff_alpha``
         and ``fleiss_kappa``).
     coverage : CoverageStats, optional
-        The criterion's entry of :attr:`AbstentionStats.per_criterion`.
+        The criterion's entry of :attr:`AbstentionStats.per_criterion`; by default
+        ``cm.coverage_stats`` (set by ``compute_metrics`` under the exclude modes).
 
     Returns
     -------
     BinaryCriterionMetrics, OrdinalCriterionMetrics or NominalCriterionMetrics
     """
-    return _VIEWS[cm.scale].from_criterion_metrics(cm, inter_judge, coverage)
+    return _VIEWS[cm.scale].from_criterion_metrics(cm, inter_judge, coverage if coverage is not None
+                                                   else cm.coverage_stats)
 
 
 def typed_per_criterion(result: MetricsResult,
@@ -737,7 +487,8 @@ def typed_per_criterion(result: MetricsResult,
     abstentions : AbstentionStats, optional
         :func:`abstention_stats` of the same run; each criterion's ``coverage_stats`` is set
         from it when ``result`` was computed with both modes ``"exclude"`` (as AutoRubric sets
-        it only there), else left ``None``.
+        it only there). Without it (or for a criterion it lacks), the criterion's own
+        ``coverage_stats``, which ``compute_metrics`` sets under the same condition.
 
     Returns
     -------
@@ -752,55 +503,6 @@ def typed_per_criterion(result: MetricsResult,
 
 
 # ---- pooled rubric points ---------------------------------------------------------------------
-
-
-class PooledScaleMetrics(_Frozen):
-    """Agreement pooled over the rubric points of one scale type, for datasets whose items
-    have different rubrics (AutoRubric's ``PooledScaleMetrics``; see
-    :func:`pooled_scale_metrics`).
-
-    Every (item, criterion) pair is reduced to a value in [0, 1] (binary MET = 1, UNMET = 0;
-    multi-choice: the option's ``value``) and an exact-match flag. Figures that need one
-    shared option set (kappa of options, per option, an NxN matrix) are not given; MET/UNMET
-    is shared by every binary criterion, so binary points also get kappa, phi, precision,
-    recall, F1 and a 2x2 matrix.
-
-    Attributes
-    ----------
-    scale_type : {"binary", "ordinal", "nominal"}
-    n_points : int
-        Points compared (neither side abstained, the judgment did not fail).
-    exact_accuracy : float in [0, 1] or None
-    value_rmse, value_mae : float >= 0 or None
-        Errors of the judge's values against the ground truth's.
-    value_spearman, value_pearson : float in [-1, 1] or None
-        Correlations of the values; ``None`` with fewer than two points or a constant side.
-    kappa, phi, precision, recall, f1 : float or None
-        Binary only: Cohen's kappa, Matthews correlation, MET-positive precision, recall, F1.
-    confusion_matrix : ConfusionMatrix or None
-        Binary only: 2x2, labels ``["MET", "UNMET"]``.
-    n_abstain : int
-        Points the judge abstained on (CANNOT_ASSESS / NA), left out.
-    n_gt_abstain : int
-        Extension: points whose ground truth abstained (and the judge did not), left out
-        (AutoRubric scores such a ground truth as 0).
-    """
-
-    scale_type: CriterionType
-    n_points: int
-    exact_accuracy: float | None
-    value_rmse: float | None
-    value_mae: float | None
-    value_spearman: float | None
-    value_pearson: float | None
-    kappa: float | None = None
-    phi: float | None = None
-    precision: float | None = None
-    recall: float | None = None
-    f1: float | None = None
-    confusion_matrix: ConfusionMatrix | None = None
-    n_abstain: int = 0
-    n_gt_abstain: int = 0
 
 
 def pooled_scale_metrics(eval_result: GradedRun, dataset: RubricDataset) -> list[PooledScaleMetrics]:
