@@ -211,3 +211,25 @@ def test_per_judge_matches_direct_computation() -> None:
         h, j = zip(*pairs)
         assert m.per_judge[jid].per_criterion[0].kappa == pytest.approx(
             cohen_kappa_score(h, j, labels=["UNMET", "MET"]))
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("mode", ["exclude", "as_unmet", "as_category"])
+def test_micro_kappa_and_judge_confusion_against_sklearn(seed: int, mode: str) -> None:
+    from autorubric_local.core.types import Criterion
+
+    second = Criterion(name="b2", weight=1.0, requirement="another binary")
+    rng = np.random.default_rng(seed)
+    truth = [[str(rng.choice(BL, p=[.5, .4, .1])) for _ in range(2)] for _ in range(N)]
+    final = [[str(rng.choice(BL, p=[.5, .4, .1])) for _ in range(2)] for _ in range(N)]
+    votes = {"j0": final, "j1": [[str(rng.choice(BL)) for _ in range(2)] for _ in range(N)]}
+    m = compute_metrics(*make_run([BIN, second], truth, final, votes), cannot_assess=mode, per_judge=True)
+    pairs = [p for t, f in zip(truth, final, strict=True) for p in map(_ca, t, f, [mode] * 2) if p is not None]
+    h, j = zip(*pairs, strict=True)
+    assert m.micro_kappa == pytest.approx(cohen_kappa_score(h, j))  # pooled over both criteria
+    for jid, jv in votes.items():
+        flat_t = [v for row in truth for v in row]
+        flat_j = [v for row in jv for v in row]
+        expected = confusion_matrix(flat_t, flat_j, labels=BL).tolist()  # before the mode
+        assert m.per_judge[jid].confusion_matrix.matrix == expected  # type: ignore[union-attr,index]
+        assert m.per_judge[jid].n_pairs == sum(c.support for c in m.per_judge[jid].per_criterion)  # type: ignore[index]
