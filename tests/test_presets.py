@@ -175,7 +175,15 @@ def test_env_preset_overrides_project_preset_of_same_name(tmp_path: Path, monkey
         ("- just\n- a list\n", "must be a mapping"),
         ("description: no name\nweights: {paths: []}\n", "field 'name'"),
         ("name: no-weights\n", "field 'weights'"),
-        ("name: bad-weights\nweights: [a, b]\n", "field 'weights'"),
+        ("name: bad-weights\nweights: [a, b]\n", "field 'weights': expected a mapping, got list"),
+        # the pydantic model of a preset file: each field named, a misspelt key with its likely name
+        ("name: typo\nweights: {hf-id: org/model}\n", "field 'weights': unknown field 'hf-id' (did you mean 'hf_id'?)"),
+        ("name: typo\ndescripton: x\nweights: {paths: []}\n", "unknown field 'descripton' (did you mean 'description'?)"),
+        ("name: digest\nweights: {file: m.gguf, sha256: abc}\n", "field 'weights.sha256': String should match pattern"),
+        ("name: chunks\nweights: {chunks: [a, b], file: m.gguf}\n", "'chunks' needs 'file' (the assembled name) and 'sha256'"),
+        ("name: ctx\ncontext_length: -4\nweights: {paths: []}\n", "field 'context_length': Input should be greater than 0"),
+        ("name: fmt\nprompt_format: chatml\nweights: {paths: []}\n", "field 'prompt_format': Input should be 'chat' or 'completion'"),
+        ("name: paths\nweights: {paths: [1, 2]}\n", "field 'weights.paths[0]': Input should be a valid string"),
     ],
 )
 def test_malformed_preset_is_an_input_error_naming_the_file(

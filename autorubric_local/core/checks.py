@@ -114,6 +114,44 @@ def unknown_field(key: object, allowed: Iterable[str]) -> str:
     return f"unknown field {short_repr(key)} ({hint})"
 
 
+def field_error(exc: Any, model: type | None = None) -> str:
+    """The first error of a pydantic ``ValidationError`` worded as this package's input errors:
+    ``field 'weights.sha256': String should match pattern ..., got 'abc'``; a missing field is
+    ``field 'name': missing``, an unknown one ``unknown field 'hf-id' (did you mean 'hf_id'?)``
+    (with ``model``, the validated class, for the names it allows), a wrong container
+    ``field 'weights': expected a mapping``.
+
+    Parameters
+    ----------
+    exc : pydantic.ValidationError
+    model : type, optional
+        The pydantic model that was validated (its nested models give the allowed names).
+    """
+    error = exc.errors()[0]
+    loc = tuple(error.get("loc") or ())
+    kind = error.get("type", "")
+
+    def dotted(parts: tuple[Any, ...]) -> str:
+        return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(parts))
+
+    if kind == "extra_forbidden" and loc:
+        allowed: list[str] = []
+        current = model
+        for part in loc[:-1]:
+            fields = getattr(current, "model_fields", {})
+            annotation = fields[part].annotation if part in fields else None
+            current = annotation if isinstance(annotation, type) else None
+        allowed = list(getattr(current, "model_fields", {}))
+        where = f"field {dotted(loc[:-1])!r}: " if len(loc) > 1 else ""
+        return where + (unknown_field(loc[-1], allowed) if allowed else f"unknown field {short_repr(loc[-1])}")
+    where = f"field {dotted(loc)!r}: " if loc else ""
+    if kind == "missing":
+        return where + "missing"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return where + f"expected a mapping, got {type(error.get('input')).__name__}"
+    return where + f"{error.get('msg', 'invalid')}, got {short_repr(error.get('input'))}"
+
+
 def check_keys(data: Mapping[Any, Any], allowed: Sequence[str], where: str = "") -> None:
     """Refuse the first key of ``data`` not in ``allowed`` (``where`` goes in front).
 

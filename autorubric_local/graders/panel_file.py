@@ -39,6 +39,7 @@ from autorubric_local.core.checks import (
     check_json_object,
     check_keys,
     check_number,
+    field_error,
     parse_yaml,
     read_input_text,
     short_repr,
@@ -105,9 +106,7 @@ def _judge(raw: object) -> tuple[JudgeSpec, dict[str, Any] | None]:
     try:
         config = LLMConfig.model_validate(entry, strict=True)
     except pydantic.ValidationError as exc:
-        error = exc.errors()[0]
-        name = str(error["loc"][0]) if error["loc"] else "?"
-        raise InputError(f"field '{name}': {error['msg']}") from None
+        raise InputError(field_error(exc, LLMConfig)) from None
     check_backend_support(config)  # a hosted-only field fails here, with the file's name
     judge_id = _optional_str(own, "judge_id")
     if judge_id is not None and not judge_id.strip():

@@ -25,10 +25,11 @@ import re
 from dataclasses import dataclass, field
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
-from autorubric_local.core.checks import parse_yaml
+from autorubric_local.core.checks import field_error, parse_yaml
 from autorubric_local.core.errors import InputError, ModelNotFoundError
 from autorubric_local.engine.vllm.args import check_engine_args
 from autorubric_local.judges.weights import (
@@ -172,47 +173,72 @@ def get_preset(name: str) -> ModelPreset | None:
     return None
 
 
+class _PresetWeights(BaseModel):
+    """The ``weights`` mapping of a preset file (:class:`ModelPreset` says what each key means)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    env: str | None = None
+    python_package: str | None = None
+    file: str | None = None
+    hf_id: str | None = None
+    paths: list[str] = Field(default_factory=list)
+    chunks: list[str] = Field(default_factory=list)
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{64}$")] | None = None
+
+    @model_validator(mode="after")
+    def _chunks_have_a_file_and_digest(self) -> _PresetWeights:
+        if self.chunks and (self.file is None or self.sha256 is None):
+            raise ValueError("'chunks' needs 'file' (the assembled name) and 'sha256'")
+        return self
+
+
+class _PresetFile(BaseModel):
+    """A preset file's fields, validated (unknown keys refused, so a misspelt key is named)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str
+    weights: _PresetWeights
+    description: str = ""
+    context_length: Annotated[int, Field(gt=0)] | None = None
+    chat_template: str = ""
+    license: str = ""
+    prompt_format: Literal["chat", "completion"] | None = None
+    backend: Literal["transformers", "llamacpp"] | None = None
+    engine_args: dict[str, Any] = Field(default_factory=dict)
+
+
 def _load_preset(file: Traversable) -> ModelPreset:
+    """Read and validate one preset file (:class:`_PresetFile`).
+
+    Raises
+    ------
+    InputError
+        Invalid YAML, not a mapping, or a field that does not validate; the message names the
+        file and the field (``field 'weights.sha256': ...``).
+    """
     try:  # the same YAML limits as every other input file
         data = parse_yaml(file.read_text(encoding="utf-8"))
     except InputError as exc:
         raise InputError(f"{file}: invalid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise InputError(f"{file}: a model preset must be a mapping")
-    for key in ("name", "weights"):
-        if key not in data:
-            raise InputError(f"{file}: field '{key}': missing")
-    weights = data["weights"]
-    if not isinstance(weights, dict):
-        raise InputError(f"{file}: field 'weights': expected a mapping")
-    for key in ("env", "python_package", "file", "hf_id"):
-        if key in weights and not isinstance(weights[key], str):
-            raise InputError(f"{file}: field 'weights.{key}': expected a string, got {type(weights[key]).__name__}")
-    for key in ("paths", "chunks"):
-        listed = weights.get(key, [])
-        if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
-            raise InputError(f"{file}: field 'weights.{key}': expected a list of strings")
-    if "sha256" in weights and not re.fullmatch(r"[0-9a-fA-F]{64}", str(weights["sha256"])):
-        raise InputError(f"{file}: field 'weights.sha256': expected 64 hex digits, got {weights['sha256']!r}")
-    if weights.get("chunks") and not ("file" in weights and "sha256" in weights):
-        raise InputError(f"{file}: field 'weights.chunks' needs 'weights.file' (the assembled name) and 'weights.sha256'")
-    prompt_format = data.get("prompt_format")
-    if prompt_format not in (None, "chat", "completion"):
-        raise InputError(f"{file}: field 'prompt_format': expected 'chat' or 'completion', got {prompt_format!r}")
-    backend = data.get("backend")
-    if backend not in (None, "transformers", "llamacpp"):
-        raise InputError(f"{file}: field 'backend': expected 'transformers' or 'llamacpp', got {backend!r}")
-    engine_args = check_engine_args(data.get("engine_args") or {}, f"{file}: field 'engine_args'")
+    try:
+        parsed = _PresetFile.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(f"{file}: {field_error(exc, _PresetFile)}") from None
+    engine_args = check_engine_args(parsed.engine_args, f"{file}: field 'engine_args'")
     return ModelPreset(
-        name=str(data["name"]),
-        description=str(data.get("description", "")),
-        weights=data["weights"],
-        context_length=data.get("context_length"),
-        chat_template=str(data.get("chat_template", "")),
-        license=str(data.get("license", "")),
+        name=parsed.name,
+        description=parsed.description,
+        weights=parsed.weights.model_dump(exclude_defaults=True),
+        context_length=parsed.context_length,
+        chat_template=parsed.chat_template,
+        license=parsed.license,
         source_file=file,
-        prompt_format=prompt_format,
-        backend=backend,
+        prompt_format=parsed.prompt_format,
+        backend=parsed.backend,
         engine_args=engine_args,
     )
 
