@@ -73,3 +73,20 @@ def test_utils_has_autorubrics_utils_names() -> None:
         "fill_ground_truth", "normalize_to_grade_input", "parse_thinking_output", "word_count",
     }
     assert utils.word_count("two words") == 2
+
+
+def test_the_metrics_type_checking_imports_are_its_lazy_exports() -> None:
+    """autorubric_local.metrics lists its names once (``_EXPORTS``: ``__all__`` is built from
+    it); the ``TYPE_CHECKING`` imports for type checkers must name the same names from the
+    same modules, or an editor would see another API than the one that loads."""
+    import ast
+    from pathlib import Path
+
+    import autorubric_local.metrics as metrics
+
+    tree = ast.parse(Path(metrics.__file__).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING")
+    imported = {alias.asname or alias.name: node.module.rsplit(".", 1)[-1]
+                for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert imported == metrics._EXPORTS
+    assert metrics.__all__ == sorted(metrics._EXPORTS)
