@@ -122,6 +122,7 @@ _LAZY: dict[str, str] = {
         )
     },
     "EscalationConfig": "autorubric_local.graders.escalation",
+    **{name: "autorubric_local.analyses" for name in ("RunAnalyses", "open_run")},
     **{
         name: "autorubric_local.meta"
         for name in (
