@@ -69,7 +69,8 @@ def test_grade_refuses_it_before_any_judge_loads_and_reads_say_so_once(newer: Pa
 
 
 @pytest.mark.parametrize("command", [["report", "r"], ["metrics", "{db}"], ["estimate", "r"], ["calibrate", "{db}"],
-                                     ["runs"], ["show", "r"], ["export", "r"]])
+                                     ["runs"], ["show", "r"], ["export", "r"], ["metrics", "r"], ["calibrate", "r"],
+                                     ["indeterminacy", "{db}"], ["indeterminacy", "r"]])
 def test_every_command_that_reads_a_database_says_a_file_is_not_one(tmp_path: Path, command: list[str]) -> None:
     path = tmp_path / "notes.sqlite"
     path.write_bytes(b'{"this": "is JSON, not SQLite"}' * 100)
@@ -141,7 +142,8 @@ def test_read_commands_work_on_a_database_in_a_read_only_folder(monkeypatch: pyt
                         ["report", "r", "--out", str(out)], ["estimate", "r", *by_label],
                         ["metrics", str(path), "--run", "r", *by_label], ["calibrate", str(path), "--run", "r",
                                                                           *by_label],
-                        ["indeterminacy", str(path), *by_label]):
+                        ["indeterminacy", str(path), *by_label],  # the deprecated order above, the new one here
+                        ["metrics", "r", *by_label], ["calibrate", "r", *by_label], ["indeterminacy", "r", *by_label]):
             db_option = [] if str(path) in command else ["--db", str(path)]
             done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
                                    "autorubric_local.cli", *command, *db_option],

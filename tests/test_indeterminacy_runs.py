@@ -165,7 +165,7 @@ def test_migration_10() -> None:
 
 
 def test_cli(db: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["indeterminacy", str(db), "--run", "sharp", "--run", "flat", "--beta", "0:0.4:0.2",
+    result = CliRunner().invoke(main, ["indeterminacy", "sharp", "flat", "--db", str(db), "--beta", "0:0.4:0.2",
                                        "--tau", "0.5", "--plot", str(tmp_path / "p")])
     assert result.exit_code == 0, result.output
     assert "Forced-choice agreement with the humans" in result.output
@@ -179,15 +179,15 @@ def test_cli(db: Path, tmp_path: Path) -> None:
 
 
 def test_cli_bad_input(db: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["indeterminacy", str(db), "--run", "nope", "--no-save"])
+    result = CliRunner().invoke(main, ["indeterminacy", "nope", "--db", str(db), "--no-save"])
     assert result.exit_code == 1 and "run(s) ['nope'] not found" in result.output
-    result = CliRunner().invoke(main, ["indeterminacy", str(db), "--beta", "0,2"])
+    result = CliRunner().invoke(main, ["indeterminacy", "--db", str(db), "--beta", "0,2"])
     assert result.exit_code == 2 and "in [0, 1]" in result.output
-    result = CliRunner().invoke(main, ["indeterminacy", str(db), "--criterion", "nope", "--no-save"])
+    result = CliRunner().invoke(main, ["indeterminacy", "--db", str(db), "--criterion", "nope", "--no-save"])
     assert result.exit_code == 1 and "criteria not in the runs: ['nope']" in result.output
     empty = tmp_path / "empty.sqlite"
     open_db(empty).close()
-    result = CliRunner().invoke(main, ["indeterminacy", str(empty), "--no-save"])
+    result = CliRunner().invoke(main, ["indeterminacy", "--db", str(empty), "--no-save"])
     assert result.exit_code == 1 and "no runs in" in result.output
 
 

@@ -209,7 +209,7 @@ def test_calibrate_leaves_out_partly_labelled_items_and_says_so(graded: dict[str
     truth: list[list[str | None]] = [list(t) for t in TRUTH]
     truth[0] = [truth[0][0], None, truth[0][2]]
     labels = write_labels(tmp_path / "partial.jsonl", range(N_ITEMS), truth)
-    got = invoke("calibrate", graded["db"], "--run", "plain", "--json", "--no-save", "--labels", labels)
+    got = invoke("calibrate", "plain", "--db", graded["db"], "--json", "--no-save", "--labels", labels)
     assert got.exit_code == 0, got.output
     assert stderr_lines(got, "note:") == ["note: 1 partly labelled item(s) left out (an item counts when every "
                                           "criterion of it is labelled)"]

@@ -43,7 +43,7 @@ def test_help_has_example() -> None:
 
 def test_prints_summary_saves_and_plots(stored_run, tmp_path) -> None:  # type: ignore[no-untyped-def]
     db_path, calls = stored_run
-    out = CliRunner().invoke(main, ["metrics", str(db_path), "--run", "r1", "--bootstrap",
+    out = CliRunner().invoke(main, ["metrics", "r1", "--db", str(db_path), "--bootstrap",
                                     "--n-bootstrap", "30", "--seed", "1",
                                     "--plot", str(tmp_path / "plots")])
     assert out.exit_code == 0, out.output
@@ -55,7 +55,7 @@ def test_prints_summary_saves_and_plots(stored_run, tmp_path) -> None:  # type: 
 
 def test_json_and_no_save(stored_run) -> None:  # type: ignore[no-untyped-def]
     db_path, _ = stored_run
-    out = CliRunner().invoke(main, ["metrics", str(db_path), "--json", "--no-save"])
+    out = CliRunner().invoke(main, ["metrics", "--db", str(db_path), "--json", "--no-save"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["n_items"] == 4
     assert load_metrics(open_db(db_path), "run-x") is None
@@ -63,6 +63,17 @@ def test_json_and_no_save(stored_run) -> None:  # type: ignore[no-untyped-def]
 
 def test_library_error_is_clean(stored_run) -> None:  # type: ignore[no-untyped-def]
     db_path, _ = stored_run
-    out = CliRunner().invoke(main, ["metrics", str(db_path), "--run", "missing"])
+    out = CliRunner().invoke(main, ["metrics", "missing", "--db", str(db_path)])
     assert out.exit_code == 1
     assert "no run named 'missing'" in out.output and "Traceback" not in out.output
+
+
+def test_the_deprecated_order_prints_the_same_json_with_a_note(stored_run) -> None:  # type: ignore[no-untyped-def]
+    db_path, calls = stored_run
+    new = CliRunner().invoke(main, ["metrics", "r1", "--db", str(db_path), "--json", "--no-save"])
+    old = CliRunner().invoke(main, ["metrics", str(db_path), "--run", "r1", "--json", "--no-save"])
+    assert new.exit_code == old.exit_code == 0, old.output
+    assert json.loads(old.stdout) == json.loads(new.stdout) and json.loads(new.stdout)["n_items"] == 4
+    assert old.stderr == "note: 'metrics DB --run RUN' is deprecated; use 'metrics RUN --db DB'\n"
+    assert new.stderr == ""
+    assert calls == [(str(db_path), "r1")] * 2

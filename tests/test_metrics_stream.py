@@ -135,7 +135,7 @@ def test_streamed_run_reads_the_same_items_and_reports(dbs: tuple[Path, Path]) -
 def test_cli_prints_and_saves_the_same_metrics(dbs: tuple[Path, Path], tmp_path: Path) -> None:
     db = tmp_path / "copy.sqlite"
     shutil.copy(dbs[1], db)
-    out = CliRunner().invoke(main, ["metrics", str(db), "--per-judge", "--cannot-assess", "as_category", "--json"])
+    out = CliRunner().invoke(main, ["metrics", "--db", str(db), "--per-judge", "--cannot-assess", "as_category", "--json"])
     assert out.exit_code == 0, out.output
     # the CLI's intervals are 90% by default, as estimate's (issue 51); the library keeps AutoRubric's 0.95
     expected = json.loads(metrics_json(db, per_judge=True, cannot_assess="as_category", confidence_level=0.9))

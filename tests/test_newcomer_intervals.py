@@ -62,9 +62,9 @@ def walk(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> dict
     table = invoke(CliRunner(), "estimate", "seasons-v1", "--db", db, "--labels", labels)
     power = invoke(CliRunner(), "label", "power", "seasons-v1", "--db", db, "--labels", labels, "--width", "0.1",
                    "--json")
-    metrics = invoke(CliRunner(), "metrics", db, "--run", "seasons-v1", "--labels", labels, "--json", "--no-save")
+    metrics = invoke(CliRunner(), "metrics", "seasons-v1", "--db", db, "--labels", labels, "--json", "--no-save")
     # estimate --labels stored them under the file's path: metrics reads them from there too
-    stored = invoke(CliRunner(), "metrics", db, "--run", "seasons-v1", "--label-source", labels.resolve(), "--json",
+    stored = invoke(CliRunner(), "metrics", "seasons-v1", "--db", db, "--label-source", labels.resolve(), "--json",
                     "--no-save")
     return {"drawn": drawn, "rows": runs, "table": table, "power": power, "metrics": metrics, "stored": stored}
 

@@ -351,7 +351,7 @@ def graded_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_cli_prints_held_out_before_and_after_and_saves(graded_db: Path) -> None:
-    result = CliRunner().invoke(main, ["calibrate", str(graded_db), "--run", "q", "--test-size", "0.3",
+    result = CliRunner().invoke(main, ["calibrate", "q", "--db", str(graded_db), "--test-size", "0.3",
                                        "--seed", "0", "--method", "threshold", "--folds", "3"])
     assert result.exit_code == 0, result.output
     assert "threshold rules fitted on 14 training items" in result.stdout
@@ -367,7 +367,7 @@ def test_cli_prints_held_out_before_and_after_and_saves(graded_db: Path) -> None
 
 
 def test_cli_json_and_no_save(graded_db: Path) -> None:
-    result = CliRunner().invoke(main, ["calibrate", str(graded_db), "--method", "platt", "--json", "--no-save",
+    result = CliRunner().invoke(main, ["calibrate", "--db", str(graded_db), "--method", "platt", "--json", "--no-save",
                                        "--folds", "3"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
@@ -378,11 +378,11 @@ def test_cli_json_and_no_save(graded_db: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "code", "message"), [
-    (["--run", "nope"], 1, "no run named 'nope'"),
+    (["nope"], 1, "no run named 'nope'"),
     (["--test-size", "1.5"], 2, "--test-size"),
     (["--method", "beta"], 2, "--method"),
     (["--folds", "1"], 2, "--folds"),
 ])
 def test_cli_errors(graded_db: Path, args: list[str], code: int, message: str) -> None:
-    result = CliRunner().invoke(main, ["calibrate", str(graded_db), *args])
+    result = CliRunner().invoke(main, ["calibrate", *args, "--db", str(graded_db)])
     assert result.exit_code == code and message in result.output

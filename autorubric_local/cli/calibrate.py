@@ -7,12 +7,15 @@ from pathlib import Path
 
 import click
 
-from autorubric_local.cli.common import fail, label_options, label_warnings
+from autorubric_local.cli.common import fail, label_options, label_warnings, run_and_database
 
 
 @click.command()
-@click.argument("db", type=click.Path(exists=True, dir_okay=False))
-@click.option("--run", "run", default=None, help="Run name or id (default: the latest run).")
+@click.argument("run_arg", metavar="[RUN]", required=False)
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The results database.  [default: results.sqlite]")
+@click.option("--run", "run_option", default=None, metavar="RUN",
+              help="Deprecated: give the run as the argument (kept for 'calibrate DB --run RUN').")
 @click.option("--method", type=click.Choice(["threshold", "platt", "isotonic"]), default="threshold",
               show_default=True,
               help="threshold: MET iff P(MET) >= t, t maximising Cohen's kappa; platt: logistic regression on "
@@ -26,26 +29,33 @@ from autorubric_local.cli.common import fail, label_options, label_warnings
 @click.option("--json", "as_json", is_flag=True, help="Print the calibration and held-out report as JSON.")
 @click.option("--no-save", is_flag=True, help="Do not store the calibration in the database.")
 @label_options
-def calibrate(db: str, run: str | None, method: str, test_size: float, seed: int, n_folds: int,
-              no_stratify: bool, as_json: bool, no_save: bool, labels_file: Path | None,
+def calibrate(run_arg: str | None, db_path: Path | None, run_option: str | None, method: str, test_size: float,
+              seed: int, n_folds: int, no_stratify: bool, as_json: bool, no_save: bool, labels_file: Path | None,
               label_source: str | None) -> None:
-    """Fit a decision rule per binary criterion on a training split of a graded, labelled run in
-    DB, and print its agreement with the human labels on the held-out items, before and after.
+    """Fit a decision rule per binary criterion on a training split of the graded, labelled RUN
+    (default: the latest run) in --db, and print its agreement with the human labels on the
+    held-out items, before and after.
 
     The human labels are the dataset's ground truth (stored with the run), or those of
     --labels FILE (the file `estimate --labels` takes) or --label-source (labels stored
     earlier); an item counts when every criterion of it is labelled. Only the training items
-    are read to fit; the rules, the split and the report are stored in DB's
+    are read to fit; the rules, the split and the report are stored in the database's
     ``threshold_calibrations`` table (unless --no-save). Stored verdicts are not changed.
+
+    RUN is a run name or id. Without --db, a RUN that is an existing file is read as the
+    deprecated `calibrate DB --run RUN` form (kept for one release, with a note): give --db to
+    name a run that is also a file's path.
 
     Example:
 
-        autorubric-local calibrate q1.sqlite --run q1-smol --test-size 0.3 --seed 0 --method threshold
+        autorubric-local calibrate q1-smol --db q1.sqlite --test-size 0.3 --seed 0 --method threshold
 
     With a labels file:
 
-        autorubric-local calibrate q1.sqlite --run q1-smol --labels labelled.jsonl
+        autorubric-local calibrate q1-smol --db q1.sqlite --labels labelled.jsonl
     """
+    run, db_file = run_and_database("calibrate", run_arg, db_path, run_option)
+    db = str(db_file)
     from autorubric_local.calibration import calibrate_run, save_calibration
     from autorubric_local.core.errors import AutorubricError
     from autorubric_local.estimates.api import run_with_labels

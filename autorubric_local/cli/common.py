@@ -412,3 +412,81 @@ def distributed_config(
         return DistributedConfig(address=ray_address, **{k: v for k, v in settings.items() if v is not None})
     except InputError as exc:
         raise click.UsageError(str(exc)) from exc
+
+
+DEFAULT_DB = Path("results.sqlite")
+"""The results database of a command given no ``--db``."""
+
+
+def runs_and_databases(command: str, args: tuple[str, ...], db_paths: tuple[Path, ...],
+                       run_options: tuple[str, ...]) -> tuple[list[str], list[Path]]:
+    """The runs and results databases of an analysis command (``metrics``, ``calibrate``,
+    ``indeterminacy``) called as ``COMMAND RUN... --db DB``, or in its deprecated form
+    ``COMMAND DB... --run RUN`` (kept for one release).
+
+    The deprecated form is read when no ``--db`` is given and every positional argument is an
+    existing file (so a run named like an existing file needs ``--db``); a ``note:`` line on
+    stderr says so. ``--run`` is accepted in either form (in the new one with a note).
+
+    Parameters
+    ----------
+    command : str
+        The command's name, for the notes.
+    args : tuple of str
+        The positional arguments, as given.
+    db_paths : tuple of Path
+        The ``--db`` values (empty when none was given).
+    run_options : tuple of str
+        The ``--run`` values.
+
+    Returns
+    -------
+    (runs, databases)
+        The run names or ids (empty: the command's default) and the databases (at least one:
+        :data:`DEFAULT_DB` when none was named), each checked to exist.
+
+    Raises
+    ------
+    click.UsageError
+        Without ``--db``, some positional arguments are existing files and some are not.
+    click.ClickException
+        A database is missing or is not a file; the message names it.
+    """
+    if not db_paths and args and all(Path(a).is_file() for a in args):
+        click.echo(f"note: '{command} DB --run RUN' is deprecated; use '{command} RUN --db DB'", err=True)
+        runs, databases = list(run_options), [Path(a) for a in args]
+    else:
+        files = [a for a in args if Path(a).is_file()] if not db_paths else []
+        if files:
+            raise click.UsageError(f"{files[0]!r} is an existing file but other arguments are not: give the runs "
+                                   f"first and each database with --db ('{command} RUN... --db DB')")
+        if run_options:
+            click.echo(f"note: '--run' is deprecated; use '{command} RUN --db DB'", err=True)
+        runs, databases = [*args, *run_options], list(db_paths) or [DEFAULT_DB]
+    for path in databases:
+        if path.is_dir():
+            raise click.ClickException(f"{path}: is a directory, expected a results database (see --db)")
+        if not path.is_file():
+            raise click.ClickException(f"{path}: no such results database (grade writes one; give its path with "
+                                       "--db)")
+    return runs, databases
+
+
+def run_and_database(command: str, run: str | None, db_path: Path | None,
+                     run_option: str | None) -> tuple[str | None, Path]:
+    """:func:`runs_and_databases` for a command that reads one run (``[RUN] [--db DB]``): the
+    run (None: the command's default, the latest run) and the database.
+
+    Raises
+    ------
+    click.UsageError
+        The run is given twice (as RUN and as ``--run``).
+    click.ClickException
+        As :func:`runs_and_databases`.
+    """
+    runs, (database,) = runs_and_databases(command, (run,) if run is not None else (),
+                                           (db_path,) if db_path is not None else (),
+                                           (run_option,) if run_option is not None else ())
+    if len(runs) > 1:
+        raise click.UsageError(f"give the run once, as RUN (got {runs[0]!r} and --run {runs[1]!r})")
+    return (runs[0] if runs else None), database

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from autorubric_local.cli.common import fail, label_options, label_warnings
+from autorubric_local.cli.common import fail, label_options, label_warnings, runs_and_databases
 
 
 def _grid(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[float, ...] | None:
@@ -31,8 +31,12 @@ def _grid(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
 
 
 @click.command()
-@click.argument("dbs", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--run", "runs", multiple=True, help="Run name or id to analyse (repeat; default: every run of DB).")
+@click.argument("run_args", metavar="[RUN]...", nargs=-1)
+@click.option("--db", "db_paths", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="A results database (repeat for several; the first stores the analysis).  "
+                   "[default: results.sqlite]")
+@click.option("--run", "run_options", multiple=True, metavar="RUN",
+              help="Deprecated: give the runs as arguments (kept for 'indeterminacy DB... --run RUN').")
 @click.option("--beta", "betas", callback=_grid, default=None,
               help="Human sensitivities: '0,0.1,0.3' or 'START:STOP:STEP'  [default: 0:0.6:0.05]")
 @click.option("--tau", "taus", callback=_grid, default=None,
@@ -53,11 +57,13 @@ def _grid(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--no-save", is_flag=True, help="Do not store the analysis in the (first) database.")
 @label_options
-def indeterminacy(dbs: tuple[str, ...], runs: tuple[str, ...], betas: tuple[float, ...] | None,
-                  taus: tuple[float, ...] | None, positive: str | None, criteria: tuple[str, ...], threshold: float,
-                  temperature: float, n_samples: int | None, seed: int, plot_dir: str | None, as_json: bool,
-                  no_save: bool, labels_file: Path | None, label_source: str | None) -> None:
-    """Validate the judges of graded runs in DBS under rating indeterminacy.
+def indeterminacy(run_args: tuple[str, ...], db_paths: tuple[Path, ...], run_options: tuple[str, ...],
+                  betas: tuple[float, ...] | None, taus: tuple[float, ...] | None, positive: str | None,
+                  criteria: tuple[str, ...], threshold: float, temperature: float, n_samples: int | None, seed: int,
+                  plot_dir: str | None, as_json: bool, no_save: bool, labels_file: Path | None,
+                  label_source: str | None) -> None:
+    """Validate the judges of the graded RUNs (names or ids; default: every run) of one or more
+    databases (--db) under rating indeterminacy.
 
     Human labels come from each run's dataset (one forced-choice label per item), or from
     --labels FILE (the file `estimate --labels` takes, applied to every run and stored in
@@ -67,16 +73,22 @@ def indeterminacy(dbs: tuple[str, ...], runs: tuple[str, ...], betas: tuple[floa
     are read off its label probabilities. Prints, per judge, hit rate, Cohen's kappa, KL
     (human -> judge) and JSD, then per beta the multi-label MSE, decision consistency C^tau and
     estimation bias B^tau, and the regret of choosing a judge by each metric. The analysis is
-    stored in the first DB (tables indeterminacy_analyses, indeterminacy_values).
+    stored in the first --db (tables indeterminacy_analyses, indeterminacy_values).
+
+    Each RUN is looked up in every --db. Without --db, RUNs that are all existing files are
+    read as the deprecated `indeterminacy DB... --run RUN` form (kept for one release, with a
+    note): give --db to name a run that is also a file's path.
 
     Example:
 
-        autorubric-local indeterminacy q1.sqlite --run q1-smollm2 --run q1-gemma3 --beta 0:0.6:0.1 --plot plots/
+        autorubric-local indeterminacy q1-smollm2 q1-gemma3 --db q1.sqlite --beta 0:0.6:0.1 --plot plots/
 
     With a labels file:
 
-        autorubric-local indeterminacy q1.sqlite --run q1-smollm2 --labels labelled.jsonl
+        autorubric-local indeterminacy q1-smollm2 --db q1.sqlite --labels labelled.jsonl
     """
+    runs, databases = runs_and_databases("indeterminacy", run_args, db_paths, run_options)
+    dbs = [str(path) for path in databases]
     from autorubric_local.core.errors import AutorubricError
     from autorubric_local.indeterminacy import (
         AnalysisSettings,

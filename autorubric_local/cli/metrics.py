@@ -6,12 +6,15 @@ from pathlib import Path
 
 import click
 
-from autorubric_local.cli.common import fail, label_options, label_warnings
+from autorubric_local.cli.common import fail, label_options, label_warnings, run_and_database
 
 
 @click.command()
-@click.argument("db", type=click.Path(exists=True))
-@click.option("--run", "run", default=None, help="Run name or id (default: the latest run).")
+@click.argument("run_arg", metavar="[RUN]", required=False)
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The results database.  [default: results.sqlite]")
+@click.option("--run", "run_option", default=None, metavar="RUN",
+              help="Deprecated: give the run as the argument (kept for 'metrics DB --run RUN').")
 @click.option("--bootstrap", is_flag=True, help="Add bootstrap confidence intervals.")
 @click.option("--n-bootstrap", default=1000, show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=None, help="Bootstrap seed.")
@@ -29,24 +32,32 @@ from autorubric_local.cli.common import fail, label_options, label_warnings
               help="Write PNG plots (confusion matrices, reliability, scores) here.")
 @click.option("--no-save", is_flag=True, help="Do not store the metrics in the database.")
 @label_options
-def metrics(db: str, run: str | None, bootstrap: bool, n_bootstrap: int, seed: int | None, confidence: float,
-            per_judge: bool, cannot_assess: str, na_mode: str, as_json: bool,
+def metrics(run_arg: str | None, db_path: Path | None, run_option: str | None, bootstrap: bool, n_bootstrap: int,
+            seed: int | None, confidence: float, per_judge: bool, cannot_assess: str, na_mode: str, as_json: bool,
             plot_dir: str | None, no_save: bool, labels_file: Path | None, label_source: str | None) -> None:
-    """Compare a graded run in DB with its ground truth and print the metrics.
+    """Compare the graded RUN (default: the latest run) in --db with its ground truth and print
+    the metrics.
 
     The ground truth is the dataset's own, or human labels from --labels FILE (the file
     `estimate --labels` takes) or --label-source (labels stored earlier); an item counts when
-    every criterion of it is labelled. The metrics are also stored in DB's ``metrics`` table
-    (unless --no-save). Intervals are 90% by default, as estimate's (--confidence).
+    every criterion of it is labelled. The metrics are also stored in the database's
+    ``metrics`` table (unless --no-save). Intervals are 90% by default, as estimate's
+    (--confidence).
+
+    RUN is a run name or id. Without --db, a RUN that is an existing file is read as the
+    deprecated `metrics DB --run RUN` form (kept for one release, with a note): give --db to
+    name a run that is also a file's path.
 
     Example:
 
-        autorubric-local metrics results.sqlite --run essays-v1 --bootstrap --plot plots/
+        autorubric-local metrics essays-v1 --db results.sqlite --bootstrap --plot plots/
 
     With a labels file:
 
-        autorubric-local metrics results.sqlite --run essays-v1 --labels labelled.jsonl
+        autorubric-local metrics essays-v1 --db results.sqlite --labels labelled.jsonl
     """
+    run, db_file = run_and_database("metrics", run_arg, db_path, run_option)
+    db = str(db_file)
     if labels_file is not None or label_source is not None:
         _metrics_of_labels(db, run, labels_file, label_source, bootstrap=bootstrap, n_bootstrap=n_bootstrap,
                            per_judge=per_judge, cannot_assess=cannot_assess, na_mode=na_mode, seed=seed,
