@@ -15,8 +15,8 @@ Each method is the library call the command of the same name makes (``metrics``,
 ``estimate``, ``report``, ``indeterminacy``): the same numbers, the same by-products stored in
 the database (unless ``save=False``; on a database this process cannot write, a
 :class:`~autorubric_local.core.errors.NotStoredWarning` says what was not stored), and labels
-skipped or items left out said by a
-:class:`~autorubric_local.estimates.labels.LabelsSkippedWarning`. The in-memory forms that
+skipped said by a :class:`~autorubric_local.estimates.labels.LabelsSkippedWarning`, partly labelled
+items left out by a :class:`~autorubric_local.estimates.labels.PartlyLabelledWarning`. The in-memory forms that
 AutoRubric's API has (``compute_metrics(result, dataset)``, ``calibrate_run(result, dataset)``)
 stay as they are.
 """
@@ -33,9 +33,9 @@ from typing import Any
 from autorubric_local.calibration import CalibrationRun, calibrate_run, save_calibration
 from autorubric_local.core.errors import InputError
 from autorubric_local.estimates.api import Estimate, estimate_run, run_with_labels
-from autorubric_local.estimates.labels import LabelsSkippedWarning
+from autorubric_local.estimates.labels import PartlyLabelledWarning
 from autorubric_local.indeterminacy import IndeterminacyReport, IndeterminacySettings, analyse_runs, save_report
-from autorubric_local.metrics import MetricsResult, compute_metrics, save_metrics
+from autorubric_local.metrics import MetricsResult, compute_metrics, save_metrics, write_plots
 from autorubric_local.report.html import write_report
 from autorubric_local.runner import load_result, open_graded_run
 from autorubric_local.runner.results import resolve_db_path
@@ -79,13 +79,13 @@ class RunAnalyses:
     def _run_and_dataset(self, whole: bool) -> Iterator[tuple[Any, Any]]:
         """The run and its dataset with the chosen labels as ground truth: read a page at a time
         (dataset labels, ``whole=False``) or whole. Partly labelled items left out are said by a
-        :class:`LabelsSkippedWarning`."""
+        :class:`~autorubric_local.estimates.labels.PartlyLabelledWarning`."""
         if self._labelled:
             result, dataset, partial = run_with_labels(self.db_path, self.run_id, labels_file=self.labels_file,
                                                        label_source=self.label_source)
             if partial:
-                warnings.warn(LabelsSkippedWarning(f"{partial} partly labelled item(s) left out (an item counts "
-                                                   "when every criterion of it is labelled)"), stacklevel=3)
+                warnings.warn(PartlyLabelledWarning(f"{partial} partly labelled item(s) left out (an item counts "
+                                                    "when every criterion of it is labelled)"), stacklevel=3)
             yield result, dataset
         elif whole:
             yield load_result(self.db_path, self.run_id)
@@ -114,6 +114,14 @@ class RunAnalyses:
             finally:
                 store.close()
         return computed
+
+    def plots(self, metrics: MetricsResult, out_dir: str | Path) -> list[Path]:
+        """PNG plots of ``metrics`` (this run's, from :meth:`metrics`) into ``out_dir``
+        (:func:`~autorubric_local.metrics.write_plots`); the files written."""
+        with warnings.catch_warnings():  # said once already, by metrics()
+            warnings.simplefilter("ignore", PartlyLabelledWarning)
+            with self._run_and_dataset(whole=False) as (result, dataset):
+                return write_plots(metrics, out_dir, result, dataset)
 
     def calibrate(self, method: str = "threshold", *, save: bool = True, **options: Any) -> tuple[CalibrationRun, int | None]:
         """Decision rules fitted on a training split and their held-out report

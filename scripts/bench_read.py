@@ -73,7 +73,7 @@ def read_commands(db: Path, work: Path, only: list[str] | None = None) -> dict[s
         "export_item_parquet": [*cli, "export", "scale", "--db", str(db), "--per", "item", "--format", "parquet",
                                 "--out", str(work / "export.parquet")],
         "report": [*cli, "report", "scale", "--db", str(db), "--out", str(report)],
-        "metrics": [*cli, "metrics", str(db), "--run", "scale", "--no-save"],
+        "metrics": [*cli, "metrics", "scale", "--db", str(db), "--no-save"],
     }
     row: dict[str, Any] = {}
     for name, command in commands.items():

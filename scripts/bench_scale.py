@@ -261,7 +261,7 @@ def bench(judge: str, model: str, n_items: int, submission_tokens: int, work: Pa
         "export": [*cli, "export", "scale", "--db", str(db), "--per", "judgment", "--format", "jsonl",
                    "--out", str(work / "export.jsonl")],
         "report": [*cli, "report", "scale", "--db", str(db), "--out", str(report)],
-        "metrics": [*cli, "metrics", str(db), "--run", "scale", "--no-save"],
+        "metrics": [*cli, "metrics", "scale", "--db", str(db), "--no-save"],
     }
     for name, command in commands.items():
         wall, rss, _ = run_child(command)

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         run = f"q1-{name}"
         cli("grade", str(args.data), "--model", args.model, "--db", str(db), "--run", run, "--mode", "score",
             "--no-progress", "--allow-failures", "--json", *limit, *flags)
-        metrics = cli("metrics", str(db), "--run", run, "--json", "--no-save")
+        metrics = cli("metrics", run, "--db", str(db), "--json", "--no-save")
         calibration = metrics.get("calibration") or {}
         binary = [c for c in metrics.get("per_criterion") or [] if c["scale"] == "binary"]  # type: ignore[union-attr]
         # Share of MET verdicts over the compared pairs (column MET of each confusion matrix).
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             "verdict_shares": verdict_shares(db, run),
         }
         for method in METHODS:
-            fitted = cli("calibrate", str(db), "--run", run, "--method", method, "--test-size", str(args.test_size),
+            fitted = cli("calibrate", run, "--db", str(db), "--method", method, "--test-size", str(args.test_size),
                          "--seed", str(args.seed), "--json")
             held = fitted["held_out"]["criteria"]  # type: ignore[index]
             entry[method] = {

@@ -173,8 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         title = "binary criteria (plain and contextually calibrated judges)" if folder == "plain" else \
             "criteria asked with a MAYBE option"
         print(f"=== {title}: runs {', '.join(names)} ===")
-        flags = [f for name in names for f in ("--run", name)]
-        print(cli("indeterminacy", str(db), *flags, *common, "--plot", str(plots / folder)))
+        print(cli("indeterminacy", *names, "--db", str(db), *common, "--plot", str(plots / folder)))
     if "-maybe" in runs:
         paired_finding(db, runs[""], runs["-maybe"])
     print()

@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         if graded.returncode != 0:
             print(graded.stdout[-2000:], graded.stderr[-4000:], file=sys.stderr)
             raise SystemExit(f"grading with {model} failed (exit {graded.returncode})")
-        measured = cli("metrics", str(db), "--run", run, "--json", "--bootstrap", "--seed", "0",
+        measured = cli("metrics", run, "--db", str(db), "--json", "--bootstrap", "--seed", "0",
                        "--plot", str(args.plots / model))
         if measured.returncode != 0:
             print(measured.stderr[-4000:], file=sys.stderr)

@@ -18,7 +18,7 @@ from autorubric_local.analyses import open_run
 from autorubric_local.calibration import calibrate_run
 from autorubric_local.core.errors import InputError
 from autorubric_local.estimates.api import estimate_run
-from autorubric_local.estimates.labels import LabelsSkippedWarning
+from autorubric_local.estimates.labels import PartlyLabelledWarning
 from autorubric_local.indeterminacy import analyse_runs
 from autorubric_local.metrics import compute_metrics
 
@@ -67,13 +67,13 @@ def test_a_labels_file_is_chosen_once_for_every_analysis(db: Path, tmp_path: Pat
     lines.append({"id": "i00", "ground_truth": ["MET", None, None]})
     labels.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     run = open_run(db, "run", labels_file=labels)
-    with pytest.warns(LabelsSkippedWarning, match="1 partly labelled item"):
+    with pytest.warns(PartlyLabelledWarning, match="1 partly labelled item"):
         flipped = run.metrics(save=False)
     plain = open_run(db, "run").metrics(save=False)
     density = {c.name: c for c in flipped.per_criterion}["density"]
     assert density.support == 19 and density.accuracy < plain.per_criterion[0].accuracy
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LabelsSkippedWarning)
+        warnings.simplefilter("ignore", PartlyLabelledWarning)
         stored = open_run(db, "run", label_source=str(labels.resolve())).metrics(save=False)
     assert stored.model_dump() == flipped.model_dump()  # the file's labels were stored under its path
 

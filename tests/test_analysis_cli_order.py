@@ -32,7 +32,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, object]]:
     """What each command's loader was asked for: ``(database(s), run(s))`` per call."""
     seen: list[tuple[object, object]] = []
 
-    def one_run(path: object, run: object = None) -> object:
+    def one_run(path: object, run: object = None, **labels: object) -> object:
         seen.append((str(path), run))
         raise InputError(STUB)
 
@@ -40,8 +40,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[object, object]]:
         seen.append(([str(p) for p in paths], list(runs)))  # type: ignore[attr-defined]
         raise InputError(STUB)
 
-    monkeypatch.setattr("autorubric_local.runner.open_graded_run", one_run)  # metrics
-    monkeypatch.setattr("autorubric_local.runner.load_result", one_run)  # calibrate
+    monkeypatch.setattr("autorubric_local.analyses.open_run", one_run)  # metrics, calibrate
     monkeypatch.setattr("autorubric_local.indeterminacy.analyse_runs", many_runs)
     return seen
 

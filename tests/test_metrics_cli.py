@@ -1,17 +1,16 @@
-"""``autorubric-local metrics`` with a stubbed loader (the command is a thin wrapper; the streamed
-reading of a real stored run is tested in ``test_metrics_stream.py``)."""
+"""``autorubric-local metrics`` with a stubbed stored run (the command is a thin wrapper over
+``autorubric_local.analyses``; the streamed reading of a real stored run is tested in
+``test_metrics_stream.py``, the handle in ``test_analyses.py``)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 
 import pytest
 from click.testing import CliRunner
-from test_metrics_support import BIN, ORD, make_run
+from test_metrics_support import BIN, ORD, make_run, stub_stored_run
 
 from autorubric_local.cli import main
-from autorubric_local.core.errors import InputError
 from autorubric_local.metrics import load_metrics
 from autorubric_local.store import open_db
 
@@ -24,15 +23,8 @@ def stored_run(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
                        [["MET", "L1"], ["MET", "L2"], ["MET", "L2"], ["UNMET", "L1"]],
                        p_met=[[0.8, None], [0.6, None], [0.9, None], [0.1, None]])
     res.run_id, res.db_path = "run-x", str(db_path)
-    calls = []
-
-    def fake_load(path, run=None):  # type: ignore[no-untyped-def]
-        calls.append((str(path), run))
-        if run == "missing":
-            raise InputError("no run named 'missing'")
-        return contextlib.nullcontext((res, ds))
-
-    monkeypatch.setattr("autorubric_local.runner.open_graded_run", fake_load)
+    calls: list = []
+    stub_stored_run(monkeypatch, res, ds, calls)
     return db_path, calls
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from autorubric_local.core.reports import (
     EnsembleCriterionReport,
@@ -106,3 +107,25 @@ def make_run(
                         total_token_usage=None, total_completion_cost=None, timing_stats=timing,
                         started_at=now, completed_at=now)
     return result, dataset
+
+
+def stub_stored_run(monkeypatch: Any, result: Any, dataset: Any, calls: list[Any] | None = None) -> None:
+    """Make ``metrics`` (the command and ``autorubric_local.analyses.open_run``) read ``result`` and
+    ``dataset`` as the stored run: ``open_run(db, run)`` gives a handle of ``result.run_id`` (and
+    records ``(db, run)`` in ``calls``; run ``"missing"`` is an InputError), whose reads of the run
+    are ``(result, dataset)``."""
+    import contextlib
+    from pathlib import Path
+
+    from autorubric_local import analyses
+    from autorubric_local.core.errors import InputError
+
+    def open_run(db: Any, run: Any = None, **labels: Any) -> analyses.RunAnalyses:
+        if calls is not None:
+            calls.append((str(db), run))
+        if run == "missing":
+            raise InputError("no run named 'missing'")
+        return analyses.RunAnalyses(Path(db), result.run_id, run or "latest", **labels)
+
+    monkeypatch.setattr(analyses, "open_run", open_run)
+    monkeypatch.setattr(analyses, "open_graded_run", lambda path, run=None: contextlib.nullcontext((result, dataset)))

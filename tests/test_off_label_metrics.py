@@ -3,13 +3,12 @@ synthetic two-judge run, kept through save/load, shown by the summary and the me
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from test_metrics_support import BIN, ORD, make_run
+from test_metrics_support import BIN, ORD, make_run, stub_stored_run
 
 from autorubric_local.cli import main
 from autorubric_local.metrics import (
@@ -109,8 +108,7 @@ def test_metrics_cli_prints_the_mass(tmp_path: Any, monkeypatch: pytest.MonkeyPa
     open_db(db_path).close()
     res, ds = run()
     res.run_id, res.db_path = "run-x", str(db_path)
-    monkeypatch.setattr("autorubric_local.runner.open_graded_run",
-                        lambda path, run=None: contextlib.nullcontext((res, ds)))
+    stub_stored_run(monkeypatch, res, ds)
     out = CliRunner().invoke(main, ["metrics", str(db_path), "--per-judge"])
     assert out.exit_code == 0, out.output
     assert "off-label mass=0.400 (n=4)" in out.output and "    off-label mass: b 0.300, o 0.300" in out.output

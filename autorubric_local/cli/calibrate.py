@@ -55,39 +55,18 @@ def calibrate(run_arg: str | None, db_path: Path | None, run_option: str | None,
         autorubric-local calibrate q1-smol --db q1.sqlite --labels labelled.jsonl
     """
     run, db_file = run_and_database("calibrate", run_arg, db_path, run_option)
-    db = str(db_file)
-    from autorubric_local.calibration import calibrate_run, save_calibration
+    from autorubric_local.analyses import open_run
     from autorubric_local.core.errors import AutorubricError
-    from autorubric_local.estimates.api import run_with_labels
-    from autorubric_local.runner import load_result
-    from autorubric_local.store import Store
-    from autorubric_local.store.schema import writable_or_warn
 
-    partial = 0
     try:
         with label_warnings():
-            if labels_file is not None or label_source is not None:
-                result, dataset, partial = run_with_labels(db, run, labels_file=labels_file,
-                                                           label_source=label_source)
-            else:
-                result, dataset = load_result(db, run)
-            fitted = calibrate_run(result, dataset, method, test_size=test_size, seed=seed, n_folds=n_folds,
-                                   stratify=not no_stratify)
-            writable = writable_or_warn(result.db_path or db, "the calibration") if not no_save else False
-        saved = None
-        if writable and result.run_id is not None:
-            store = Store.open(result.db_path or db)
-            try:
-                saved = save_calibration(store, result.run_id, fitted)
-            finally:
-                store.close()
+            analysed = open_run(db_file, run, labels_file=labels_file, label_source=label_source)
+            fitted, saved = analysed.calibrate(method, save=not no_save, test_size=test_size, seed=seed,
+                                               n_folds=n_folds, stratify=not no_stratify)
     except AutorubricError as exc:
         raise fail(exc) from None
-    if partial:
-        click.echo(f"note: {partial} partly labelled item(s) left out (an item counts when every criterion of it "
-                   "is labelled)", err=True)
     if as_json:
-        click.echo(json.dumps({"calibration_id": saved, "run_id": result.run_id, "settings": fitted.settings,
+        click.echo(json.dumps({"calibration_id": saved, "run_id": analysed.run_id, "settings": fitted.settings,
                                "test_item_ids": fitted.test_ids,
                                "calibration": fitted.calibration.model_dump(mode="json"),
                                "held_out": fitted.held_out.model_dump(mode="json")}, indent=2))
@@ -95,4 +74,4 @@ def calibrate(run_arg: str | None, db_path: Path | None, run_option: str | None,
         click.echo(fitted.calibration.summary())
         click.echo(fitted.held_out.summary())
     if saved is not None:
-        click.echo(f"saved as calibration {saved} of run {result.experiment_name} ({result.run_id}) in {db}", err=True)
+        click.echo(f"saved as calibration {saved} of run {analysed.name} ({analysed.run_id}) in {db_file}", err=True)

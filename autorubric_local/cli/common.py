@@ -347,22 +347,24 @@ def label_options(command: Callable[..., Any]) -> Callable[..., Any]:
 def label_warnings() -> Iterator[None]:
     """Print each :class:`~autorubric_local.estimates.labels.LabelsSkippedWarning` raised in the
     block as one ``warning:`` line on stderr, and each
-    :class:`~autorubric_local.core.errors.NotStoredWarning` (a read-only database) as one
-    ``note:`` line (after the block, also when it fails)."""
+    :class:`~autorubric_local.core.errors.NotStoredWarning` (a read-only database) and
+    :class:`~autorubric_local.estimates.labels.PartlyLabelledWarning` as one ``note:`` line
+    (after the block, also when it fails)."""
     from autorubric_local.core.errors import NotStoredWarning
-    from autorubric_local.estimates.labels import LabelsSkippedWarning
+    from autorubric_local.estimates.labels import LabelsSkippedWarning, PartlyLabelledWarning
 
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", LabelsSkippedWarning)
             warnings.simplefilter("always", NotStoredWarning)
+            warnings.simplefilter("always", PartlyLabelledWarning)
             yield
     finally:
         for warning in caught:
             if issubclass(warning.category, LabelsSkippedWarning):
                 click.echo(f"warning: {warning.message}", err=True)
-            elif issubclass(warning.category, NotStoredWarning):
+            elif issubclass(warning.category, (NotStoredWarning, PartlyLabelledWarning)):
                 click.echo(f"note: {warning.message}", err=True)
             else:  # not ours: handed back to the filters outside the block
                 warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)

@@ -180,7 +180,7 @@ def grade(
 
         autorubric-local grade examples/battery_rubric.yaml hf:acme/answers:test --submission-column answer
 
-    A labelled AutoRubric dataset with its own rubric (then: autorubric-local metrics results.sqlite):
+    A labelled AutoRubric dataset with its own rubric (then: autorubric-local metrics --db results.sqlite):
 
         autorubric-local grade q1.json --limit 100 --run ricechem-q1
 

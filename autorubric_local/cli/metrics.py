@@ -57,53 +57,18 @@ def metrics(run_arg: str | None, db_path: Path | None, run_option: str | None, b
         autorubric-local metrics essays-v1 --db results.sqlite --labels labelled.jsonl
     """
     run, db_file = run_and_database("metrics", run_arg, db_path, run_option)
-    db = str(db_file)
-    if labels_file is not None or label_source is not None:
-        _metrics_of_labels(db, run, labels_file, label_source, bootstrap=bootstrap, n_bootstrap=n_bootstrap,
-                           per_judge=per_judge, cannot_assess=cannot_assess, na_mode=na_mode, seed=seed,
-                           confidence_level=confidence, as_json=as_json, plot_dir=plot_dir, no_save=no_save)
-        return
+    from autorubric_local.analyses import open_run
     from autorubric_local.core.errors import AutorubricError
-    from autorubric_local.metrics import compute_metrics, save_metrics, write_plots
-    from autorubric_local.runner import open_graded_run
-    from autorubric_local.store import open_db
-    from autorubric_local.store.schema import writable_or_warn
-
-    try:
-        with label_warnings(), open_graded_run(db, run) as (result, dataset):  # a page at a time (issue 33)
-            m = compute_metrics(result, dataset, bootstrap=bootstrap, n_bootstrap=n_bootstrap,
-                                confidence_level=confidence, per_judge=per_judge, cannot_assess=cannot_assess,
-                                na_mode=na_mode, seed=seed)
-            if not no_save and result.run_id is not None and writable_or_warn(result.db_path or db, "the metrics"):
-                save_metrics(open_db(result.db_path or db), result.run_id, m)
-            written = write_plots(m, plot_dir, result, dataset) if plot_dir else []
-    except AutorubricError as e:
-        raise fail(e) from None
-    click.echo(m.model_dump_json(indent=2) if as_json else m.summary())
-    for path in written:
-        click.echo(f"wrote {path}", err=True)
-
-
-def _metrics_of_labels(db: str, run: str | None, labels_file: Path | None, label_source: str | None, *,
-                       as_json: bool, plot_dir: str | None, no_save: bool, **options: object) -> None:
-    """``metrics`` against labels from a file or a stored source (the run is read whole)."""
-    from autorubric_local.core.errors import AutorubricError
-    from autorubric_local.estimates.api import run_with_labels
-    from autorubric_local.metrics import compute_metrics, save_metrics, write_plots
-    from autorubric_local.store import open_db
-    from autorubric_local.store.schema import writable_or_warn
 
     try:
         with label_warnings():
-            result, dataset, partial = run_with_labels(db, run, labels_file=labels_file, label_source=label_source)
-            m = compute_metrics(result, dataset, **options)  # type: ignore[arg-type]
-            if not no_save and result.run_id is not None and writable_or_warn(result.db_path or db, "the metrics"):
-                save_metrics(open_db(result.db_path or db), result.run_id, m)
-        written = write_plots(m, plot_dir, result, dataset) if plot_dir else []
+            analysed = open_run(db_file, run, labels_file=labels_file, label_source=label_source)
+            m = analysed.metrics(save=not no_save, bootstrap=bootstrap, n_bootstrap=n_bootstrap,
+                                 confidence_level=confidence, per_judge=per_judge, cannot_assess=cannot_assess,
+                                 na_mode=na_mode, seed=seed)
+            written = analysed.plots(m, plot_dir) if plot_dir else []
     except AutorubricError as e:
         raise fail(e) from None
-    if partial:
-        click.echo(f"note: {partial} partly labelled item(s) left out (metrics compare whole items)", err=True)
     click.echo(m.model_dump_json(indent=2) if as_json else m.summary())
     for path in written:
         click.echo(f"wrote {path}", err=True)

@@ -47,6 +47,11 @@ class LabelsSkippedWarning(UserWarning):
     ``warning:`` line."""
 
 
+class PartlyLabelledWarning(UserWarning):
+    """Items only partly labelled were left out of an analysis that compares whole items (the
+    message says how many). The CLI prints it as one ``note:`` line."""
+
+
 @dataclass(frozen=True)
 class FileLabels:
     """The labels a file gives a run's items, and the ids it labels that the run does not hold.
