@@ -38,6 +38,7 @@ BUILTIN: dict[str, str] = {
     "vllm": "autorubric_local.judges.backends.vllm:BACKEND",
     "llamacpp": "autorubric_local.judges.backends.llamacpp:BACKEND",
     "hosted": "autorubric_local.judges.backends.hosted:BACKEND",
+    "server": "autorubric_local.judges.backends.server:BACKEND",
 }
 """The built-in backends, in the order they are listed (``--help``, messages, the support matrix)."""
 
