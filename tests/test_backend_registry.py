@@ -141,7 +141,7 @@ def test_the_cli_grades_with_a_plugin_backend(plugins: Path, tmp_path: Path) -> 
                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert listed.returncode == 0, listed.stderr
     rows = {row["name"]: row for row in map(json.loads, listed.stdout.splitlines())}
-    assert list(rows) == ["transformers", "vllm", "llamacpp", "hosted", "toy"]
+    assert list(rows) == ["transformers", "vllm", "llamacpp", "hosted", "server", "toy"]
     assert rows["toy"] == {"name": "toy", "origin": "plugin toy (toy_judges:BACKEND)",
                            "description": "a toy judge for the registry's tests", "local": True, "auto": False,
                            "memory_share": False, "capabilities": ["logprobs"], "refuses": ["top_p"]}

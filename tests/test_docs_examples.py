@@ -38,6 +38,7 @@ import sqlite_utils.cli
 from click.testing import CliRunner
 
 from autorubric_local.cli import main
+from autorubric_local.judges import engines
 from autorubric_local.judges.presets import resolve_model
 
 REPO = Path(__file__).resolve().parent.parent
@@ -115,9 +116,16 @@ def test_docs_example_runs(page: Path, line: int, source: str, reason: str | Non
     monkeypatch.chdir(tmp_path)  # an example that writes a file writes it here
     code = compile(source.replace('"smollm2-135m-instruct"', repr(str(tiny_model_dir))), where, "exec",
                    flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)  # not this file's __future__
-    outcome = eval(code, {"__name__": "__docs_example__"})  # noqa: S307 - the docs' own examples
-    if inspect.iscoroutine(outcome):
-        asyncio.run(outcome)
+    before = engines.cached_engine_ids()
+    try:
+        outcome = eval(code, {"__name__": "__docs_example__"})  # noqa: S307 - the docs' own examples
+        if inspect.iscoroutine(outcome):
+            asyncio.run(outcome)
+    finally:  # an example's grader keeps its judge loaded (as a user's would): released here, so a
+        # later test in this process that needs load_engine's cache empty finds it so
+        for engine in engines.loaded_engines():
+            if id(engine) not in before:
+                engines.release_engine(engine)
 
 
 @pytest.mark.parametrize(("where", "reason"), NOT_RUN_BASH, ids=[where for where, _ in NOT_RUN_BASH])

@@ -5,6 +5,7 @@ does it, so ``grade``, the Python API and sweeps all do."""
 from __future__ import annotations
 
 import gc
+import shutil
 import weakref
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,9 @@ def _grade(tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch, fail: b
     monkeypatch.setattr(CriterionGrader, "release_engines", watched_release)
     monkeypatch.setattr(executors, "grade_chunk", watched_chunk)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)  # keep the suite single-threaded
+    # a copy: a judge no earlier test of this process can have left in load_engine's cache (a job
+    # keeps, and does not release, an engine that was loaded before it started)
+    model = Path(shutil.copytree(model, tmp_path / "judge"))
     result = CliRunner().invoke(main, ["grade", str(EXAMPLES / "battery_rubric.yaml"),
                                        str(EXAMPLES / "battery_submissions.jsonl"), "--model", str(model),
                                        "--db", str(tmp_path / "r.sqlite"), "--limit", "1", "--json"],

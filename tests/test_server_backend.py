@@ -140,3 +140,12 @@ def test_gbnf_grammars_cover_the_json_body_regexes() -> None:
     assert set(GBNF_OF) == {JSON_STRING_BODY_REGEX, JSON_SENTENCE_BODY_REGEX}
     for grammar in GBNF_OF.values():
         assert grammar.startswith("root ::= ") and '"\\""' in grammar and "\\x00-\\x1F" in grammar
+
+
+def test_llm_client_answers_a_server_judge_through_its_engine_not_litellm() -> None:
+    """AutoRubric's ``LLMClient`` with ``backend="server"`` uses this package's engine for the
+    server (``LocalClient``), as it does for in-process judges; only ``"hosted"`` goes to LiteLLM."""
+    from autorubric_local.client.api import is_local
+
+    assert is_local(LLMConfig(model=MODEL, backend="server", api_base="http://127.0.0.1:8080/v1"))
+    assert not is_local(LLMConfig(model="openai/gpt-4.1-mini", backend="hosted"))

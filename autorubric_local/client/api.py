@@ -56,9 +56,10 @@ def shaped(result: GenerateResult, response_format: type[T] | None, *, whole: bo
 def is_local(config: LLMConfig) -> bool:
     """Whether ``config`` names a model run in this process rather than over HTTP.
 
-    True for ``engine=`` (unless it is a hosted engine) and for the local backends
-    (``"transformers"``, ``"vllm"``, ``"llamacpp"``: a record with ``local``); False for
-    ``"hosted"``. ``"auto"``: True
+    True for ``engine=`` (unless it is a hosted engine), for the local backends
+    (``"transformers"``, ``"vllm"``, ``"llamacpp"``: a record with ``local``) and for
+    ``"server"`` (a running llama.cpp or vLLM server, answered through this package's engine for
+    it, not LiteLLM); False for ``"hosted"``. ``"auto"``: True
     when the model is found locally (a preset, a Hugging Face folder or a GGUF file:
     :func:`~autorubric_local.judges.presets.resolve_model`), else False, so AutoRubric's
     ``LLMConfig(model="openai/gpt-4.1-mini")`` stays a hosted call.
@@ -68,7 +69,8 @@ def is_local(config: LLMConfig) -> bool:
     if config.backend != "auto":
         from autorubric_local.judges.backends.registry import backend_named
 
-        return backend_named(config.backend).local
+        record = backend_named(config.backend)
+        return record.local or record.name == "server"  # a server judge answers through its own engine
     from autorubric_local.judges.presets import resolve_model
 
     try:

@@ -140,6 +140,8 @@ class EvalRunner:
         (:class:`~.executors.LocalExecutor`), or Ray actors when ``config.distributed`` is set
         (:class:`~.distributed.RayExecutor`). Planning, chunking and commits stay here.
 
+    Notes
+    -----
     A grader with ``escalation`` (a live cascade) is stored as any run: each item's report holds
     both stages (superseded first-stage votes, ``escalated`` criteria), its judgment rows both
     stages' judgments (the escalation judges' keyed by their own judge id and the criterion's
