@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Awaitable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -381,18 +382,14 @@ class ImprovementRunner:
                 artifacts.iteration(it, validation_capture, None)
                 break
             history = build_revision_history(iterations, config.history_window)
-            try:
-                with progress.phase(n, config.max_iterations, "revising the rubric"):
-                    rubric, revision_cost = await revise_rubric(
-                        last_accepted, self.task_prompt, issues, validation_text, history, config,
-                        _capture=revision_capture)
-            except (InputError, EngineError) as exc:
-                iterations[-1] = replace(it, revision_error=str(exc))
-                artifacts.iteration(iterations[-1], validation_capture, revision_capture)
+            revised = await self._revise(revise_rubric(last_accepted, self.task_prompt, issues, validation_text, history,
+                                                       config, _capture=revision_capture),
+                                         iterations, progress, artifacts, validation_capture, revision_capture)
+            if revised is None:
                 reason = "revision_failed"
                 break
+            rubric, revision_cost = revised
             total_cost += revision_cost or 0.0
-            artifacts.iteration(it, validation_capture, revision_capture)
         progress.log_convergence(reason)
         mode = None if data is None else "ground_truth" if expected is not None else "multi_judge"
         return self._finish(iterations, best, reason, total_cost, artifacts, progress, {"validation_mode": mode})
@@ -444,20 +441,35 @@ class ImprovementRunner:
             diagnostics = format_held_out_for_prompt(held_out,
                                                      max_exemplars_per_criterion=config.max_exemplars_per_criterion)
             history = build_revision_history(iterations, config.history_window)
-            try:
-                with progress.phase(n, config.max_iterations, "revising the rubric"):
-                    rubric, revision_cost = await revise_rubric_held_out(
-                        rubric, self.task_prompt, diagnostics, history, config, _capture=revision_capture)
-            except (InputError, EngineError) as exc:
-                iterations[-1] = replace(it, revision_error=str(exc))
-                artifacts.iteration(iterations[-1], validation_capture, revision_capture)
+            revised = await self._revise(revise_rubric_held_out(rubric, self.task_prompt, diagnostics, history, config,
+                                                                _capture=revision_capture),
+                                         iterations, progress, artifacts, validation_capture, revision_capture)
+            if revised is None:
                 reason = "revision_failed"
                 break
+            rubric, revision_cost = revised
             total_cost += revision_cost or 0.0
-            artifacts.iteration(it, validation_capture, revision_capture)
         progress.log_convergence(reason)
         return self._finish(iterations, best, reason, total_cost, artifacts, progress, {"strategy": "held_out"},
                             held_out=True)
+
+    async def _revise(self, revision: Awaitable[tuple[Rubric, float | None]], iterations: list[IterationResult],
+                      progress: ImprovementProgressDisplay, artifacts: _Artifacts, validation_capture: Any,
+                      revision_capture: Any) -> tuple[Rubric, float | None] | None:
+        """Await the last iteration's revision (``revise_rubric`` or ``revise_rubric_held_out``)
+        and write the iteration's artifacts. A revision that is not a rubric, or a revision
+        model that failed, is recorded on the iteration (``revision_error``) and gives None: the
+        loop stops with ``"revision_failed"``."""
+        it = iterations[-1]
+        try:
+            with progress.phase(it.iteration, self.config.max_iterations, "revising the rubric"):
+                revised = await revision
+        except (InputError, EngineError) as exc:
+            iterations[-1] = replace(it, revision_error=str(exc))
+            artifacts.iteration(iterations[-1], validation_capture, revision_capture)
+            return None
+        artifacts.iteration(it, validation_capture, revision_capture)
+        return revised
 
     def _finish(self, iterations: list[IterationResult], best: tuple[float, int, Rubric], reason: str,
                 total_cost: float, artifacts: _Artifacts, progress: ImprovementProgressDisplay,
