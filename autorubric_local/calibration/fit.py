@@ -264,9 +264,43 @@ def calibrate_run(
     n_folds: int = 5,
     stratify: bool = True,
 ) -> CalibrationRun:
-    """Split (:func:`split_run`), fit on the training items (:func:`fit_thresholds`) and
-    evaluate on the test items (:func:`evaluate_held_out`); ``seed`` seeds both the split and
-    the folds. Raises as those do."""
+    """Fit decision rules on a training split of a graded, labelled run and report their
+    agreement with the humans on the held-out items, before and after.
+
+    Split (:func:`split_run`), fit on the training items (:func:`fit_thresholds`), evaluate on
+    the test items (:func:`evaluate_held_out`). Stored verdicts are not changed.
+
+    Parameters
+    ----------
+    result : EvalResult or StoredGradedRun
+        The graded run (a result in memory, or a stored run read a page at a time).
+    dataset : RubricDataset
+        Its dataset, whose items' ``ground_truth`` are the human labels.
+    method : {"threshold", "platt", "isotonic"}, default "threshold"
+        ``threshold``: MET iff P(MET) >= t, t maximising Cohen's kappa in cross-validation;
+        ``platt``: logistic regression on logit P(MET) (Platt, 1999); ``isotonic``: isotonic
+        regression of P(MET) (Zadrozny & Elkan, 2002).
+    test_size : float in (0, 1), default 0.3
+        Share of the labelled items held out.
+    seed : int or None, default 0
+        Seeds both the split and the folds.
+    n_folds : int >= 2, default 5
+        Folds of the cross-validation on the training items.
+    stratify : bool, default True
+        Split stratified by ground truth (else at random).
+
+    Returns
+    -------
+    CalibrationRun
+        The fitted rules, the held-out report, the training and test item ids and the settings.
+
+    Raises
+    ------
+    InputError
+        ``test_size`` outside (0, 1) or too few labelled items for both parts
+        (:func:`split_run`); an unknown method, ``n_folds`` < 2 or no labelled binary pair among
+        the training items (:func:`fit_thresholds`).
+    """
     train_ids, test_ids = split_run(result, dataset, test_size, seed, stratify)
     calibration = fit_thresholds(result, train_ids, method, n_folds=n_folds, seed=seed)
     held_out = evaluate_held_out(calibration, result, test_ids)

@@ -63,6 +63,34 @@ class RunTables(JobRows):
         takes the new run's lease, all in the same transaction, so a checkpointed run never
         exists without its plan or, while it is written, without its lease.
 
+        Parameters
+        ----------
+        name : str or None
+            The run's name (None: its id); several runs may share one, the latest is found by it.
+        judges : sequence of dict
+            The run's ``judges_json``: per judge its id, model and engine record.
+        grader : dict
+            The grader's settings (``CriterionGrader.describe()``), stored as ``grader_json``.
+        rubric : JSON-able
+            The dataset's rubric, stored as ``rubric_json``.
+        data_path : str or None
+            Where the dataset was read from (recorded, never reopened).
+        content_hash : str, optional
+            The hash of what a resume must find unchanged (dataset, rubric, grader settings).
+        dataset : dict, optional
+            The dataset's header (prompt, name, metadata), stored as ``dataset_json``.
+        items : sequence of dict, default ()
+            Planned item rows, inserted with the run.
+        lease : LeaseOwner, optional
+            The writer that takes the new run's lease in the same transaction.
+        unique_name : bool, default False
+            Refuse the insert when a run named ``name`` already exists.
+
+        Returns
+        -------
+        str
+            The new run's id.
+
         Raises
         ------
         RunLockedError
