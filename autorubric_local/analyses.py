@@ -32,7 +32,7 @@ from typing import Any
 
 from autorubric_local.calibration import CalibrationRun, calibrate_run, save_calibration
 from autorubric_local.core.errors import InputError
-from autorubric_local.estimates.api import Estimate, estimate_run, run_with_labels
+from autorubric_local.estimates.api import Estimate, estimate_run, labelled_run, load_run, save_labels
 from autorubric_local.estimates.labels import PartlyLabelledWarning
 from autorubric_local.indeterminacy import IndeterminacyReport, IndeterminacySettings, analyse_runs, save_report
 from autorubric_local.metrics import MetricsResult, compute_metrics, save_metrics, write_plots
@@ -76,16 +76,22 @@ class RunAnalyses:
         return self.labels_file is not None or self.label_source is not None
 
     @contextmanager
-    def _run_and_dataset(self, whole: bool) -> Iterator[tuple[Any, Any]]:
+    def _run_and_dataset(self, whole: bool, *, again: bool = False) -> Iterator[tuple[Any, Any]]:
         """The run and its dataset with the chosen labels as ground truth: read a page at a time
-        (dataset labels, ``whole=False``) or whole. Partly labelled items left out are said by a
-        :class:`~autorubric_local.estimates.labels.PartlyLabelledWarning`."""
+        (dataset labels, ``whole=False``) or whole. Labels from a file are stored under its
+        source, and partly labelled items left out are said by a
+        :class:`~autorubric_local.estimates.labels.PartlyLabelledWarning`, unless ``again`` (a
+        second read of the same labels, e.g. for plots)."""
         if self._labelled:
-            result, dataset, partial = run_with_labels(self.db_path, self.run_id, labels_file=self.labels_file,
-                                                       label_source=self.label_source)
-            if partial:
-                warnings.warn(PartlyLabelledWarning(f"{partial} partly labelled item(s) left out (an item counts "
-                                                    "when every criterion of it is labelled)"), stacklevel=3)
+            loaded = load_run(self.db_path, self.run_id, labels_file=self.labels_file,
+                              label_source=self.label_source, selection=None)
+            result, dataset, partial = labelled_run(loaded)
+            if not again:
+                save_labels(self.db_path, loaded)
+                if partial:
+                    warnings.warn(PartlyLabelledWarning(f"{partial} partly labelled item(s) left out (an item "
+                                                        "counts when every criterion of it is labelled)"),
+                                  stacklevel=3)
             yield result, dataset
         elif whole:
             yield load_result(self.db_path, self.run_id)
@@ -118,10 +124,8 @@ class RunAnalyses:
     def plots(self, metrics: MetricsResult, out_dir: str | Path) -> list[Path]:
         """PNG plots of ``metrics`` (this run's, from :meth:`metrics`) into ``out_dir``
         (:func:`~autorubric_local.metrics.write_plots`); the files written."""
-        with warnings.catch_warnings():  # said once already, by metrics()
-            warnings.simplefilter("ignore", PartlyLabelledWarning)
-            with self._run_and_dataset(whole=False) as (result, dataset):
-                return write_plots(metrics, out_dir, result, dataset)
+        with self._run_and_dataset(whole=False, again=True) as (result, dataset):  # labels stored by metrics()
+            return write_plots(metrics, out_dir, result, dataset)
 
     def calibrate(self, method: str = "threshold", *, save: bool = True, **options: Any) -> tuple[CalibrationRun, int | None]:
         """Decision rules fitted on a training split and their held-out report
@@ -167,9 +171,10 @@ class RunAnalyses:
             The page written (``out_dir/index.html``).
         """
         source = self.label_source
-        if self.labels_file is not None:  # stored under its path, the source the report reads
-            run_with_labels(self.db_path, self.run_id, labels_file=self.labels_file)
-            source = str(Path(self.labels_file).resolve())
+        if self.labels_file is not None:  # stored under its source, which the report then reads
+            loaded = load_run(self.db_path, self.run_id, labels_file=self.labels_file, selection=None)
+            save_labels(self.db_path, loaded)
+            source = loaded.source
         return write_report(self.db_path, self.run_id, out_dir, label_source=source, **options)
 
     def indeterminacy(self, settings: IndeterminacySettings | None = None, *,

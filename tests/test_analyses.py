@@ -76,6 +76,12 @@ def test_a_labels_file_is_chosen_once_for_every_analysis(db: Path, tmp_path: Pat
         warnings.simplefilter("ignore", PartlyLabelledWarning)
         stored = open_run(db, "run", label_source=str(labels.resolve())).metrics(save=False)
     assert stored.model_dump() == flipped.model_dump()  # the file's labels were stored under its path
+    other = tmp_path / "other.jsonl"  # a file no analysis has read: report() stores it, then shows it
+    other.write_text(labels.read_text(encoding="utf-8"), encoding="utf-8")
+    page = open_run(db, "run", labels_file=other).report(tmp_path / "report")
+    with sqlite3.connect(db) as connection:
+        (stored_rows,), = connection.execute("select count(*) from labels where source = ?", (str(other.resolve()),))
+    assert stored_rows > 0 and str(other.resolve()) in page.read_text(encoding="utf-8")
 
 
 def test_bad_opens_are_refused_naming_what_is_missing(db: Path, tmp_path: Path) -> None:
