@@ -1,4 +1,4 @@
-"""Metrics of a stored run read a page at a time (issue 33, ``runner/streamed.py``).
+"""Metrics of a stored run read a page at a time (issue 33, the paged reader of ``runner/results.py``).
 
 Real runs graded with two scripted judges (hash-of-prompt verdicts): binary and ordinal
 criteria, a per-item rubric with a nominal criterion that has an NA option, ground truth with
@@ -39,7 +39,7 @@ from autorubric_local.judges.config import LLMConfig
 from autorubric_local.metrics import compute_metrics, load_metrics
 from autorubric_local.report.context import agreement_section
 from autorubric_local.runner import EvalConfig, EvalRunner, load_result, open_graded_run
-from autorubric_local.runner import streamed
+from autorubric_local.runner import results as reader
 from autorubric_local.runner.results import result_from_store
 from autorubric_local.store import Store, open_db
 
@@ -148,7 +148,8 @@ def test_report_agreement_section_is_unchanged(dbs: tuple[Path, Path], monkeypat
     try:
         row = store.find_run("panel")
         section = agreement_section(store, row, str(dbs[0]))
-        monkeypatch.setattr(streamed, "graded_run", lambda store, row, path: result_from_store(store, row, path))
+        whole = result_from_store(store, row, str(dbs[0]))  # the paged reader read to the end, then held
+        monkeypatch.setattr(reader, "graded_run", lambda *args: whole)
         assert section == agreement_section(store, row, str(dbs[0]))
     finally:
         store.close()
@@ -184,7 +185,7 @@ def live_reports() -> Iterator[dict[str, int]]:
 
 def test_metrics_command_holds_a_page_of_reports_at_a_time(dbs: tuple[Path, Path], tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(streamed, "PAGE_SIZE", 2)
+    monkeypatch.setattr(reader, "PAGE_SIZE", 2)
     with live_reports() as seen:
         out = CliRunner().invoke(main, ["metrics", str(dbs[0]), "--per-judge", "--no-save",
                                         "--plot", str(tmp_path / "plots")])
@@ -195,7 +196,7 @@ def test_metrics_command_holds_a_page_of_reports_at_a_time(dbs: tuple[Path, Path
 
 def test_report_agreement_holds_a_page_of_reports_at_a_time(dbs: tuple[Path, Path],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(streamed, "PAGE_SIZE", 2)
+    monkeypatch.setattr(reader, "PAGE_SIZE", 2)
     store = Store.open(dbs[0])
     try:
         with live_reports() as seen:
@@ -208,7 +209,7 @@ def test_report_agreement_holds_a_page_of_reports_at_a_time(dbs: tuple[Path, Pat
 def test_streamed_dataset_holds_one_page_of_items(dbs: tuple[Path, Path]) -> None:
     with open_graded_run(dbs[0], "panel", page_size=3) as (result, ds):
         items = ds.items
-        assert isinstance(items, streamed.StoredItems)
+        assert isinstance(items, reader.StoredItems)
         for r in result.item_results:
             assert len(items._page) <= 3 and r.item is items[r.item_idx]
         with pytest.raises(IndexError):

@@ -16,7 +16,8 @@ import sqlite_utils
 from click.testing import CliRunner
 from test_cli import DATA_FILE, RUBRIC_FILE, example_ids, invoke, invoke_grade
 
-from autorubric_local.runner import inspection
+from autorubric_local.core.reports import EnsembleEvaluationReport
+from autorubric_local.runner import inspection, results
 from autorubric_local.store import Store
 
 ITEMS = 5
@@ -135,3 +136,31 @@ def test_export_writes_a_page_of_items_at_a_time(db_path: Path, paged: list[int]
             if item_id == row["item_id"]:
                 assert row[f"verdict[{name}]"] == verdict
     assert paged and max(paged) <= 2
+
+
+def test_whole_result_and_manifest_are_the_paged_reader_read_to_the_end(
+        db_path: Path, paged: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``load_result`` and ``load_manifest`` go through the one paged reader (``Store.item_pages``),
+    never a whole-run read, and give the rows the database holds."""
+    monkeypatch.setattr(results, "PAGE_SIZE", 2)
+    pages: list[tuple[tuple[str, ...], int]] = []
+    item_pages = Store.item_pages
+
+    def counted(self: Store, run_id: str, columns: Any, *args: Any, **kwargs: Any) -> Any:
+        for page in item_pages(self, run_id, columns, *args, **kwargs):
+            pages.append((tuple(columns), len(page)))
+            yield page
+
+    monkeypatch.setattr(Store, "item_pages", counted)
+    result, dataset = results.load_result(db_path, "paged")
+    stored = view(db_path, "select item_id, report_json from items order by item_index")
+    assert [item.id for item in dataset.items] == [row["item_id"] for row in stored] == example_ids(ITEMS)
+    assert [r.item_id for r in result.item_results] == example_ids(ITEMS)
+    assert [r.report.model_dump_json() for r in result.item_results] == [
+        EnsembleEvaluationReport.model_validate_json(row["report_json"]).model_dump_json() for row in stored]
+    assert all(r.item is dataset.items[r.item_idx] for r in result.item_results)
+    assert max(size for _, size in pages) == 2 and len(pages) >= 6  # 3 pages of items + 3 of reports
+    pages.clear()
+    manifest = results.load_manifest(db_path, "paged")
+    assert manifest.completed_indices == frozenset(range(ITEMS)) and manifest.dataset_hash is not None
+    assert pages and all("report_json" not in columns for columns, _ in pages)  # reports are not read

@@ -356,7 +356,7 @@ def agreement_section(store: Store, row: Mapping[str, Any], db_path: str,
     be computed (e.g. an interrupted run, or no item labelled whole) gets ``{"error": ...}``.
     """
     from autorubric_local.metrics import compute_metrics
-    from autorubric_local.runner.streamed import graded_run
+    from autorubric_local.runner.results import graded_run
 
     labels = choose_labels(store, row) if labels is None else labels
     if labels is None:

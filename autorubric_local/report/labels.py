@@ -122,7 +122,7 @@ def page_labels(store: Store, row: Mapping[str, Any], source: str,
 
 
 def relabelled(store: Store, row: Mapping[str, Any], source: str, dataset: RubricDataset) -> RubricDataset:
-    """``dataset`` (the run's, as :func:`~autorubric_local.runner.streamed.graded_run` gives it)
+    """``dataset`` (the run's, as :func:`~autorubric_local.runner.results.graded_run` gives it)
     with the ground truth of ``source``: itself for :data:`DATASET_SOURCE`; else a dataset whose
     items (:class:`LabelledItems`) carry the stored labels of every item labelled on every
     criterion, and no ground truth otherwise."""

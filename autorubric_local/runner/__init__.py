@@ -21,7 +21,7 @@ from autorubric_local.runner.runner import (
     EvalRunner,
     evaluate,
 )
-from autorubric_local.runner.streamed import StoredGradedRun, graded_run, open_graded_run
+from autorubric_local.runner.results import StoredGradedRun, graded_run, open_graded_run
 
 __all__ = [
     "ChunkReport",

@@ -45,19 +45,10 @@ _WANTED = "item_id in (select value from json_each(?))"  # any number of ids in 
 def _item_ranges(store: Store, run_id: str, item_ids: Sequence[str] | None,
                  page_items: int | None) -> Iterator[tuple[int, int]]:
     """``(first, last)`` item indexes of consecutive pages of ``page_items`` (default
-    :data:`PAGE_ITEMS`) items of the run (only ``item_ids`` when given), keyset-paged on the
-    ``(run_id, item_index)`` index."""
-    page_items = PAGE_ITEMS if page_items is None else page_items
-    where = "run_id = ? and item_index > ?" + (f" and {_WANTED}" if item_ids is not None else "")
-    last = -1
-    while True:
-        params: list[Any] = [run_id, last] + ([json.dumps(list(item_ids))] if item_ids is not None else [])
-        page = [r[0] for r in store.db.execute(
-            f"select item_index from items where {where} order by item_index limit ?", [*params, page_items])]
-        if not page:
-            return
-        yield page[0], page[-1]
-        last = page[-1]
+    :data:`PAGE_ITEMS`) items of the run (only ``item_ids`` when given), from the store's one
+    paged reader of items (:meth:`Store.item_pages <autorubric_local.store.Store.item_pages>`)."""
+    for page in store.item_pages(run_id, (), PAGE_ITEMS if page_items is None else page_items, item_ids=item_ids):
+        yield page[0]["item_index"], page[-1]["item_index"]
 
 
 def _page_query(store: Store, view: str, run_id: str, span: tuple[int, int], item_ids: Sequence[str] | None,

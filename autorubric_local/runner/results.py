@@ -1,4 +1,4 @@
-"""Results of an evaluation run, and their loading from the run's database.
+"""Results of an evaluation run, and the one reader of them from the run's database.
 
 Source: AutoRubric's README (github.com/delip/autorubric), "Batch Evaluation with EvalRunner" ("EvalResult
 Fields", "Timing Statistics"). Extensions: ``judgments_per_second`` and p50 latency in
@@ -6,25 +6,45 @@ Fields", "Timing Statistics"). Extensions: ``judgments_per_second`` and p50 late
 :class:`EvalResult`. Rates are per wall-clock second of the run, summed over the sessions of a
 resumed run; per-item durations are the engine's own time (its judgments' seconds).
 
-:func:`load_result` rebuilds a run's result and dataset from its database alone. The runner
-builds its own result through :func:`result_from_store` too, so a resumed run and an
-uninterrupted one are assembled by the same code from the same rows.
+Reading a stored run: every reader goes through :meth:`Store.item_pages
+<autorubric_local.store.Store.item_pages>`, keyset pages of ``items`` rows.
+
+- :func:`open_graded_run` / :func:`graded_run` give a run as a :class:`StoredGradedRun` and a
+  dataset whose items are sequences read from the database when used (issue 33):
+  ``StoredGradedRun.item_results`` yields :class:`ItemResult` values in item order, each report
+  parsed as it is reached and dropped after; the dataset's ``items`` (:class:`StoredItems`) hold
+  one page of items and the position of every row (8 bytes an item), each item checked against
+  the run's rubric as it is read. A reader holds one page, whatever the size of the run (a
+  whole :class:`EvalResult` of 10^5 items is 4 GB); each pass over ``item_results`` reads the
+  reports again. :func:`~autorubric_local.metrics.compute_metrics` takes the pair as it takes
+  ``load_result``'s and gives the same metrics.
+- :func:`load_result` (and :func:`result_from_store`, which the runner uses for its own result)
+  is that reader read to the end: the whole result and its dataset, every planned item included,
+  so a resumed run and an uninterrupted one are assembled by the same code from the same rows.
+- :func:`load_manifest` reads the items' hashes and graded flags, not their reports.
+
+The flat rows of ``show``, ``export`` and reports (:mod:`.inspection`) and a just-finished run's
+handle (:class:`~.stored.StoredRun`) page through the same reader.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.reports import EnsembleEvaluationReport, TokenUsage
+from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.usage import aggregate_completion_cost, aggregate_token_usage
-from autorubric_local.data.dataset import DataItem, RubricDataset
+from autorubric_local.data.dataset import DATASET_FIELDS, DataItem, RubricDataset
 from autorubric_local.store import Store
 
 
@@ -232,8 +252,9 @@ def load_manifest(db_path: str | Path, run: str | None = None) -> ExperimentMani
     """Summary of a stored run (see :func:`load_result` for the arguments)."""
     store, row, path = _open_run(db_path, run)
     try:
-        items = store.item_rows(row["id"])
-        done = frozenset(index for index, item in enumerate(items) if item.get("report_json") is not None)
+        items = [item for page in store.item_pages(row["id"], ("item_hash", "report_json is not null as graded"))
+                 for item in page]
+        done = frozenset(index for index, item in enumerate(items) if item["graded"])
         hashes = [item.get("item_hash") for item in items]
         started = _parse_utc(row["started_utc"])
         header = dataset_header(row)
@@ -271,26 +292,28 @@ def _total_cost(run: Mapping[str, Any], results: Sequence[ItemResult]) -> float 
 
 
 def result_from_store(store: Store, run: Mapping[str, Any], db_path: str) -> tuple[EvalResult, RubricDataset]:
-    """Build the result and dataset of ``run`` (a ``runs`` row) from its stored rows."""
-    rows = store.item_rows(run["id"])
-    dataset = _dataset(run, rows, f"{db_path}: run {run['name']!r}")
-    results = [
-        ItemResult(
-            item_idx=index,
-            item=dataset.items[index],
-            report=EnsembleEvaluationReport.model_validate_json(row["report_json"]),
-            duration_seconds=float(row.get("engine_seconds") or 0.0),
-            item_id=row["item_id"],
-        )
-        for index, row in enumerate(rows)
-        if row.get("report_json") is not None
-    ]
+    """The whole result and dataset of ``run`` (a ``runs`` row of the open ``store``).
+
+    It is :func:`graded_run`'s paged reader read to the end (each page of items checked against
+    the run's rubric as it is read, then held), so a whole result and a streamed one are built
+    by the same code from the same rows; the runner builds its own result this way too.
+
+    Raises
+    ------
+    InputError
+        A stored dataset header or item that no longer validates (named by run and item).
+    """
+    streamed, dataset = graded_run(store, run, db_path)
+    items = dataset.items
+    assert isinstance(items, StoredItems)  # graded_run's
+    dataset.items = items.read_whole()
+    results = list(streamed.item_results)
     judgments = store.judgment_count(run["id"])
     wall = float(run.get("wall_seconds") or 0.0)
     failed = [(r.item_idx, r.report.error) for r in results if r.report.error is not None]
     result = EvalResult(
         item_results=results,
-        total_items=run.get("total_items") or len(rows),
+        total_items=run.get("total_items") or len(items),
         successful_items=len(results) - len(failed),
         failed_items=len(failed),
         total_token_usage=aggregate_token_usage(r.report.token_usage for r in results),
@@ -305,14 +328,9 @@ def result_from_store(store: Store, run: Mapping[str, Any], db_path: str) -> tup
         db_path=db_path,
         total_judgments=judgments,
         status=run["status"],
-        grader_settings=json.loads(run["grader_json"]) if run.get("grader_json") else None,
+        grader_settings=streamed.grader_settings,
     )
     return result, dataset
-
-
-def _dataset(run: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], source: str) -> RubricDataset:
-    """The run's dataset: its stored header and items (older runs: rebuilt from item columns)."""
-    return RubricDataset.from_dict({**dataset_header(run), "items": [stored_item(row) for row in rows]}, source=source)
 
 
 ITEM_COLUMNS: tuple[str, ...] = ("item_id", "submission", "query", "reference_submission", "item_json",
@@ -371,3 +389,186 @@ def timing_stats(durations: Sequence[float], wall_seconds: float, judgments: int
         items_per_second=count / wall_seconds if wall_seconds > 0 else 0.0,
         judgments_per_second=judgments / wall_seconds if wall_seconds > 0 else 0.0,
     )
+
+
+# ---- reading a stored run a page at a time ---------------------------------------------------
+
+PAGE_SIZE = 500
+"""Item rows read a query, by default."""
+
+
+class StoredItems(Sequence[DataItem]):
+    """The dataset items of a stored run, read a page at a time when used.
+
+    Indexing by position (0-based, item order) reads the page that starts there unless the
+    page held holds it, so reading in item order costs one query a page. Each item is built
+    and checked as :meth:`RubricDataset.from_dict` does (``checked_against`` is the rubric it
+    was checked against; a :class:`RubricDataset` with that rubric does not read it whole).
+
+    Raises
+    ------
+    InputError
+        On reading an item that no longer validates (the message names the run and item).
+    """
+
+    def __init__(self, store: Store, run_id: str, header: Mapping[str, Any], rubric: Rubric | None,
+                 source: str, page_size: int = PAGE_SIZE) -> None:
+        self.store, self.run_id, self.header, self.source = store, run_id, dict(header), source
+        self.checked_against = rubric
+        self.page_size = page_size
+        self._indexes = array("q", (row[0] for row in store.db.execute(
+            "select item_index from items where run_id = ? order by item_index", [run_id])))
+        self._start = 0
+        self._page: list[DataItem] = []
+
+    def __len__(self) -> int:
+        return len(self._indexes)
+
+    @overload
+    def __getitem__(self, index: int) -> DataItem: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[DataItem]: ...
+
+    def __getitem__(self, index: int | slice) -> DataItem | list[DataItem]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        position = range(len(self))[index]  # IndexError as a list gives it
+        if not self._start <= position < self._start + len(self._page):
+            self._read_page(position)
+        return self._page[position - self._start]
+
+    def __iter__(self) -> Iterator[DataItem]:
+        return (self[position] for position in range(len(self)))
+
+    def position_of(self, item_index: int) -> int:
+        """The position of the row whose ``item_index`` is ``item_index``."""
+        return bisect_left(self._indexes, item_index)
+
+    def read_whole(self) -> list[DataItem]:
+        """Every item, in order, read a page at a time; then held, so that reading any item
+        again (the run's :class:`StoredItemResults`) costs no query. Returns the list held."""
+        whole: list[DataItem] = []
+        for position in range(0, len(self), self.page_size):
+            self._read_page(position)
+            whole.extend(self._page)
+        self._start, self._page = 0, whole
+        return whole
+
+    def _read_page(self, position: int) -> None:
+        rows = next(self.store.item_pages(self.run_id, ITEM_COLUMNS, self.page_size,
+                                          after=self._indexes[position] - 1), [])
+        where = [f"item {position + k}" for k in range(len(rows))]
+        checked = RubricDataset._build(self.header, [stored_item(row) for row in rows], where, self.source, None,
+                                       allowed=DATASET_FIELDS)
+        self._start, self._page = position, list(checked.items)
+
+
+class StoredItemResults(Sequence[ItemResult]):
+    """The graded items of a stored run as :class:`~.results.ItemResult`, in item order, each
+    report parsed when reached (a page of rows at a time; see the module docstring)."""
+
+    def __init__(self, store: Store, run_id: str, items: StoredItems, page_size: int = PAGE_SIZE) -> None:
+        self.store, self.run_id, self.items, self.page_size = store, run_id, items, page_size
+        self._count = int(store.db.execute(
+            "select count(*) from items where run_id = ? and report_json is not null", [run_id]).fetchone()[0])
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> ItemResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ItemResult]: ...
+
+    def __getitem__(self, index: int | slice) -> ItemResult | list[ItemResult]:
+        if isinstance(index, slice):
+            wanted = range(len(self))[index]
+            return [self[k] for k in wanted]
+        offset = range(len(self))[index]  # IndexError as a list gives it
+        rows = list(self.store.db["items"].rows_where(
+            "run_id = ? and report_json is not null", [self.run_id],
+            select="item_index, item_id, engine_seconds, report_json", order_by="item_index", limit=1, offset=offset))
+        return self._result(rows[0])
+
+    def __iter__(self) -> Iterator[ItemResult]:
+        for page in self.store.graded_item_pages(self.run_id, self.page_size):
+            for row in page:
+                yield self._result(row)
+
+    def _result(self, row: Mapping[str, Any]) -> ItemResult:
+        position = self.items.position_of(row["item_index"])
+        return ItemResult(
+            item_idx=position,
+            item=self.items[position],
+            report=EnsembleEvaluationReport.model_validate_json(row["report_json"]),
+            duration_seconds=float(row.get("engine_seconds") or 0.0),
+            item_id=row["item_id"],
+        )
+
+
+@dataclass(frozen=True)
+class StoredGradedRun:
+    """A stored run as metrics read it (:class:`~autorubric_local.metrics.types.GradedRun`),
+    its items streamed from the database (module docstring); the names of
+    :class:`~.results.EvalResult`'s fields it shares."""
+
+    item_results: StoredItemResults
+    grader_settings: dict[str, Any] | None
+    experiment_name: str
+    run_id: str
+    db_path: str
+    status: str
+
+
+def graded_run(store: Store, run: Mapping[str, Any], db_path: str, *,
+               page_size: int | None = None) -> tuple[StoredGradedRun, RubricDataset]:
+    """``run`` (a ``runs`` row) of the open ``store`` as a streamed run and its dataset; both read
+    the store when used, so it must stay open while they are. ``page_size``: item rows a query
+    (default :data:`PAGE_SIZE`).
+
+    Raises
+    ------
+    InputError
+        ``page_size`` < 1, or a stored dataset header that no longer validates.
+    """
+    page_size = PAGE_SIZE if page_size is None else page_size
+    if page_size < 1:
+        raise InputError(f"page_size must be >= 1, got {page_size}")
+    source = f"{db_path}: run {run['name']!r}"
+    header = dataset_header(run)
+    shell = RubricDataset.from_dict({**header, "items": []}, source=source)
+    items = StoredItems(store, run["id"], header, shell.rubric, source, page_size)
+    dataset = RubricDataset(prompt=shell.prompt, rubric=shell.rubric, items=items,  # type: ignore[arg-type]
+                            name=shell.name, reference_submission=shell.reference_submission,
+                            metadata=shell.metadata)
+    result = StoredGradedRun(
+        item_results=StoredItemResults(store, run["id"], items, page_size),
+        grader_settings=json.loads(run["grader_json"]) if run.get("grader_json") else None,
+        experiment_name=run["name"], run_id=run["id"], db_path=db_path, status=run["status"],
+    )
+    return result, dataset
+
+
+@contextmanager
+def open_graded_run(db_path: str | Path, run: str | None = None, *,
+                    page_size: int | None = None) -> Iterator[tuple[StoredGradedRun, RubricDataset]]:
+    """The stored run ``run`` (name or id; default the latest) as :func:`graded_run` gives it,
+    with the database open for the ``with`` block.
+
+    Example::
+
+        with open_graded_run("results.sqlite", "essays-v1") as (result, dataset):
+            metrics = compute_metrics(result, dataset)
+
+    Raises
+    ------
+    InputError
+        No database at ``db_path``, no such run, or stored rows that no longer validate.
+    """
+    store, row, path = _open_run(db_path, run)
+    try:
+        yield graded_run(store, row, str(path), page_size=page_size)
+    finally:
+        store.close()

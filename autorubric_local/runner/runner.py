@@ -308,7 +308,8 @@ class EvalRunner:
         description = self.grader.describe()
         expected = content_hash(planned.item_hashes, description)
         if existing.get("content_hash") != expected:  # the stored rows are read only to say what changed
-            check_resumable(existing, expected, description, planned, store.item_rows(run_id), where)
+            stored = [row for page in store.item_pages(run_id, ("item_id", "item_hash")) for row in page]
+            check_resumable(existing, expected, description, planned, stored, where)
 
     def _start_run(
         self,

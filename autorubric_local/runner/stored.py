@@ -15,11 +15,8 @@ from dataclasses import dataclass, replace
 
 from autorubric_local.core.reports import EnsembleEvaluationReport
 from autorubric_local.runner.config import MEMORY_DB
-from autorubric_local.runner.results import EvalResult, result_from_store
+from autorubric_local.runner.results import PAGE_SIZE, EvalResult, result_from_store
 from autorubric_local.store import Store
-
-PAGE_SIZE = 500
-"""Items read per query by :meth:`StoredRun.graded`."""
 
 
 @dataclass(frozen=True)

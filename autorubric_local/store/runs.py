@@ -269,17 +269,44 @@ class RunTables(JobRows):
                                graded_only=True)
 
     def item_pages(
-        self, run_id: str, columns: Sequence[str], page_size: int = 500, *, graded_only: bool = False
+        self, run_id: str, columns: Sequence[str], page_size: int = 500, *, graded_only: bool = False,
+        item_ids: Sequence[str] | None = None, after: int = -1,
     ) -> Iterator[list[dict[str, Any]]]:
-        """The run's item rows (only ``columns``; ``graded_only``: only items with a report) in
-        item order, ``page_size`` rows a query (keyset pages on the ``(run_id, item_index)``
-        index), so a reader holds one page at a time."""
+        """The run's item rows in item order, ``page_size`` rows a query: the one paged reader
+        of a stored run's items, under every other (whole results, streamed results, the flat
+        rows of ``show`` and ``export``, reports, resume checks).
+
+        Parameters
+        ----------
+        run_id : str
+            The run.
+        columns : sequence of str
+            The ``items`` columns to read (``item_index``, the page key, always comes first).
+        page_size : int, default 500
+            Rows a query, so that a reader holds one page at a time.
+        graded_only : bool, default False
+            Only items with a stored report.
+        item_ids : sequence of str, optional
+            Only these items (bound as one JSON parameter, so any number of ids).
+        after : int, default -1
+            Only items whose ``item_index`` is greater (start a page at an item).
+
+        Yields
+        ------
+        list of dict
+            Pages of rows (keyset pages on the ``(run_id, item_index)`` index: no ``OFFSET``
+            scan, whatever the run's size).
+        """
         select = ", ".join(dict.fromkeys(("item_index", *columns)))  # the page key, then the rest
-        last = -1
+        where = "run_id = ? and item_index > ?" + (" and report_json is not null" if graded_only else "")
+        wanted: list[Any] = []
+        if item_ids is not None:
+            where += " and item_id in (select value from json_each(?))"
+            wanted = [json.dumps(list(item_ids))]
+        last = after
         while True:
             page = list(self.db["items"].rows_where(
-                "run_id = ? and item_index > ?" + (" and report_json is not null" if graded_only else ""),
-                [run_id, last], select=select, order_by="item_index", limit=page_size))
+                where, [run_id, last, *wanted], select=select, order_by="item_index", limit=page_size))
             if not page:
                 return
             yield page
