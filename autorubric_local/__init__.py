@@ -4,6 +4,8 @@ Change ``from autorubric import ...`` to ``from autorubric_local import ...`` an
 ``LLMConfig(model=...)`` at a local model (a preset name, a Hugging Face folder or a GGUF file).
 """
 
+from types import ModuleType as _ModuleType
+
 from autorubric_local.core.errors import (
     AutorubricError,
     EngineError,
@@ -147,63 +149,9 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_LAZY])
 
 
-__all__ = [
-    "AggregatedMultiChoiceVerdict",
-    "AggregationStrategy",
-    "AutorubricError",
-    "CannotAssessConfig",
-    "CannotAssessStrategy",
-    "CountFn",
-    "Criterion",
-    "CriterionGrader",
-    "CriterionJudgment",
-    "CriterionOption",
-    "CriterionReport",
-    "CriterionVerdict",
-    "DataItem",
-    "Engine",
-    "EngineError",
-    "EnsembleCriterionReport",
-    "EnsembleEvaluationReport",
-    "ErrorCategory",
-    "EvaluationReport",
-    "FewShotConfig",
-    "FewShotExample",
-    "Grader",
-    "InputError",
-    "JudgeSpec",
-    "JudgeVote",
-    "JudgesFile",
-    "LLMCalls",
-    "LLMConfig",
-    "LengthPenalty",
-    "ModelIntegrityError",
-    "ModelNotFoundError",
-    "MultiChoiceJudgeVote",
-    "MultiChoiceJudgment",
-    "MultiChoiceVerdict",
-    "NominalAggregation",
-    "OrdinalAggregation",
-    "PenaltyType",
-    "Rubric",
-    "RubricDataset",
-    "ScaleType",
-    "ScriptedEngine",
-    "ThinkingLevel",
-    "ThinkingLevelLiteral",
-    "ThinkingOutputDict",
-    "ThinkingParam",
-    "ToGradeInput",
-    "TokenUsage",
-    "aggregate_completion_cost",
-    "aggregate_evaluation_usage",
-    "aggregate_token_usage",
-    "classify_grading_error",
-    "compute_length_penalty",
-    "debug",
-    "load_judges_file",
-    "normalize_to_grade_input",
-    "parse_thinking_output",
-    "word_count",
-]
-__all__ += list(_LAZY)
+# One list of public names: what this module binds (the imports above and ``debug``; not the
+# subpackages those imports bind) and the lazy table.
+__all__ = sorted(
+    [name for name, value in globals().items() if not name.startswith("_") and not isinstance(value, _ModuleType)]
+    + list(_LAZY)
+)
