@@ -124,6 +124,7 @@ _LAZY: dict[str, str] = {
         )
     },
     "EscalationConfig": "autorubric_local.graders.escalation",
+    "DecisionModelConfig": "autorubric_local.judges.decision",
     **{name: "autorubric_local.analyses" for name in ("RunAnalyses", "open_run")},
     **{
         name: "autorubric_local.meta"

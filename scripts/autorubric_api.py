@@ -150,7 +150,10 @@ def _fields(package: Package, module: str, node: ast.ClassDef, depth: int = 0) -
     own = []
     for item in node.body:
         if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-            if "ClassVar" in ast.unparse(item.annotation) or item.target.id == "model_config":
+            annotation = ast.unparse(item.annotation)
+            # ``_: KW_ONLY`` is a dataclass's marker that the fields after it are keyword-only,
+            # not a field (AutoRubric's DecisionModelConfig)
+            if "ClassVar" in annotation or annotation.split(".")[-1] == "KW_ONLY" or item.target.id == "model_config":
                 continue
             required, default = _field_default(item.value)
             own.append({"name": item.target.id, "kind": "keyword_only", "required": required, "default": default})

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from autorubric_local.core.errors import InputError
 from autorubric_local.judges.config import LLMConfig
+from autorubric_local.judges.decision import DecisionModelConfig
 
 __all__ = ["JudgeSpec"]
 
@@ -36,6 +37,13 @@ class JudgeSpec:
     system_prompt: str | None = None
 
     def __post_init__(self) -> None:
+        # judge_model_config, ensemble judges and cascade stages all become judge specs, so
+        # this one check refuses a decision model everywhere a grader would take it
+        if isinstance(self.llm_config, DecisionModelConfig):
+            raise InputError(f"JudgeSpec {self.judge_id!r}: decision-model judges (DecisionModelConfig) do not grade "
+                             "inside CriterionGrader yet (issue 53): not as judge_model_config, an ensemble judge "
+                             "or a cascade stage. Grade an item with "
+                             "autorubric_local.judges.decision.DecisionModelJudge(config).grade_item(...)")
         if not self.judge_id:
             raise InputError("JudgeSpec: judge_id must be a non-empty string")
         if not (math.isfinite(self.weight) and self.weight > 0):
