@@ -97,8 +97,8 @@ def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Reply], Loopbac
 
 
 def judge_at(server: LoopbackSystemOne, **settings: Any) -> DecisionModelJudge:
-    return DecisionModelJudge(DecisionModelConfig("jev-test", api_key="sk-test", api_base=server.url,
-                                                  max_retries=1, timeout=5.0, **settings))
+    settings = {"max_retries": 1, "timeout": 5.0, **settings}
+    return DecisionModelJudge(DecisionModelConfig("jev-test", api_key="sk-test", api_base=server.url, **settings))
 
 
 # ----------------------------------------------------------------------------- grading
@@ -135,6 +135,16 @@ def test_one_request_for_the_rubric_gives_verdicts_and_probabilities_from_the_an
     assert result.cost_usd == pytest.approx(120e-6)
 
 
+def test_a_score_answer_comes_back_through_the_sdk_by_level(serve: Any) -> None:
+    server = serve(answers({"c0": {"type": "score", "score": 0.4, "confidence": 0.3,
+                                   "legend": {"0": "poor", "1": "ok", "2": "good"},
+                                   "probabilities": {"0": 0.6, "1": 0.4, "2": 0.0}}}))
+    (outcome,) = judge_at(server, ordinal_framing="score").grade_item([GRADED], "text").outcomes
+    assert server.requests[0]["body"]["questions"]["c0"]["criteria"] == ["poor", "ok", "good"]
+    assert outcome.selected_index == 0 and outcome.probabilities == {"0": 0.6, "1": 0.4, "2": 0.0}
+    assert outcome.confidence == pytest.approx((3 * 0.6 - 1) / 2)
+
+
 @pytest.mark.parametrize(("status", "category"), [(500, "infrastructure"), (400, "parse")])
 def test_a_server_error_is_an_error_on_every_criterion_never_a_verdict(serve: Any, status: int, category: str) -> None:
     server = serve(lambda body: (status, {"error": {"message": "boom"}}))
@@ -144,6 +154,14 @@ def test_a_server_error_is_an_error_on_every_criterion_never_a_verdict(serve: An
         assert outcome.error is not None and outcome.error.startswith(f"{category}: ")
         assert outcome.verdict is None and outcome.selected_index is None and outcome.probabilities == {}
     assert result.model is None and result.cost_usd is None
+
+
+def test_a_server_error_is_retried_within_max_retries(serve: Any) -> None:
+    ok = answers({"c0": {"type": "noul", "noul": 0.9}})
+    server = serve(lambda body: (503, {}) if len(server.requests) == 1 else ok(body))
+    result = judge_at(server, max_retries=2).grade_item([BINARY], "text")
+    assert len(server.requests) == 2
+    assert result.outcomes[0].verdict is CriterionVerdict.MET
 
 
 def test_an_unusable_answer_fails_only_its_own_criterion(serve: Any) -> None:

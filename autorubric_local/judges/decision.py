@@ -92,7 +92,8 @@ class DecisionModelConfig:
         Seconds per HTTP operation.
     max_retries : int >= 1, default 3
         Attempts per request, the first included (the SDK retries 408, 429, 5xx and connection
-        failures with backoff).
+        failures with backoff, within ``max_retries * (timeout + 5)`` seconds in all, 5 s being
+        the SDK's longest backoff wait).
     max_parallel_requests : int >= 1 or None, default None
         Requests in flight at once. :meth:`DecisionModelJudge.grade_item` sends one at a time.
     cache_enabled : bool, default False
@@ -433,7 +434,11 @@ class DecisionModelJudge:
                              "leave it False")
         self.config = config
         self._sdk = _import_sdk()
-        policy = self._sdk.RetryPolicy(max_retries=config.max_retries - 1)
+        # The SDK counts retries after the first attempt, within a total budget (30 s by default,
+        # less than one default timeout): give every attempt its timeout and a longest backoff.
+        longest_wait = self._sdk.RetryPolicy().backoff_max
+        policy = self._sdk.RetryPolicy(max_retries=config.max_retries - 1,
+                                       timeout=config.max_retries * (config.timeout + longest_wait))
         try:
             self._client = self._sdk.TypeSafeClient(
                 api_key=config.api_key, base_url=config.api_base, model=config.model, retry=policy,
