@@ -124,15 +124,24 @@ class ChunkReport:
 
 
 class EvalRunner:
-    """Runs a dataset through a grader with checkpoints (see the module docstring).
+    """Grade a dataset with a grader as chunked, checkpointed engine workloads (AutoRubric's
+    ``EvalRunner``; README, "Batch Evaluation with EvalRunner").
+
+    Building a runner loads and writes nothing; :meth:`run` (async), :meth:`run_sync` or
+    :meth:`run_to_store` grade the run, resuming a stored run of the same name (see the module
+    docstring for the steps).
 
     Parameters
     ----------
     dataset : RubricDataset
+        The items to grade (planned and checked when a run starts, not here).
     grader : CriterionGrader
-    config : EvalConfig, optional
-    data_path : str, optional
-        Recorded with the run (where the dataset came from).
+        The judge (or judges) and scoring settings.
+    config : EvalConfig or None, default None
+        How the run goes (name, database, chunk sizes, leases, progress); None:
+        ``EvalConfig()``, every default (a generated name under ``experiments/``).
+    data_path : str or None, default None
+        Recorded with the run (where the dataset came from); not read.
     on_chunk : callable, optional
         Called with a :class:`ChunkReport` after each committed chunk.
     executor : ChunkExecutor, optional
@@ -171,7 +180,21 @@ class EvalRunner:
         self._stop.set()
 
     async def run(self) -> EvalResult:
-        """Run (or resume) in a worker thread; cancelling stops after the chunk in flight."""
+        """Run (or resume) in a worker thread and return the run's result.
+
+        Returns
+        -------
+        EvalResult
+            As :meth:`run_sync`.
+
+        Raises
+        ------
+        InputError, EvalAbortedError, EvalInterruptedError, RunLockedError
+            As :meth:`run_sync`.
+        asyncio.CancelledError
+            The awaiting task was cancelled: the run stops after the chunk in flight is
+            committed (as :meth:`stop`) and the cancellation is re-raised.
+        """
         worker = asyncio.ensure_future(asyncio.to_thread(self.run_sync))
         try:
             return await asyncio.shield(worker)
@@ -183,6 +206,15 @@ class EvalRunner:
 
     def run_sync(self) -> EvalResult:
         """Run (or resume) in this thread and return the run's result.
+
+        A finished stored run of this name (with ``config.resume`` and the same content) is
+        read back without grading.
+
+        Returns
+        -------
+        EvalResult
+            Every item's result, rebuilt from the database (:meth:`run_to_store` then
+            ``result()``).
 
         Raises
         ------
@@ -199,9 +231,19 @@ class EvalRunner:
         return self.run_to_store().result()
 
     def run_to_store(self) -> StoredRun:
-        """Run (or resume) as :meth:`run_sync` does, without building the result in memory:
-        where the run's results are (:class:`~.stored.StoredRun`, whose ``graded()`` reads
-        them back a page at a time and ``result()`` whole). Raises what :meth:`run_sync` raises."""
+        """Run (or resume) as :meth:`run_sync` does, without building the result in memory.
+
+        Returns
+        -------
+        StoredRun
+            Where the run's results are: its ``graded()`` reads them back a page at a time,
+            ``result()`` as one :class:`EvalResult`.
+
+        Raises
+        ------
+        InputError, EvalAbortedError, EvalInterruptedError, RunLockedError
+            As :meth:`run_sync`.
+        """
         finished = self.finished_run()
         if finished is not None:
             return finished
@@ -563,30 +605,66 @@ async def evaluate(
     resume: bool = True,
     **config: Any,
 ) -> EvalResult:
-    """Evaluate ``dataset`` with ``grader``: :class:`EvalRunner` with an :class:`EvalConfig`
-    of these arguments.
+    """Grade every item of ``dataset`` with ``grader`` and return the run's result (AutoRubric's
+    ``evaluate``; README, "Batch Evaluation with EvalRunner").
+
+    The keyword arguments build one :class:`EvalConfig` (validated when built) and the run is
+    ``await EvalRunner(dataset, grader, config).run()``: the grading happens in a worker
+    thread, committed to SQLite chunk by chunk, so a killed run resumes where it stopped.
 
     Parameters
     ----------
     dataset : RubricDataset
+        The items to grade; its rubric (or each item's own rubric) gives the criteria. Checked
+        and planned before any judge is loaded or any file written.
     grader : CriterionGrader
-    fail_fast, show_progress, progress_style, max_concurrent_items, experiment_name,
-    experiments_dir, resume
-        AutoRubric's parameters, with its defaults: the :class:`EvalConfig` fields of those
-        names (``experiments_dir/<experiment_name>/results.sqlite`` is the run's database;
-        the same name again resumes it).
+        The judge (or judges) and scoring settings; one grader per run.
+    fail_fast : bool, default False
+        Stop at the first item that fails at run time (after committing its chunk) and raise
+        :class:`EvalAbortedError`; False stores the item's error and goes on.
+    show_progress : bool, default True
+        Show a progress bar of judgments and items on stderr.
+    progress_style : {"simple", "detailed"}, default "simple"
+        ``"detailed"`` adds rates and the time remaining.
+    max_concurrent_items : int >= 1 or None, default None
+        Most items per engine chunk; None: chunks limited by ``chunk_judgments`` only.
+    experiment_name : str or None, default None
+        The run's name (letters, digits, ``.``, ``_``, ``-``); None: a generated
+        ``<dataset name or "eval">-<UTC date>-<time>-<4 hex>``. The same name again resumes that run.
+    experiments_dir : str or Path, default "experiments"
+        The run's database is ``experiments_dir/<experiment_name>/results.sqlite`` (unless
+        ``db_path`` is given in ``**config``).
+    resume : bool, default True
+        Continue the latest run of this name if its database has one (a finished run is read
+        back without grading); False starts a new run.
     **config
-        Any further :class:`EvalConfig` field (``db_path``, ``chunk_judgments``,
-        ``distributed``, ...).
+        Any further :class:`EvalConfig` field: ``db_path``, ``chunk_judgments``,
+        ``chunk_seconds``, ``lease_timeout_seconds``, ``lease_heartbeat_seconds``,
+        ``distributed`` (see :class:`EvalConfig` for each one's meaning, unit and default).
 
     Returns
     -------
     EvalResult
+        Every item's result (failed items with their error), counts, token usage and cost
+        where the engine reports them, and timing, rebuilt from the database.
 
     Raises
     ------
     InputError
-        A setting out of range (the message names it), or a dataset that cannot be graded.
+        A setting out of range (the message names the :class:`EvalConfig` field), a malformed
+        dataset, or a stored run of this name whose content (items or grader) differs.
+    TypeError
+        A keyword in ``**config`` that is not an :class:`EvalConfig` field.
+    EvalAbortedError
+        ``fail_fast`` and an item failed.
+    RunLockedError
+        Another live process is grading this run (nothing was graded), or took its lease over.
+
+    Notes
+    -----
+    Cancelling the awaiting task stops the run after the chunk in flight is committed; the run
+    is marked interrupted and the same call resumes it. See the :mod:`module docstring
+    <autorubric_local.runner.runner>` for how a run is planned, chunked, leased and committed.
 
     Examples
     --------
