@@ -406,34 +406,62 @@ def estimate_run(db: str | Path, run: str | None = None, *, labels_file: str | P
                  cannot_assess: CannotAssessMode | str = CannotAssessMode.EXCLUDE,
                  selection: int | str | None = "latest", methods_wanted: Sequence[str] = METHODS,
                  targets: Sequence[str] | None = None) -> list[Estimate]:
-    """Estimates of every target of a stored run (see the module docstring).
+    """Judge-corrected estimates, with confidence intervals, of every target of a stored run:
+    each criterion's MET share (or mean option value) and the mean rubric score ``score``.
+
+    Each target is estimated from the judge's predictions on every item plus human labels on
+    some (the module docstring lists the methods; :mod:`.methods` holds their formulas and
+    papers: PPI++, Angelopoulos, Duchi and Zrnic, arXiv 2311.01453; Zrnic and Candès, arXiv
+    2403.03208 under an active selection; Rogan and Gladen 1978).
 
     Parameters
     ----------
-    db : path of the results database
-    run : run name or id (default the latest)
-    labels_file : JSONL labels or a Label Studio export (:mod:`.labels`), optional
-        Replaces the dataset's own labels; stored in the database with its path as source.
-    label_source : a label source stored earlier (a labels file's path), optional
-    confidence : float in (0, 1)
+    db : str or Path
+        The results database (SQLite file) holding the run.
+    run : str or None, default None
+        Run name or id; None: the database's latest run.
+    labels_file : str or Path or None, default None
+        JSONL labels or a Label Studio export (:mod:`.labels`); replaces the dataset's own
+        labels and is stored in the database with its resolved path as the label source.
+        Items not in the run are skipped with a ``LabelsSkippedWarning``.
+    label_source : str or None, default None
+        A label source stored earlier (a labels file's resolved path); used when
+        ``labels_file`` is None. Both None: the dataset's own ground truth.
+    confidence : float in (0, 1), default 0.9
         Two-sided coverage of each interval (0.9: nominal 90%).
-    cannot_assess : ``exclude`` or ``as_unmet`` (:mod:`.targets`)
-    selection : ``"latest"``, a selection id, or ``None``
-        ``"latest"`` applies the run's latest selection to labels from a file or a stored
-        source, never to the dataset's own ground truth (not drawn by it); a selection id
-        applies that selection to whatever labels are used.
-    methods_wanted : subset of :data:`METHODS`
-    targets : target names to keep (default all)
+    cannot_assess : {"exclude", "as_unmet"} or CannotAssessMode, default "exclude"
+        How a CANNOT_ASSESS verdict or label counts (:mod:`.targets`): left out, or as UNMET.
+    selection : "latest", "none", int or None, default "latest"
+        ``"latest"`` applies the run's latest label selection (if any) to labels from a file or
+        a stored source, never to the dataset's own ground truth (not drawn by it); a selection
+        id applies that selection to whatever labels are used; None or ``"none"``: labelled
+        items are taken as a uniform random sample.
+    methods_wanted : sequence of str, default METHODS
+        Subset of :data:`METHODS` (``"classical"``, ``"judge"``, ``"ppi"``,
+        ``"rogan_gladen"``), in the order wanted.
+    targets : sequence of str or None, default None
+        Target names to keep (criterion names and ``"score"``); None: all.
 
     Returns
     -------
     list of Estimate
-        Targets in rubric order then ``score``; methods in ``methods_wanted`` order.
+        One per target and method: targets in rubric order then ``score``; methods in
+        ``methods_wanted`` order. ``judge`` rows have no interval (None bounds).
 
     Raises
     ------
     InputError
-        Bad labels or options, no such run, or no labels at all; nothing is stored then.
+        No such run; a wrong label (file, line or task, field) or a labels file labelling none
+        of the run's items; an unknown ``label_source``, ``selection``, target or method;
+        ``confidence`` outside (0, 1); ``cannot_assess`` other than ``exclude`` or ``as_unmet``
+        (``as_category`` included); a drawn item of the selection without a label; or no
+        labels at all. Nothing is stored then.
+
+    Notes
+    -----
+    After the estimates are computed, labels from a file or a stored source are written back
+    under that source, replacing its earlier rows (:func:`save_labels`; a database read-only
+    here is left as is, with a ``NotStoredWarning``); nothing else is written.
     """
     loaded = load_run(db, run, labels_file=labels_file, label_source=label_source, selection=selection)
     built = build_targets(loaded.result, loaded.dataset, loaded.labels, cannot_assess)
