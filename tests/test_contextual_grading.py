@@ -17,6 +17,7 @@ from autorubric_local.graders import CriterionGrader
 from autorubric_local.graders.content_free import CalibratedResult
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.judges.config import LLMConfig
+from fake_judge import fake_grader
 
 BINARY = Criterion(name="density", weight=10.0, requirement="States the energy density")
 DEPTH = Criterion(
@@ -52,7 +53,7 @@ def binary_policy(answers: Mapping[str, Sequence[float]]):  # type: ignore[no-un
 
 def grader(engine: ScriptedEngine, **kwargs: object) -> CriterionGrader:
     kwargs.setdefault("seed", 0)
-    return CriterionGrader(LLMConfig(model="scripted", engine=engine), **kwargs)  # type: ignore[arg-type]
+    return fake_grader(engine, **kwargs)
 
 
 def items(*texts: str, rubric: tuple[Criterion, ...] = (BINARY,), query: str | None = "Compare NMC and LFP.") -> list[GradeItem]:

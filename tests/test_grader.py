@@ -29,6 +29,7 @@ from autorubric_local.graders import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.graders.prompts import DEFAULT_SYSTEM_PROMPT, judge_system_prompt
 from autorubric_local.judges.config import LLMConfig
+from fake_judge import fake_grader
 
 BINARY_KEYS = ["MET", "UNMET", "CANNOT_ASSESS"]
 
@@ -41,7 +42,7 @@ def lp(*probabilities: float) -> list[float]:
 def grader_for(engine: ScriptedEngine, **kwargs: object) -> CriterionGrader:
     config_kwargs = {k: kwargs.pop(k) for k in ("thinking", "explanation_style") if k in kwargs}
     kwargs.setdefault("seed", 0)
-    return CriterionGrader(LLMConfig(model="scripted", engine=engine, **config_kwargs), **kwargs)  # type: ignore[arg-type]
+    return fake_grader(engine, config=config_kwargs, **kwargs)
 
 
 def grade_one(

@@ -19,6 +19,7 @@ from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.engine import LabelScores, ScoreRequest, ScriptedEngine
 from autorubric_local.graders import CriterionGrader, GradedItem
 from autorubric_local.judges.config import LLMConfig
+from fake_judge import fake_grader
 
 BINARY = Criterion(name="density", weight=10.0, requirement="States the energy density")
 DEPTH = Criterion(
@@ -48,7 +49,7 @@ def shown_options(suffix: str) -> list[str]:
 
 def grade(engine: ScriptedEngine, rubric: list[Criterion], **kwargs: object) -> GradedItem:
     kwargs.setdefault("seed", 0)
-    grader = CriterionGrader(LLMConfig(model="scripted", engine=engine), **kwargs)  # type: ignore[arg-type]
+    grader = fake_grader(engine, **kwargs)
     (graded,) = grader.grade_inputs([("An answer.", rubric, None, None, "item-0")])
     return graded
 

@@ -25,6 +25,7 @@ from autorubric_local.graders.planning import GradeItem
 from autorubric_local.graders.records import graded_item_records
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.store import MIGRATIONS, SCHEMA_VERSION, Store, open_db
+from fake_judge import fake_grader
 
 EXPECTED_COLUMNS: dict[str, dict[str, str]] = {
     "_migrations": {"number": "INTEGER", "name": "TEXT", "applied_utc": "TEXT"},
@@ -220,7 +221,7 @@ def policy(request: ScoreRequest) -> list[float]:
 
 
 def make_grader(engine: ScriptedEngine, seed: int = 3) -> CriterionGrader:
-    return CriterionGrader(LLMConfig(model="scripted", engine=engine), seed=seed)
+    return fake_grader(engine, seed=seed)
 
 
 def make_items(ids: Sequence[str] = ("a", "b", "c")) -> list[GradeItem]:
