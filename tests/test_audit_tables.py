@@ -14,12 +14,11 @@ from autorubric_local.core.types import CannotAssessConfig, Criterion, Criterion
 from autorubric_local.data.dataset import DataItem, RubricDataset
 from autorubric_local.engine import GenerateRequest, ScoreRequest, ScriptedEngine
 from autorubric_local.engine.user_text import OPEN, plain
-from autorubric_local.graders import CriterionGrader
 from autorubric_local.graders.result_records import best_contribution, prompt_text_id
-from autorubric_local.judges.config import LLMConfig
 from autorubric_local.runner import EvalConfig, EvalRunner
 from autorubric_local.runner.inspection import criterion_rows
 from autorubric_local.store import Store
+from fake_judge import fake_grader
 
 POSITIVE = Criterion(name="density", weight=10.0, requirement="States the energy density")
 NEGATIVE = Criterion(name="density_error", weight=-15.0, requirement="Claims LFP is denser")
@@ -48,7 +47,7 @@ def dataset(n: int = 3) -> RubricDataset:
 
 
 def run(tmp_path: Path, engine: ScriptedEngine, **grader_kwargs: object) -> tuple[Store, str]:
-    grader = CriterionGrader(LLMConfig(model="scripted", engine=engine), shuffle_options=False, **grader_kwargs)
+    grader = fake_grader(engine, shuffle_options=False, **grader_kwargs)
     config = EvalConfig(db_path=tmp_path / "r.sqlite", experiment_name="audit", show_progress=False)
     result = EvalRunner(dataset(), grader, config).run_sync()
     return Store.open(tmp_path / "r.sqlite"), result.run_id

@@ -34,10 +34,10 @@ from autorubric_local.comparisons.ranking import position_bias
 from autorubric_local.core.errors import InputError
 from autorubric_local.engine import ScoreRequest, ScriptedEngine
 from autorubric_local.graders.criterion_grader import JudgeSpec
-from autorubric_local.judges.config import LLMConfig
 from autorubric_local.runner.config import EvalConfig
 from autorubric_local.store import open_db
 from autorubric_local.store.schema import _COMPARISON_FORMAT
+from fake_judge import fake_judge
 
 QUALITY = {"good": 2.0, "fair": 1.0, "bad": 0.0}
 PROMPTS = [ComparisonPrompt(p, f"Question {p}?", {s: f"{s} answer to {p}" for s in QUALITY}) for p in ("p1", "p2")]
@@ -75,7 +75,7 @@ def five_point(request: ScoreRequest) -> list[float]:
 
 def judge(policy: Any) -> tuple[ScriptedEngine, JudgeSpec]:
     engine = ScriptedEngine("s", policy=policy)
-    return engine, JudgeSpec(LLMConfig(model="scripted", engine=engine), "s")
+    return engine, fake_judge(engine=engine, judge_id="s").spec
 
 
 def config(db: Path, name: str) -> EvalConfig:

@@ -30,8 +30,8 @@ from autorubric_local.engine import ScoreRequest, ScriptedEngine
 from autorubric_local.estimates import sampling
 from autorubric_local.estimates.label_studio import pairwise_labelling_config
 from autorubric_local.graders.criterion_grader import JudgeSpec
-from autorubric_local.judges.config import LLMConfig
 from autorubric_local.store import Store
+from fake_judge import fake_judge
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "compare_responses.jsonl"
 LABELS = ("1", "2", "tie")
@@ -129,7 +129,7 @@ def quality_judge() -> JudgeSpec:
         return [v - total for v in values]
 
     engine = ScriptedEngine("s", policy=policy)
-    return JudgeSpec(LLMConfig(model="scripted", engine=engine), engine.model_id)
+    return fake_judge(engine=engine).spec
 
 
 def compared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

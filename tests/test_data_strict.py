@@ -18,9 +18,8 @@ from autorubric_local.core.types import Criterion
 from autorubric_local.data.dataset import DataItem, RubricDataset
 from autorubric_local.data.submissions import load_grading_data
 from autorubric_local.engine import ScriptedEngine
-from autorubric_local.graders import CriterionGrader
-from autorubric_local.judges.config import LLMConfig
 from autorubric_local.runner import EvalConfig, EvalRunner
+from fake_judge import fake_grader
 
 RUBRIC_JSON = [
     {"name": "accuracy", "weight": 10.0, "requirement": "Factually correct", "metadata": {"source": "v2"}},
@@ -165,7 +164,7 @@ def test_blank_submissions_load_everywhere(tmp_path: Path) -> None:
 
 def test_blank_submission_is_graded_like_any_text(tmp_path: Path) -> None:
     engine = ScriptedEngine(policy=lambda request: [math.log(0.7), math.log(0.2), math.log(0.1)])
-    grader = CriterionGrader(LLMConfig(model="scripted", engine=engine), seed=0)
+    grader = fake_grader(engine, seed=0)
     dataset = load_grading_data(write_jsonl(tmp_path / "s.jsonl", [{"submission": ""}, {"submission": "x"}]), rubric())
     config = EvalConfig(db_path=tmp_path / "r.sqlite", experiment_name="blank", show_progress=False)
     result = EvalRunner(dataset, grader, config).run_sync()

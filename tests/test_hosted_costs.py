@@ -21,6 +21,7 @@ from autorubric_local.engine.base import add_costs
 from autorubric_local.client.api import LLMClient, ResponseParseError
 from autorubric_local.graders import CriterionGrader, JudgeSpec
 from autorubric_local.judges.config import LLMConfig
+from fake_judge import fake_grader
 
 pytest.importorskip("litellm")
 
@@ -101,7 +102,7 @@ def test_a_run_sums_the_reports(tmp_path: Path) -> None:
     def priced(request: ScoreRequest) -> LabelScores:
         return LabelScores(tuple(make_policy(0.0)(request)), cost_usd=0.001)
 
-    grader = CriterionGrader(LLMConfig(model="scripted", engine=ScriptedEngine(policy=priced)), seed=1)
+    grader = fake_grader(policy=priced, seed=1)
     config = EvalConfig(db_path=tmp_path / "r.sqlite", experiment_name="priced", show_progress=False)
     result = EvalRunner(build_dataset(2), grader, config).run_sync()
     judgments = result.total_judgments

@@ -19,8 +19,7 @@ from autorubric_local.core.errors import InputError
 from autorubric_local.core.rubric import Rubric
 from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.data.dataset import RubricDataset
-from autorubric_local.engine import LabelScores, ScoreRequest, ScriptedEngine
-from autorubric_local.graders import CriterionGrader
+from autorubric_local.engine import LabelScores, ScoreRequest
 from autorubric_local.indeterminacy import (
     IndeterminacySettings,
     analyse_runs,
@@ -31,9 +30,9 @@ from autorubric_local.indeterminacy import (
     save_report,
 )
 from autorubric_local.indeterminacy.plots import write_plots
-from autorubric_local.judges.config import LLMConfig
 from autorubric_local.runner import EvalConfig, EvalRunner
 from autorubric_local.store import Store, open_db
+from fake_judge import fake_grader
 
 DENSITY = Criterion(name="density", weight=10.0, requirement="States the energy density")
 DEPTH = Criterion(name="depth", weight=1.0, requirement="How deep?", options=[
@@ -76,8 +75,7 @@ def dataset(rubric: Rubric, label: Callable[[int], str] = lambda i: "MET" if i %
 
 
 def grade(path: Path, name: str, policy: Callable[[ScoreRequest], LabelScores], data: RubricDataset) -> None:
-    grader = CriterionGrader(LLMConfig(model="scripted", engine=ScriptedEngine(policy=policy)), seed=0,
-                             shuffle_options=False)
+    grader = fake_grader(policy=policy, seed=0, shuffle_options=False)
     EvalRunner(data, grader, EvalConfig(db_path=path, experiment_name=name, show_progress=False)).run_sync()
 
 

@@ -17,8 +17,7 @@ from pydantic import ValidationError
 from autorubric_local.core.reports import JudgeVote, MultiChoiceJudgeVote, TokenUsage
 from autorubric_local.core.types import Criterion, CriterionOption
 from autorubric_local.engine import LabelScores, ScoreRequest, ScriptedEngine
-from autorubric_local.graders import CriterionGrader, GradedItem
-from autorubric_local.judges.config import LLMConfig
+from autorubric_local.graders import GradedItem
 from fake_judge import fake_grader
 
 BINARY = Criterion(name="density", weight=10.0, requirement="States the energy density")

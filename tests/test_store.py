@@ -23,7 +23,6 @@ from autorubric_local.engine import ScoreRequest, ScriptedEngine
 from autorubric_local.graders import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
 from autorubric_local.graders.records import graded_item_records
-from autorubric_local.judges.config import LLMConfig
 from autorubric_local.store import MIGRATIONS, SCHEMA_VERSION, Store, open_db
 from fake_judge import fake_grader
 
