@@ -38,7 +38,12 @@ Numerics
 The context runs without CPU flash attention and without repacked weight layouts
 (:class:`~.context.LlamaContext`): with either, a token's result depends on the batch
 it is computed in, and batched scoring would differ from scoring a request alone. With both
-off it does not (``tests/test_llamacpp_backend.py``). llama.cpp still multiplies the quantised
+off it does not, provided no batch is short: llama.cpp's CPU kernels for a batch of a few
+tokens are others than for a longer one, whose results differ (up to 0.31 in a label's
+log-probability on SmolLM2's Q4_1 file, 0.11 on Gemma's Q4_K file), so a label's tail is decoded
+with the kept tokens before it, :data:`~.context.MIN_BATCH` tokens in all, and
+:meth:`~.context.LlamaContext.extend` never ends on a shorter batch
+(``tests/test_llamacpp_backend.py``, ``scripts/eval_llamacpp_plain.py``). llama.cpp still multiplies the quantised
 weights with 8-bit-quantised activations, so its probabilities differ from the transformers
 backend's float32 reading of the same file by more than float noise
 (``scripts/bench_llamacpp.py``). Explanations decoded together share one cache; where their
@@ -77,6 +82,7 @@ from autorubric_local.engine.capabilities import EngineCapabilities
 from autorubric_local.engine.chat_text import HFTextMixin, PromptFormat
 from autorubric_local.engine.constrained import read_generated
 from autorubric_local.engine.llamacpp.context import (
+    MIN_BATCH,
     DecodeError,
     LlamaContext,
     common_prefix,
@@ -250,6 +256,13 @@ class LlamaCppEngine(HFTextMixin):
         ctx.clear_others(0)
         for sequence in sequences:
             keep = ctx.reuse(0, sequence)
+            if 0 < keep and len(sequence) - keep < MIN_BATCH:
+                # A short batch runs other CPU kernels than a long one, and the labels'
+                # log-probabilities would differ from plain one-prompt scoring (up to 0.31 on
+                # SmolLM2's Q4_1 file: scripts/eval_llamacpp_plain.py): decode the tail with the
+                # kept tokens before it, MIN_BATCH tokens in all.
+                ctx.truncate(0, max(len(sequence) - MIN_BATCH, 0))
+                keep = len(ctx.sequences[0].tokens)
             # Contexts before ``keep`` were read when an earlier sequence (sorted order) ran them.
             wanted = [n - 1 for n in lengths
                       if keep < n <= len(sequence) and sequence[:n] in targets and sequence[:n] not in done]

@@ -196,8 +196,8 @@ class LlamaContext:
         start = len(state.tokens)
         want = set(wanted)
         rows: dict[int, np.ndarray] = {}
-        for offset in range(0, len(tokens), self.n_batch):
-            piece = tokens[offset : offset + self.n_batch]
+        for offset, end in _batches(len(tokens), self.n_batch):
+            piece = tokens[offset:end]
             flags = [start + offset + i in want for i in range(len(piece))]
             self._fill(piece, [start + offset + i for i in range(len(piece))], [seq] * len(piece), flags)
             self._decode()
@@ -239,3 +239,22 @@ class LlamaContext:
         status = self._lib.llama_decode(self.ctx, self._batch)
         if status != 0:
             raise DecodeError(f"llama_decode returned {status} (1: no KV slot for the batch; <0: error)")
+
+
+MIN_BATCH = 16
+"""Fewest tokens a decode batch of scoring holds (unless fewer are decoded in all): llama.cpp's CPU
+kernels for short batches are others than for long ones and give other results (measured: one
+token on SmolLM2's Q4_1 file, up to seven on Gemma's Q4_K file; batches of 8 to 512 agree with
+each other; ``scripts/eval_llamacpp_plain.py``)."""
+
+
+def _batches(count: int, size: int) -> list[tuple[int, int]]:
+    """``[start, end)`` spans of ``count`` tokens in batches of at most ``size``, the last of at
+    least :data:`MIN_BATCH` (or ``count``) tokens: a short last batch takes tokens from the one
+    before it."""
+    spans = [(start, min(start + size, count)) for start in range(0, count, size)]
+    short = MIN_BATCH - (spans[-1][1] - spans[-1][0]) if spans else 0
+    if len(spans) > 1 and short > 0 and size >= 2 * MIN_BATCH:
+        (a, b), (_, d) = spans[-2], spans[-1]
+        spans[-2:] = [(a, b - short), (b - short, d)]
+    return spans
