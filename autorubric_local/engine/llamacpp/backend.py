@@ -40,7 +40,8 @@ The context runs without CPU flash attention and without repacked weight layouts
 it is computed in, and batched scoring would differ from scoring a request alone. With both
 off it does not, provided no batch is short: llama.cpp's CPU kernels for a batch of a few
 tokens are others than for a longer one, whose results differ (up to 0.31 in a label's
-log-probability on SmolLM2's Q4_1 file, 0.11 on Gemma's Q4_K file), so a label's tail is decoded
+log-probability on SmolLM2's Q4_1 file; 0.11 on Gemma's Q4_K file with only one-token batches avoided:
+``scripts/results/eval_llamacpp_plain_one_token_fix_only_2cpu_2026-12-03.txt``), so a label's tail is decoded
 with the kept tokens before it, :data:`~.context.MIN_BATCH` tokens in all, and
 :meth:`~.context.LlamaContext.extend` never ends on a shorter batch
 (``tests/test_llamacpp_backend.py``, ``scripts/eval_llamacpp_plain.py``). llama.cpp still multiplies the quantised

@@ -35,13 +35,14 @@ read from the server's own logits:
 
 The off-label mass (:func:`~.base.mass_outside`) comes from the labels' first-token entries.
 
-Numerics: a llama.cpp CPU server computes with llama.cpp's repacked weight layouts, whose
-results depend on how tokens were batched, here on which prefix the server had cached; the
-in-process backend turns them off (:class:`~.llamacpp.context.LlamaContext`) and
-llama-cpp-python's server has no setting for it. So a llama.cpp server's label
-log-probabilities follow the in-process backend's only as closely as those batchings agree
-(``tests/test_server_backend.py`` states what was measured); a server without repacked layouts
-(a GPU build, ``llama-server --no-repack``, vLLM) has no such term.
+Numerics: llama-cpp-python's server computes each forced step as a one-token batch after its
+cached prompt, and llama.cpp's CPU kernels for a one-token batch give other results than for a
+longer batch, which the in-process backend always uses (:mod:`~.llamacpp.backend`, Numerics). So a
+llama.cpp server's first-token log-probabilities follow the in-process backend's closely and
+its later label tokens only within that difference (up to 0.31 in a label's log-probability on
+SmolLM2's Q4_1 file; ``scripts/eval_server_judge.py``; the one-token kernels are the likely
+cause, not measured per token on the server). vLLM's echo path reads every label token in one
+pass and has no such term.
 
 Generation
 ----------
