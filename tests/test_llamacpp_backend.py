@@ -44,9 +44,13 @@ flips some; :data:`FLIP_MARGIN` bounds where flips may happen."""
 FLIP_MARGIN = 0.3
 """A verdict may differ only where the transformers backend's top-two probability margin is below
 this (largest measured: 0.23)."""
-PROBABILITY_BOUND = {"smollm2": 0.15, "gemma": 0.15}
-"""Largest |p_llamacpp - p_transformers| of a label probability allowed; measured maxima are
-printed by the test (quantised activations, not noise: see the module docstring)."""
+PROBABILITY_BOUND = {"smollm2": 0.15, "gemma": 0.2}
+"""Largest |p_llamacpp - p_transformers| of a label probability allowed on the Q4 file; measured
+maxima are printed by the test (quantised weights and activations, not noise: see the module
+docstring). Gemma's was 0.156 in CI once llama.cpp's label scores were made equal to plain
+one-prompt scoring (88b33ef: short batches no longer take llama.cpp's short-batch CPU kernels),
+over the 0.15 set against the earlier code; the backend's own error is bounded on float32
+weights by :data:`FLOAT32_PROBABILITY_BOUND`."""
 REUSE_TOLERANCE = 1e-6
 """Largest |logprob| difference between batched and one-by-one llama.cpp scoring (measured 0.0
 on both judges with the context's defaults; with llama.cpp's CPU flash attention 0.31 on
