@@ -270,13 +270,3 @@ def test_a_judge_without_an_api_key_is_refused_when_built(monkeypatch: pytest.Mo
     monkeypatch.delenv("TYPESAFE_API_KEY", raising=False)
     with pytest.raises(InputError, match="API key"):
         DecisionModelJudge(DecisionModelConfig("m"))
-
-
-def test_grader_judge_specs_refuse_decision_models_until_they_grade_there() -> None:
-    from autorubric_local.graders import CriterionGrader, JudgeSpec
-
-    config = DecisionModelConfig("jev-latest")
-    with pytest.raises(InputError, match="do not grade inside CriterionGrader yet"):
-        JudgeSpec(config, "jev")  # type: ignore[arg-type]
-    with pytest.raises(InputError, match="do not grade inside CriterionGrader yet"):
-        CriterionGrader(judge_model_config=config)  # type: ignore[arg-type]

@@ -41,6 +41,7 @@ from autorubric_local.core.errors import InputError
 from autorubric_local.core.reports import TokenUsage
 from autorubric_local.engine.base import Engine
 from autorubric_local.graders.criterion_grader import JudgeSpec
+from autorubric_local.graders.decision_stage import refuse_decision_judges
 from autorubric_local.graders.execution import JudgeMode, JudgmentResult, run_tasks
 from autorubric_local.graders.planning import (
     GradeItem,
@@ -296,6 +297,7 @@ def check_sweep_input(
         raise InputError("sweep: no judges")
     if len({j.judge_id for j in judges}) != len(judges):
         raise InputError("sweep: judge_id values must be unique")
+    refuse_decision_judges(judges, "sweep", "a decision model sees no option order, so it has no position bias to sweep")
     if not any(c.options is not None for item in items for c in item.rubric):
         raise InputError("sweep: no multi-choice criterion to sweep (binary criteria have no option order)")
     if criteria is not None:

@@ -52,6 +52,7 @@ from autorubric_local.comparisons.prompts import (
 from autorubric_local.comparisons.style import style_counts
 from autorubric_local.core.errors import InputError
 from autorubric_local.graders.criterion_grader import JudgeSpec
+from autorubric_local.graders.decision_stage import refuse_decision_judges
 from autorubric_local.runner.config import EvalConfig
 from autorubric_local.store import Store
 
@@ -391,6 +392,8 @@ def run_comparison(
     EvalInterruptedError
         ``stop`` was set, or Ctrl-C; committed chunks are kept for a resume.
     """
+    refuse_decision_judges(judges, "run_comparison", "a comparison asks an LLM judge which response is better "
+                           "(a prompt), which a decision model is not")
     config = config or EvalConfig(show_progress=False)
     questions = list(questions) if questions is not None else [overall_question()]
     if n_way and (baseline is not None or pairs is not None):

@@ -94,10 +94,19 @@ from autorubric_local.graders.planning import (
     judgments_per_judge,
     plan_tasks,
 )
+from autorubric_local.graders.decision_stage import (
+    DecisionClients,
+    decision_judge_ids,
+    decision_results,
+    decision_vote,
+    describe_decision_judge,
+    refuse_decision_settings,
+)
 from autorubric_local.graders.judge_spec import JudgeSpec
 from autorubric_local.graders.per_item import PerItemInput, per_item_parts, score_per_item
 from autorubric_local.graders.prompts import PromptParts, render_item
 from autorubric_local.judges.config import LLMConfig
+from autorubric_local.judges.decision import DecisionModelConfig
 from autorubric_local.judges.engines import load_engine, release_held, was_released
 from autorubric_local.judges.memory import check_explicit_shares, with_memory_shares
 
@@ -123,6 +132,8 @@ def _describe_penalty(penalty: LengthPenalty | None) -> dict[str, Any] | None:
 
 
 def _describe_judge(judge: JudgeSpec) -> dict[str, Any]:
+    if isinstance(judge.llm_config, DecisionModelConfig):
+        return describe_decision_judge(judge)
     return {
         "judge_id": judge.judge_id,
         "weight": judge.weight,
@@ -139,6 +150,11 @@ LLM_CALLS: tuple[str, ...] = get_args(LLMCalls)
 PER_ITEM_SUPPORTED = ("llm_calls='per_item' is supported in score mode (mode='score', no LLMConfig thinking) on "
                       "local engines (transformers, llama.cpp, vLLM, scripted), options in their own order, "
                       "in memory (grade / grade_inputs / grade_batch)")
+
+
+def _llm_configs(judges: Sequence[JudgeSpec]) -> list[tuple[str, LLMConfig]]:
+    """``(judge_id, llm_config)`` of the judges that are LLMs (not decision models)."""
+    return [(j.judge_id, j.llm_config) for j in judges if isinstance(j.llm_config, LLMConfig)]
 
 
 def _refuse_unbuilt(binary_response_format: type | None, multi_choice_response_format: type | None,
@@ -164,8 +180,13 @@ class CriterionGrader:
 
     Parameters
     ----------
-    llm_config : LLMConfig, optional
-        The single judge (an ensemble of one). Give this or ``judges``.
+    llm_config : LLMConfig or DecisionModelConfig, optional
+        The single judge (an ensemble of one). Give this or ``judges``. A decision model
+        (:class:`~autorubric_local.judges.decision.DecisionModelConfig`, also as a ``JudgeSpec``'s
+        config) grades each item with one request (:mod:`.decision_stage`); a grader of decision
+        models raises ``InputError`` for LLM judges beside them and for the prompt settings they
+        cannot use (``mode="explain"``, few-shot examples, ``contextual_calibration``,
+        ``auto_na_option``, ``permutations="cyclic"``, system prompts).
     judges : list of JudgeSpec, optional
         The ensemble. Each criterion's votes are combined by ``aggregation`` (binary),
         ``ordinal_aggregation`` or ``nominal_aggregation`` (:mod:`.aggregation`), or by the
@@ -251,7 +272,7 @@ class CriterionGrader:
 
     def __init__(
         self,
-        llm_config: LLMConfig | None = None,
+        llm_config: LLMConfig | DecisionModelConfig | None = None,
         *,
         judges: Sequence[JudgeSpec] | None = None,
         system_prompt: str | None = None,
@@ -271,7 +292,7 @@ class CriterionGrader:
         permutations: Literal["single", "cyclic"] = "single",
         contextual_calibration: bool = False,
         content_free_inputs: Sequence[str] | None = None,
-        judge_model_config: LLMConfig | None = None,
+        judge_model_config: LLMConfig | DecisionModelConfig | None = None,
         multi_choice_system_prompt: str | None = None,
         binary_response_format: type | None = None,
         multi_choice_response_format: type | None = None,
@@ -293,7 +314,9 @@ class CriterionGrader:
             raise InputError("CriterionGrader: judges must not be empty")
         if len({j.judge_id for j in self.judges}) != len(self.judges):
             raise InputError("CriterionGrader: judge_id values must be unique")
-        check_explicit_shares([(j.judge_id, j.llm_config) for j in self.judges])
+        check_explicit_shares(_llm_configs(self.judges))
+        self._decision_ids = frozenset(decision_judge_ids(self.judges))
+        self._decision_clients = DecisionClients()
         self._load_configs: dict[str, LLMConfig] | None = None
         self.system_prompt = system_prompt
         self.multi_choice_system_prompt = multi_choice_system_prompt
@@ -342,7 +365,13 @@ class CriterionGrader:
             )
         self._priors: dict[str, ContextualPrior] = {}
         self.llm_calls = llm_calls
-        if llm_calls == "per_item":
+        refuse_decision_settings(self.judges, {
+            "mode='explain'": self.mode is JudgeMode.EXPLAIN, "few-shot examples (training_data)": training_data is not None,
+            "contextual_calibration": contextual_calibration, "auto_na_option": auto_na_option,
+            "permutations='cyclic'": self.permutations is not OptionPermutations.SINGLE,
+            "system_prompt": system_prompt is not None or any(j.system_prompt is not None for j in self.judges),
+            "multi_choice_system_prompt": multi_choice_system_prompt is not None})
+        if llm_calls == "per_item" and not self._decision_ids:  # a decision model asks one request per item anyway
             self._refuse_per_item()
         self.escalation = escalation
         self.escalation_grader: CriterionGrader | None = None
@@ -370,7 +399,7 @@ class CriterionGrader:
         if shared:
             raise InputError(f"CriterionGrader: escalation judge ids {shared} are also first-stage judge ids; give "
                              "the escalation judges their own judge_id (votes and judge_scores are keyed by it)")
-        check_explicit_shares([(j.judge_id, j.llm_config) for j in (*self.judges, *escalation.judges)])
+        check_explicit_shares(_llm_configs((*self.judges, *escalation.judges)))
         return CriterionGrader(
             judges=escalation.judges, system_prompt=self.system_prompt, shuffle_options=self.shuffle_options,
             seed=self.seed, cannot_assess_config=self.cannot_assess_config, normalize=self.normalize,
@@ -435,7 +464,7 @@ class CriterionGrader:
         """Configs to load, vLLM memory split among both stages of a cascade (their engines
         are held together), given to the escalation grader too."""
         stages = [self.judges, *([self.escalation_grader.judges] if self.escalation_grader is not None else [])]
-        configs = with_memory_shares([(j.judge_id, j.llm_config) for judges in stages for j in judges])
+        configs = with_memory_shares([pair for judges in stages for pair in _llm_configs(judges)])
         if self.escalation_grader is not None and self.escalation_grader._load_configs is None:
             self.escalation_grader._load_configs = configs
         return configs
@@ -444,13 +473,14 @@ class CriterionGrader:
         """Ids of the judges whose engine this grader holds (loaded and not released), the
         escalation judges' included."""
         own = frozenset(judge_id for judge_id, engine in self._engines.items() if not was_released(engine))
+        own |= self._decision_clients.held()
         return own | (self.escalation_grader.loaded_judges() if self.escalation_grader is not None else frozenset())
 
     def release_engines(self, judge_ids: Sequence[str] | None = None) -> int:
         """Drop and release the engines of ``judge_ids`` (default: all judges, the escalation
         judges' included); returns how many left the process cache
         (:func:`~autorubric_local.judges.engines.release_held`)."""
-        released = release_held(self._engines, judge_ids)
+        released = release_held(self._engines, judge_ids) + self._decision_clients.close(judge_ids)
         if self.escalation_grader is not None:
             released += self.escalation_grader.release_engines(judge_ids)
         return released
@@ -509,6 +539,8 @@ class CriterionGrader:
         return self._examples[key]
 
     def _reasoning_first(self, judge: JudgeSpec) -> bool:
+        if isinstance(judge.llm_config, DecisionModelConfig):
+            return False
         return judge.llm_config.thinking_budget > 0 or (
             self.mode is JudgeMode.EXPLAIN and self.explanation_first
         )
@@ -668,6 +700,11 @@ class CriterionGrader:
         self, items: Sequence[GradeItem], graded_inputs: Sequence[Any] | None, progress: ProgressCallback | None
     ) -> list[GradedItem]:
         """:meth:`grade_batch` of this grader's own judges, on checked ``items``."""
+        if self._decision_ids:  # every judge is a decision model (refuse_decision_settings)
+            decided = decision_results(list(enumerate(self.judges)), self._decision_clients, items, progress)
+            return [self._assemble(item, index, decided, graded_inputs[index] if graded_inputs is not None
+                                   else {"thinking": "", "output": item.submission})
+                    for index, item in enumerate(items)]
         if self.llm_calls == "per_item":
             return self._grade_per_item(items, graded_inputs, progress)
         tasks, cuts = self._plan_fitting(items)
@@ -881,6 +918,8 @@ class CriterionGrader:
 
     @staticmethod
     def _vote(judge: JudgeSpec, judged: list[JudgmentResult]) -> JudgeVote | MultiChoiceJudgeVote:
+        if isinstance(judge.llm_config, DecisionModelConfig):
+            return decision_vote(judged[0], judge)
         vote = (binary_vote(judged[0], judge.judge_id, judge.weight) if judged[0].task.criterion.is_binary
                 else combined_choice_vote(judged, judge.judge_id, judge.weight))
         # thinking: deliberation is the vote's reasoning, conclusion its reason (AutoRubric API ref., "Core Grading")

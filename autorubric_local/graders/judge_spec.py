@@ -20,6 +20,9 @@ __all__ = ["JudgeSpec"]
 class JudgeSpec:
     """One judge of an ensemble: ``JudgeSpec(LLMConfig(...), "judge-id", weight=1.0)``.
 
+    ``llm_config`` may be a :class:`~autorubric_local.judges.decision.DecisionModelConfig`: a
+    decision-model judge (:mod:`.decision_stage`), as in AutoRubric 1.6.1.
+
     Judges may be different models, or one model with different prompts: ``system_prompt``
     (extension) replaces the grader's system prompt for this judge only. Judges whose
     ``llm_config`` load the same model share one engine and one engine workload. vLLM judges of
@@ -31,19 +34,12 @@ class JudgeSpec:
         If ``judge_id`` is empty or ``weight`` is not a positive finite number.
     """
 
-    llm_config: LLMConfig
+    llm_config: LLMConfig | DecisionModelConfig
     judge_id: str
     weight: float = 1.0
     system_prompt: str | None = None
 
     def __post_init__(self) -> None:
-        # judge_model_config, ensemble judges and cascade stages all become judge specs, so
-        # this one check refuses a decision model everywhere a grader would take it
-        if isinstance(self.llm_config, DecisionModelConfig):
-            raise InputError(f"JudgeSpec {self.judge_id!r}: decision-model judges (DecisionModelConfig) do not grade "
-                             "inside CriterionGrader yet (issue 53): not as judge_model_config, an ensemble judge "
-                             "or a cascade stage. Grade an item with "
-                             "autorubric_local.judges.decision.DecisionModelJudge(config).grade_item(...)")
         if not self.judge_id:
             raise InputError("JudgeSpec: judge_id must be a non-empty string")
         if not (math.isfinite(self.weight) and self.weight > 0):

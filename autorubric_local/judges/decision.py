@@ -21,9 +21,9 @@ The transport is TypeSafe's SDK (``pip install typesafe-sdk``), imported only wh
 (:func:`decision_questions`, plain dicts of the protocol's wire form) and the reading of the
 answers (:func:`decision_outcome`) need nothing but this package.
 
-Decision-model judges do not grade inside ``CriterionGrader`` yet (``JudgeSpec`` refuses them
-with an :class:`~autorubric_local.core.errors.InputError`); :meth:`DecisionModelJudge.grade_item`
-grades one item on its own.
+Inside ``CriterionGrader`` (a sole judge, an ensemble of decision models, a cascade's first
+stage) a decision model grades through :mod:`autorubric_local.graders.decision_stage`;
+:meth:`DecisionModelJudge.grade_item` grades one item on its own.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ __all__ = [
     "decision_questions",
     "decision_state",
     "question_id",
+    "question_kind",
     "selection_confidence",
 ]
 
@@ -219,7 +220,9 @@ def _binary_question(criterion: Criterion, framing: BinaryFraming) -> dict[str, 
         "CANNOT_ASSESS": "The submission does not give enough evidence to tell either way."}}
 
 
-def _kind(criterion: Criterion, config: DecisionModelConfig) -> str:
+def question_kind(criterion: Criterion, config: DecisionModelConfig) -> str:
+    """The question type ``criterion`` is asked as: ``"noul"`` (a binary criterion in a yes/no
+    framing), ``"score"`` (an ordinal criterion under ``ordinal_framing="score"``) or ``"choice"``."""
     if criterion.options is None:
         return "choice" if config.binary_framing == "choice" else "noul"
     if criterion.scale_type == "ordinal" and config.ordinal_framing == "score":
@@ -240,7 +243,7 @@ def _question(criterion: Criterion, config: DecisionModelConfig) -> dict[str, An
     options = criterion.options
     if options is None:
         return _binary_question(criterion, config.binary_framing)
-    if _kind(criterion, config) == "score":
+    if question_kind(criterion, config) == "score":
         return {"type": "score", "instructions": criterion.requirement,
                 "criteria": [options[i].label for i in _levels(criterion)]}
     return {"type": "choice", "instructions": criterion.requirement,
@@ -348,7 +351,7 @@ def decision_outcome(criterion: Criterion, answer: Mapping[str, Any] | None,
 def _outcome(criterion: Criterion, answer: Mapping[str, Any] | None, config: DecisionModelConfig) -> DecisionOutcome:
     if answer is None:
         raise ValueError("no answer came back for this criterion")
-    kind = _kind(criterion, config)
+    kind = question_kind(criterion, config)
     if answer.get("type") != kind:
         raise ValueError(f"a {kind} answer was asked for, a {answer.get('type')!r} answer came back")
     options = criterion.options

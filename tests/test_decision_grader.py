@@ -1,0 +1,105 @@
+"""Decision-model judges inside ``CriterionGrader`` (issue 53): a sole judge and a confidence
+cascade's first stage, against the loopback System One server of ``test_decision_model``.
+Verdicts, probabilities, confidences and scores are hand-computed from the scripted answers."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from fake_judge import fake_judge
+from test_decision_model import GRADED, BINARY, answers, serve  # noqa: F401 (serve is a fixture)
+
+from autorubric_local import Rubric
+from autorubric_local.core.errors import InputError
+from autorubric_local.core.types import CriterionVerdict
+from autorubric_local.data.dataset import RubricDataset
+from autorubric_local.graders import CriterionGrader, EscalationConfig, JudgeSpec
+from autorubric_local.graders.planning import GradeItem
+from autorubric_local.judges.decision import DecisionModelConfig
+from autorubric_local.runner import EvalRunner
+
+MET, UNMET = CriterionVerdict.MET, CriterionVerdict.UNMET
+
+
+def config_at(server: Any, **settings: Any) -> DecisionModelConfig:
+    return DecisionModelConfig("jev-test", api_key="sk-secret", api_base=server.url, max_retries=1, timeout=5.0,
+                               **settings)
+
+
+def by_submission(table: dict[str, dict[str, Any]]) -> Any:
+    """A reply whose answers depend on the submission sent in the state."""
+    def reply(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        return answers(table[body["state"]["submission"]])(body)
+    return reply
+
+
+SURE = {"c0": {"type": "noul", "noul": 0.9},
+        "c1": {"type": "choice", "choice": "good", "confidence": 0.85,
+               "probabilities": {"poor": 0.0, "ok": 0.1, "good": 0.9}}}
+UNSURE = {"c0": {"type": "noul", "noul": 0.3},
+          "c1": {"type": "choice", "choice": "ok", "confidence": 0.55,
+                 "probabilities": {"poor": 0.1, "ok": 0.7, "good": 0.2}}}
+
+
+def test_a_decision_model_grades_each_item_with_one_request_and_its_own_confidence(serve: Any) -> None:
+    server = serve(by_submission({"first": SURE, "second": UNSURE}))
+    grader = CriterionGrader(judge_model_config=config_at(server, input_cost_per_token=1e-6))
+    items = [GradeItem("first", (BINARY, GRADED), item_id="a"), GradeItem("second", (BINARY, GRADED), item_id="b")]
+    first, second = grader.grade_batch(items)
+    grader.release_engines()
+
+    assert len(server.requests) == 2  # one request per item for the whole rubric
+    binary, graded = first.report.report
+    assert binary.final_verdict is MET and graded.final_multi_choice_verdict.selected_index == 2
+    vote = binary.votes[0]
+    assert vote.label_probabilities == pytest.approx({"MET": 0.9, "UNMET": 0.1})  # the two outcomes offered
+    assert vote.confidence == pytest.approx(0.8)  # (2 * 0.9 - 1) / (2 - 1): K = 2, AutoRubric's rule
+    assert graded.multi_choice_votes[0].confidence == pytest.approx(0.85)  # (3 * 0.9 - 1) / (3 - 1)
+    assert first.report.score == pytest.approx((10 + 5 * 1.0) / 15)
+    b_binary, b_graded = second.report.report
+    assert b_binary.final_verdict is UNMET and b_graded.final_multi_choice_verdict.selected_index == 1
+    assert b_binary.votes[0].confidence == pytest.approx(0.4)  # P(UNMET) = 0.7: (2 * 0.7 - 1)
+    assert second.report.score == pytest.approx(5 * 0.5 / 15)
+    # the request's tokens and price once per item, not once per criterion
+    assert first.report.token_usage.prompt_tokens == 120
+    assert first.report.completion_cost == pytest.approx(120e-6)
+    assert "sk-secret" not in repr(grader.describe()) and grader.describe()["judges"][0]["decision_model"][
+        "model"] == "jev-test"
+
+
+def test_a_decision_model_first_stage_escalates_only_what_it_is_unsure_of(serve: Any) -> None:
+    server = serve(by_submission({"first": SURE, "second": UNSURE}))
+    # both criteria have three labels; the first shown (MET on the binary one) at 0.98
+    large = fake_judge(lambda request: [math.log(p) for p in (0.98, 0.01, 0.01)], judge_id="large")
+    grader = CriterionGrader(judge_model_config=config_at(server),
+                             escalation=EscalationConfig([large.spec], threshold=0.7), seed=3)
+    items = [GradeItem("first", (BINARY, GRADED)), GradeItem("second", (BINARY, GRADED))]
+    first, second = grader.grade_batch(items)
+
+    # item "first": confidences 0.8 and 0.85, both kept; item "second": 0.4 and 0.55, both escalated
+    assert not any(c.escalated for c in first.report.report)
+    assert [c.escalated for c in second.report.report] == [True, True]
+    assert len(large.engine.history) == 2  # the large judge saw only the second item's two criteria
+    binary = second.report.report[0]
+    assert [(v.judge_id, v.superseded) for v in binary.votes] == [("large", False), ("jev-test", True)]
+    assert binary.final_verdict is MET  # the large judge's MET (P 0.98), not the first stage's UNMET
+
+
+def test_a_failed_request_fails_every_criterion_never_a_verdict(serve: Any) -> None:
+    server = serve(lambda body: (500, {"error": "down"}))
+    grader = CriterionGrader(judge_model_config=config_at(server))
+    (graded,) = grader.grade_batch([GradeItem("first", (BINARY, GRADED))])
+    assert all(c.error is not None and c.error.startswith("infrastructure:") for c in graded.report.report)
+    assert graded.report.score is None
+
+
+def test_what_decision_models_cannot_do_is_refused_naming_it() -> None:
+    jev = DecisionModelConfig("jev-latest", api_key="k")
+    with pytest.raises(InputError, match="an ensemble of both is not built"):
+        CriterionGrader(judges=[JudgeSpec(jev, "jev"), fake_judge(judge_id="llm").spec])
+    with pytest.raises(InputError, match="mode='explain'"):
+        CriterionGrader(judge_model_config=jev, mode="explain")
+    with pytest.raises(InputError, match="stored runs of decision-model judges"):
+        EvalRunner(RubricDataset(prompt="p", rubric=Rubric([BINARY])), CriterionGrader(judge_model_config=jev))
