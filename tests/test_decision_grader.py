@@ -101,5 +101,52 @@ def test_what_decision_models_cannot_do_is_refused_naming_it() -> None:
         CriterionGrader(judges=[JudgeSpec(jev, "jev"), fake_judge(judge_id="llm").spec])
     with pytest.raises(InputError, match="mode='explain'"):
         CriterionGrader(judge_model_config=jev, mode="explain")
-    with pytest.raises(InputError, match="stored runs of decision-model judges"):
-        EvalRunner(RubricDataset(prompt="p", rubric=Rubric([BINARY])), CriterionGrader(judge_model_config=jev))
+    from autorubric_local.bias.sweep import check_sweep_input
+
+    with pytest.raises(InputError, match="no position bias to sweep"):
+        check_sweep_input([GradeItem("x", (GRADED,))], [JudgeSpec(jev, "jev")], None, 10)
+
+
+def test_a_stored_decision_model_cascade_resumes_to_what_it_grades_in_memory(serve: Any, tmp_path: Any) -> None:
+    """EvalRunner stores a cascade whose first stage is a decision model: its judges record
+    names the decision model's backend, a run stopped after its first chunk resumes without
+    asking the endpoint again for the items it has, and the reports equal the in-memory ones."""
+    import json
+    import sqlite3
+
+    from autorubric_local.runner import EvalConfig, EvalInterruptedError
+
+    server = serve(by_submission({"first": SURE, "second": UNSURE}))
+
+    def grader() -> CriterionGrader:
+        large = fake_judge(lambda request: [math.log(p) for p in (0.98, 0.01, 0.01)], judge_id="large")
+        return CriterionGrader(judge_model_config=config_at(server),
+                               escalation=EscalationConfig([large.spec], threshold=0.7), seed=3)
+
+    data = RubricDataset(prompt="Answer.", rubric=Rubric([BINARY, GRADED]))
+    data.add_item("first", id="a")
+    data.add_item("second", id="b")
+    config = EvalConfig(db_path=tmp_path / "r.sqlite", experiment_name="jev", chunk_judgments=2, show_progress=False)
+    runner = EvalRunner(data, grader(), config, on_chunk=lambda chunk: runner.stop() if chunk.chunk_index == 0 else None)
+    with pytest.raises(EvalInterruptedError):
+        runner.run_sync()
+    assert len(server.requests) == 1
+    resumed = EvalRunner(data, grader(), config).run_sync()
+    assert resumed.resumed_items == 1 and len(server.requests) == 2  # item "a" was not asked again
+    live = grader().grade_batch([GradeItem("first", (BINARY, GRADED), item_id="a"),
+                                 GradeItem("second", (BINARY, GRADED), item_id="b")])
+
+    def shown(reports: Any) -> list[Any]:
+        return [(round(r.score, 9), [(c.escalated, [(v.judge_id, v.superseded, round(v.confidence or 0, 9))
+                                                    for v in (*c.votes, *c.multi_choice_votes)])
+                                     for c in r.report]) for r in reports]
+
+    assert shown(r.report for r in resumed.item_results) == shown(g.report for g in live)
+    with sqlite3.connect(tmp_path / "r.sqlite") as db:
+        (judges,), = db.execute("select judges_json from runs").fetchall()
+        rows = db.execute("select item_id, criterion_index, judge_id from judgments order by item_id, judge_id, "
+                          "criterion_index").fetchall()
+    assert [(j["judge_id"], j["model_id"], j["backend"], j.get("stage")) for j in json.loads(judges)] == [
+        ("jev-test", "jev-test", "decision-model", None), ("large", "scripted", None, "escalation")]
+    assert rows == [("a", 0, "jev-test"), ("a", 1, "jev-test"),
+                    ("b", 0, "jev-test"), ("b", 1, "jev-test"), ("b", 0, "large"), ("b", 1, "large")]

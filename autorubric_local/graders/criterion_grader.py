@@ -96,6 +96,7 @@ from autorubric_local.graders.planning import (
 )
 from autorubric_local.graders.decision_stage import (
     DecisionClients,
+    decision_engine_record,
     decision_judge_ids,
     decision_results,
     decision_vote,
@@ -460,6 +461,21 @@ class CriterionGrader:
             self._engines[judge.judge_id] = engine
         return engine
 
+    def decision_record(self, judge: JudgeSpec) -> dict[str, Any]:
+        """A decision-model judge's engine record for run records
+        (:func:`.decision_stage.decision_engine_record`), its client built now (so a missing SDK
+        or key fails before any item is graded). An escalation judge's is the escalation grader's.
+
+        Raises
+        ------
+        InputError
+            As :class:`~autorubric_local.judges.decision.DecisionModelJudge`.
+        """
+        if self.escalation_grader is not None and all(j.judge_id != judge.judge_id for j in self.judges):
+            return self.escalation_grader.decision_record(judge)
+        self._decision_clients.client(judge)
+        return decision_engine_record(judge)
+
     def _memory_shares(self) -> dict[str, LLMConfig]:
         """Configs to load, vLLM memory split among both stages of a cascade (their engines
         are held together), given to the escalation grader too."""
@@ -473,7 +489,6 @@ class CriterionGrader:
         """Ids of the judges whose engine this grader holds (loaded and not released), the
         escalation judges' included."""
         own = frozenset(judge_id for judge_id, engine in self._engines.items() if not was_released(engine))
-        own |= self._decision_clients.held()
         return own | (self.escalation_grader.loaded_judges() if self.escalation_grader is not None else frozenset())
 
     def release_engines(self, judge_ids: Sequence[str] | None = None) -> int:

@@ -23,8 +23,9 @@ assembled into votes and reports as an LLM judge's are:
   the judgment's prompt; it is never sent to a language model.
 
 A failed request fails every criterion of its item with its categorised error; an unusable
-answer fails its own criterion (never a verdict). Not built yet: decision models beside LLM
-judges in one ensemble, stored runs (``EvalRunner``, ``grade`` on the CLI), and the response cache.
+answer fails its own criterion (never a verdict). Stored runs (``EvalRunner``) record a
+decision-model judge with :func:`decision_engine_record`. Not built yet: decision models beside
+LLM judges in one ensemble, the CLI's judge settings, and the response cache.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import Any
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.reports import JudgeVote, MultiChoiceJudgeVote, TokenUsage
 from autorubric_local.core.types import Criterion
+from autorubric_local.engine.capabilities import DESCRIPTIONS
 from autorubric_local.engine.requests import ItemPrompt, PromptParts
 from autorubric_local.graders.assembly import binary_vote, choice_vote
 from autorubric_local.graders.execution import JudgmentResult
@@ -54,9 +56,12 @@ from autorubric_local.judges.decision import (
     question_kind,
 )
 
-__all__ = ["DEFAULT_PARALLEL", "DecisionClients", "decision_judge_ids", "decision_results", "decision_vote",
+__all__ = ["DECISION_BACKEND", "DEFAULT_PARALLEL", "DecisionClients", "decision_engine_record", "decision_judge_ids", "decision_results", "decision_vote",
            "describe_decision_judge", "offered_labels", "refuse_decision_judges",
            "refuse_decision_settings"]
+
+DECISION_BACKEND = "decision-model"
+"""The ``backend`` a run's judges record gives a decision-model judge."""
 
 DEFAULT_PARALLEL = 8
 """Requests in flight at once for a decision model whose ``max_parallel_requests`` is None."""
@@ -260,6 +265,15 @@ def decision_vote(result: JudgmentResult, judge: JudgeSpec) -> JudgeVote | Multi
     offered = offered_labels(criterion, judge.llm_config)  # type: ignore[arg-type]
     kept = {label: p for label, p in vote.label_probabilities.items() if label in offered}
     return vote.model_copy(update={"label_probabilities": kept})
+
+
+def decision_engine_record(judge: JudgeSpec) -> dict[str, Any]:
+    """A decision-model judge's record where a run stores its judges' engines
+    (``runner.executors.engine_records``): ``model_id`` its model, ``backend``
+    ``"decision-model"``, every other described field None (``fallbacks`` ``[]``)."""
+    values: dict[str, Any] = {name: None for name in DESCRIPTIONS}
+    values["fallbacks"] = []
+    return {**values, "model_id": judge.llm_config.model, "backend": DECISION_BACKEND}
 
 
 def describe_decision_judge(judge: JudgeSpec) -> dict[str, Any]:

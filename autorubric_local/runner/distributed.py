@@ -41,6 +41,7 @@ from autorubric_local.graders.criterion_grader import (
     CriterionGrader,
     JudgeSpec,
 )
+from autorubric_local.graders.decision_stage import DecisionClients
 from autorubric_local.runner.config import RAY_AUTO, RAY_LOCAL, DistributedConfig
 from autorubric_local.runner.executors import RunExecutor
 
@@ -124,7 +125,7 @@ def refuse_built_engines(judges: Sequence[JudgeSpec]) -> None:
         A judge's ``LLMConfig.engine`` holds an engine object built in this process: it cannot
         be sent to another process (weights, open devices); give the judge by ``model`` instead.
     """
-    built = [j.judge_id for j in judges if j.llm_config.engine is not None]
+    built = [j.judge_id for j in judges if getattr(j.llm_config, "engine", None) is not None]
     if built:
         raise InputError(
             f"distributed grading sends judge configs to Ray workers, which load the models themselves; judges "
@@ -147,6 +148,7 @@ def shippable_grader(grader: CriterionGrader) -> CriterionGrader:
     refuse_built_engines(grader.all_judges)
     shipped = copy.copy(grader)
     shipped._engines = {}  # loaded models stay in this process; the copy loads its own
+    shipped._decision_clients = DecisionClients()  # decision-model clients (open connections) too
     shipped._load_configs = None  # memory shares are computed where the engines load
     shipped._priors = dict(grader._priors)
     shipped._examples = dict(grader._examples)

@@ -26,6 +26,7 @@ from autorubric_local.data.item import UnreadableItem
 from autorubric_local.engine.base import Engine
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
 from autorubric_local.graders.planning import GradeItem
+from autorubric_local.judges.decision import DecisionModelConfig
 from autorubric_local.runner.checkpoint import PlannedItem
 from autorubric_local.runner.in_process import InProcessWorkers, WorkerPool, where
 
@@ -50,6 +51,9 @@ def engine_records(grader: CriterionGrader) -> dict[str, EngineRecord]:
     """
     records: dict[str, EngineRecord] = {}
     for judge in grader.all_judges:  # a live cascade's escalation judges after the grader's own
+        if isinstance(judge.llm_config, DecisionModelConfig):  # no engine: a client of its endpoint
+            records[judge.judge_id] = grader.decision_record(judge)
+            continue
         engine = grader.engine_for(judge)
         capabilities = engine.capabilities
         records[judge.judge_id] = {"model_id": engine.model_id, "backend": capabilities.backend,

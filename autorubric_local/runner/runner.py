@@ -51,7 +51,6 @@ from autorubric_local.core.errors import AutorubricError, InputError
 from autorubric_local.core.reports import EnsembleEvaluationReport
 from autorubric_local.data.dataset import RubricDataset, rubric_to_json
 from autorubric_local.graders.criterion_grader import CriterionGrader, GradedItem
-from autorubric_local.graders.decision_stage import refuse_decision_judges
 from autorubric_local.graders.records import (
     contextual_prior_records,
     graded_item_records,
@@ -128,8 +127,7 @@ class EvalRunner:
     """Grade a dataset with a grader as chunked, checkpointed engine workloads (AutoRubric's
     ``EvalRunner``; README, "Batch Evaluation with EvalRunner").
 
-    Building a runner loads and writes nothing (it raises ``InputError`` for a grader with
-    decision-model judges: stored runs of them are not built yet); :meth:`run` (async), :meth:`run_sync` or
+    Building a runner loads and writes nothing; :meth:`run` (async), :meth:`run_sync` or
     :meth:`run_to_store` grade the run, resuming a stored run of the same name (see the module
     docstring for the steps).
 
@@ -169,9 +167,6 @@ class EvalRunner:
         on_chunk: Callable[[ChunkReport], None] | None = None,
         executor: ChunkExecutor | None = None,
     ) -> None:
-        refuse_decision_judges(grader.all_judges, "EvalRunner", "stored runs of decision-model judges are not "
-                               "built yet (issue 53); grade in memory with grader.grade_batch(...) or "
-                               "rubric.grade(...)")
         self.dataset = dataset
         self.grader = grader
         self.config = config or EvalConfig()
