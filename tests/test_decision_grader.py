@@ -97,10 +97,16 @@ def test_a_failed_request_fails_every_criterion_never_a_verdict(serve: Any) -> N
 
 def test_what_decision_models_cannot_do_is_refused_naming_it() -> None:
     jev = DecisionModelConfig("jev-latest", api_key="k")
-    with pytest.raises(InputError, match="an ensemble of both is not built"):
-        CriterionGrader(judges=[JudgeSpec(jev, "jev"), fake_judge(judge_id="llm").spec])
     with pytest.raises(InputError, match="mode='explain'"):
-        CriterionGrader(judge_model_config=jev, mode="explain")
+        CriterionGrader(judge_model_config=jev, mode="explain")  # no LLM judge to explain
+    with pytest.raises(InputError, match="auto_na_option"):  # changes what is planned: refused with an LLM too
+        CriterionGrader(judges=[JudgeSpec(jev, "jev"), fake_judge(judge_id="llm").spec], auto_na_option=True)
+    with pytest.raises(InputError, match="JudgeSpec.system_prompt"):
+        CriterionGrader(judges=[JudgeSpec(jev, "jev", system_prompt="Be strict.")])
+    # an LLM setting is the LLM judges' where there are some: the escalation judges explain
+    explaining = CriterionGrader(judge_model_config=jev, mode="explain",
+                                 escalation=EscalationConfig([fake_judge(judge_id="llm").spec], 0.5))
+    assert explaining.escalation_grader is not None and explaining.escalation_grader.mode.value == "explain"
     from autorubric_local.bias.sweep import check_sweep_input
 
     with pytest.raises(InputError, match="no position bias to sweep"):
@@ -150,3 +156,19 @@ def test_a_stored_decision_model_cascade_resumes_to_what_it_grades_in_memory(ser
         ("jev-test", "jev-test", "decision-model", None), ("large", "scripted", None, "escalation")]
     assert rows == [("a", 0, "jev-test"), ("a", 1, "jev-test"),
                     ("b", 0, "jev-test"), ("b", 1, "jev-test"), ("b", 0, "large"), ("b", 1, "large")]
+
+
+def test_an_ensemble_of_a_decision_model_and_an_llm_combines_their_votes(serve: Any) -> None:
+    """Each judge votes once per criterion; the weighted majority (LLM weight 2 against 1) decides,
+    and each vote keeps its own confidence rule (K = 2 for the yes/no answer, 3 for the LLM's labels)."""
+    server = serve(by_submission({"first": SURE}))
+    llm = fake_judge(lambda request: [math.log(p) for p in (0.1, 0.8, 0.1)], judge_id="llm", weight=2.0)
+    grader = CriterionGrader(judges=[JudgeSpec(config_at(server), "jev"), llm.spec], seed=5)
+    (graded,) = grader.grade_batch([GradeItem("first", (BINARY, GRADED))])
+
+    assert len(server.requests) == 1 and len(llm.engine.history) == 2  # one request; one prompt per criterion
+    binary = graded.report.report[0]
+    assert [(v.judge_id, v.verdict) for v in binary.votes] == [("jev", MET), ("llm", UNMET)]
+    assert [round(v.confidence, 9) for v in binary.votes] == [0.8, 0.7]  # (2*0.9-1)/1, (3*0.8-1)/2
+    assert binary.final_verdict is UNMET  # weight 2 (UNMET) over weight 1 (MET)
+    assert graded.report.judge_scores["jev"] == pytest.approx(1.0)  # MET and "good" (1.0) of 10 + 5

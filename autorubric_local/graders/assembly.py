@@ -234,14 +234,16 @@ def _joined_reason(votes: Sequence[JudgeVote] | Sequence[MultiChoiceJudgeVote]) 
 
 
 def _ensemble_probabilities(
-    votes: Sequence[JudgeVote] | Sequence[MultiChoiceJudgeVote],
+    votes: Sequence[JudgeVote] | Sequence[MultiChoiceJudgeVote], labels: Sequence[str],
 ) -> dict[str, float] | None:
-    """Judge-weighted mean of the answered votes' label distributions (None if none has one)."""
+    """Judge-weighted mean of the answered votes' label distributions (None if none has one),
+    over every label some vote has, in the order of ``labels`` (the criterion's: votes of
+    decision models hold only the outcomes their question offered, a subset)."""
     weighted = [(v.weight, v.label_probabilities) for v in votes if v.label_probabilities and not v.is_error]
     total = sum(w for w, _ in weighted)
     if not weighted or total <= 0:
         return None
-    keys = list(weighted[0][1])
+    keys = [label for label in labels if any(label in probs for _, probs in weighted)]
     return {k: sum(w * probs.get(k, 0.0) for w, probs in weighted) / total for k in keys}
 
 
@@ -258,7 +260,7 @@ def binary_criterion_report(criterion: Criterion, votes: Sequence[JudgeVote], st
         final_reason=_joined_reason(votes),
         votes=list(votes),
         error=_all_failed(votes),
-        label_probabilities=_ensemble_probabilities(votes),
+        label_probabilities=_ensemble_probabilities(votes, BINARY_LABELS),
     )
 
 
@@ -273,7 +275,7 @@ def choice_criterion_report(
         final_multi_choice_verdict=aggregate_multi_choice(criterion, votes, strategy),
         multi_choice_votes=list(votes),
         error=_all_failed(votes),
-        label_probabilities=_ensemble_probabilities(votes),
+        label_probabilities=_ensemble_probabilities(votes, [o.label for o in criterion.options or []]),
     )
 
 

@@ -184,10 +184,12 @@ class CriterionGrader:
     llm_config : LLMConfig or DecisionModelConfig, optional
         The single judge (an ensemble of one). Give this or ``judges``. A decision model
         (:class:`~autorubric_local.judges.decision.DecisionModelConfig`, also as a ``JudgeSpec``'s
-        config) grades each item with one request (:mod:`.decision_stage`); a grader of decision
-        models raises ``InputError`` for LLM judges beside them and for the prompt settings they
-        cannot use (``mode="explain"``, few-shot examples, ``contextual_calibration``,
-        ``auto_na_option``, ``permutations="cyclic"``, system prompts).
+        config) grades each item with one request (:mod:`.decision_stage`), alone, beside LLM
+        judges in an ensemble, or as a cascade's first stage. With one, ``contextual_calibration``,
+        ``auto_na_option``, ``permutations="cyclic"`` and a decision model's
+        ``JudgeSpec.system_prompt`` raise ``InputError``, and so do the LLM prompt settings
+        (``mode="explain"``, few-shot examples, system prompts) when no judge, escalation judges
+        included, is an LLM.
     judges : list of JudgeSpec, optional
         The ensemble. Each criterion's votes are combined by ``aggregation`` (binary),
         ``ordinal_aggregation`` or ``nominal_aggregation`` (:mod:`.aggregation`), or by the
@@ -366,14 +368,16 @@ class CriterionGrader:
             )
         self._priors: dict[str, ContextualPrior] = {}
         self.llm_calls = llm_calls
-        refuse_decision_settings(self.judges, {
-            "mode='explain'": self.mode is JudgeMode.EXPLAIN, "few-shot examples (training_data)": training_data is not None,
+        escalating = escalation.judges if isinstance(escalation, EscalationConfig) else ()
+        refuse_decision_settings(self.judges, (*self.judges, *escalating), {
             "contextual_calibration": contextual_calibration, "auto_na_option": auto_na_option,
             "permutations='cyclic'": self.permutations is not OptionPermutations.SINGLE,
-            "system_prompt": system_prompt is not None or any(j.system_prompt is not None for j in self.judges),
+        }, {"mode='explain'": self.mode is JudgeMode.EXPLAIN,
+            "few-shot examples (training_data)": training_data is not None,
+            "system_prompt": system_prompt is not None,
             "multi_choice_system_prompt": multi_choice_system_prompt is not None})
-        if llm_calls == "per_item" and not self._decision_ids:  # a decision model asks one request per item anyway
-            self._refuse_per_item()
+        if llm_calls == "per_item" and len(self._decision_ids) < len(self.judges):
+            self._refuse_per_item()  # of the LLM judges: a decision model asks one request per item anyway
         self.escalation = escalation
         self.escalation_grader: CriterionGrader | None = None
         if escalation is not None:
@@ -417,10 +421,11 @@ class CriterionGrader:
         refused = []
         if self.mode is JudgeMode.EXPLAIN:
             refused.append("mode='explain' (explanations)")
-        thinking = [j.judge_id for j in self.judges if j.llm_config.thinking_budget > 0]
+        llm_judges = self._llm_judges()
+        thinking = [j.judge_id for _, j in llm_judges if j.llm_config.thinking_budget > 0]
         if thinking:
             refused.append(f"LLMConfig thinking (judges {thinking})")
-        hosted = [j.judge_id for j in self.judges if j.llm_config.backend == "hosted"]
+        hosted = [j.judge_id for _, j in llm_judges if j.llm_config.backend == "hosted"]
         if hosted:
             refused.append(f"hosted judges ({hosted})")
         if self.few_shot_config is not None:
@@ -433,12 +438,22 @@ class CriterionGrader:
             refused.append("contextual_calibration")
         if self.multi_choice_system_prompt is not None:
             refused.append("multi_choice_system_prompt")
-        truncating = [j.judge_id for j in self.judges if j.llm_config.on_overflow == "truncate"]
+        truncating = [j.judge_id for _, j in llm_judges if j.llm_config.on_overflow == "truncate"]
         if truncating:
             refused.append(f"on_overflow='truncate' (judges {truncating})")
         if refused:
             raise InputError(f"CriterionGrader: llm_calls='per_item' does not work with {', '.join(refused)} yet "
                              f"(issue 53); {PER_ITEM_SUPPORTED}. Use llm_calls='per_criterion' for the rest")
+
+    def _llm_judges(self) -> list[tuple[int, JudgeSpec]]:
+        """``(index, judge)`` of this grader's own judges that are LLMs (not decision models)."""
+        return [(i, j) for i, j in enumerate(self.judges) if j.judge_id not in self._decision_ids]
+
+    def _decided(self, items: Sequence[GradeItem], progress: ProgressCallback | None
+                 ) -> dict[tuple[int, int, int], list[JudgmentResult]]:
+        """The decision-model judges' results on ``items`` (:func:`.decision_stage.decision_results`)."""
+        judges = [(i, j) for i, j in enumerate(self.judges) if j.judge_id in self._decision_ids]
+        return decision_results(judges, self._decision_clients, items, progress) if judges else {}
 
     # ------------------------------------------------------------------ engines
     @property
@@ -715,8 +730,8 @@ class CriterionGrader:
         self, items: Sequence[GradeItem], graded_inputs: Sequence[Any] | None, progress: ProgressCallback | None
     ) -> list[GradedItem]:
         """:meth:`grade_batch` of this grader's own judges, on checked ``items``."""
-        if self._decision_ids:  # every judge is a decision model (refuse_decision_settings)
-            decided = decision_results(list(enumerate(self.judges)), self._decision_clients, items, progress)
+        if len(self._decision_ids) == len(self.judges):  # decision models only
+            decided = self._decided(items, progress)
             return [self._assemble(item, index, decided, graded_inputs[index] if graded_inputs is not None
                                    else {"thinking": "", "output": item.submission})
                     for index, item in enumerate(items)]
@@ -747,6 +762,7 @@ class CriterionGrader:
                 progress(sum(1 for task in workload if task.item_index != CONTENT_FREE_ITEM))
         if content_free is not None:
             self._calibrate(content_free, tasks, filled(extra_results, "content-free calibration judgments"), results)
+        results.update(self._decided(items, progress))  # an ensemble's decision models, if any
         graded: list[GradedItem] = []
         for item_index, item in enumerate(items):
             graded_input = (
@@ -778,7 +794,7 @@ class CriterionGrader:
         by_rubric: dict[str, list[int]] = defaultdict(list)
         for index, item in enumerate(items):
             by_rubric["\x1e".join(c.model_dump_json() for c in item.rubric)].append(index)
-        for j_index, judge in enumerate(self.judges):
+        for j_index, judge in self._llm_judges():
             base = self.engine_for(judge)
             if base.capabilities.whole_judgment:
                 raise InputError(f"CriterionGrader: judge {judge.judge_id!r} is hosted (its engine answers whole "
@@ -806,6 +822,7 @@ class CriterionGrader:
                         results[(item_index, c_index, j_index)].append(result)
                 if progress is not None:
                     progress(len(indices) * len(criteria))
+        results.update(self._decided(items, progress))  # an ensemble's decision models, if any
         graded: list[GradedItem] = []
         for item_index, item in enumerate(items):
             graded_input = (
@@ -852,15 +869,16 @@ class CriterionGrader:
         cut to fit the smallest of their contexts (planned again, twice at most:
         re-tokenised text can differ by a few tokens); the other judges read the items as
         they are. Returns the tasks and the cuts, ``{item index: (tokens cut, judged text)}``."""
+        llm = self._llm_judges()  # an ensemble's decision models plan no prompts
         truncating = [
             TruncatingJudge(index, self.engine_for(judge), self._answer_reserve(judge), self._reasoning_first(judge))
-            for index, judge in enumerate(self.judges)
+            for index, judge in llm
             if judge.llm_config.on_overflow == "truncate" and can_truncate(self.engine_for(judge))
         ]
         if not truncating:
-            return self.plan(items), {}
+            return self.plan(items, None if len(llm) == len(self.judges) else [i for i, _ in llm]), {}
         cutting = [judge.judge_index for judge in truncating]
-        others = [index for index in range(len(self.judges)) if index not in cutting]
+        others = [index for index, _ in llm if index not in cutting]
         judged, tasks = list(items), self.plan(items, cutting)
         cuts: dict[int, tuple[int, str]] = {}
         for _ in range(2):

@@ -23,9 +23,10 @@ assembled into votes and reports as an LLM judge's are:
   the judgment's prompt; it is never sent to a language model.
 
 A failed request fails every criterion of its item with its categorised error; an unusable
-answer fails its own criterion (never a verdict). Stored runs (``EvalRunner``) record a
-decision-model judge with :func:`decision_engine_record`. Not built yet: decision models beside
-LLM judges in one ensemble, the CLI's judge settings, and the response cache.
+answer fails its own criterion (never a verdict). In an ensemble beside LLM judges, the LLM
+judges' tasks are planned and scored as always and the decision models' results join them
+before the votes are combined. Stored runs (``EvalRunner``) record a decision-model judge with
+:func:`decision_engine_record`. Not built yet: the CLI's judge settings and the response cache.
 """
 
 from __future__ import annotations
@@ -88,35 +89,45 @@ def refuse_decision_judges(judges: Sequence[JudgeSpec], what: str, why: str) -> 
         raise InputError(f"{what}: judges {ids} are decision models (DecisionModelConfig); {why}")
 
 
-def refuse_decision_settings(judges: Sequence[JudgeSpec], settings: Mapping[str, bool]) -> None:
-    """Refuse a grader of decision models with what is not built for them.
+def refuse_decision_settings(judges: Sequence[JudgeSpec], every_judge: Sequence[JudgeSpec],
+                             always: Mapping[str, bool], prompt_settings: Mapping[str, bool]) -> None:
+    """Refuse a grader with decision-model judges and what is not built for them.
 
     Parameters
     ----------
     judges : sequence of JudgeSpec
-        The grader's own judges (a cascade's first stage).
-    settings : mapping of str to bool
-        A setting's name (as the message shows it) to whether the grader has it on; each one on
-        is refused when any judge is a decision model.
+        The grader's own judges (a cascade's first stage). Nothing is refused without a decision
+        model among them.
+    every_judge : sequence of JudgeSpec
+        Every judge the grader may use, a cascade's escalation judges included.
+    always : mapping of str to bool
+        A setting's name (as the message shows it) to whether it is on; one on is refused
+        (settings that change which judgments are planned: a decision model asks each criterion
+        once, in its own option order).
+    prompt_settings : mapping of str to bool
+        LLM prompt settings; one on is refused only when every judge of ``every_judge`` is a
+        decision model (otherwise the LLM judges use it; AutoRubric 1.6.1's rule for few-shot
+        examples).
 
     Raises
     ------
     InputError
-        Some judges are decision models and others are not (one ensemble of both is not built),
-        or a setting in ``settings`` is on; the message names the judges and the settings.
+        Naming the decision-model judges and the settings refused; also for a decision model's
+        ``JudgeSpec.system_prompt``.
     """
     ids = decision_judge_ids(judges)
     if not ids:
         return
-    others = [j.judge_id for j in judges if j.judge_id not in ids]
-    if others:
-        raise InputError(f"CriterionGrader: judges {ids} are decision models and {others} are not; an ensemble of "
-                         "both is not built yet (issue 53): grade with each kind in its own grader, or make the "
-                         "decision model a cascade's first stage (escalation=EscalationConfig(...))")
-    refused = [name for name, on in settings.items() if on]
+    with_prompt = [j.judge_id for j in judges if j.judge_id in ids and j.system_prompt is not None]
+    refused = [name for name, on in always.items() if on]
+    if with_prompt:
+        refused.append(f"JudgeSpec.system_prompt (judges {with_prompt})")
+    if len(decision_judge_ids(every_judge)) == len(every_judge):
+        refused += [name for name, on in prompt_settings.items() if on]
     if refused:
         raise InputError(f"CriterionGrader: decision-model judges {ids} do not use {', '.join(refused)} (a decision "
-                         "model is asked typed questions, not an LLM prompt); leave them unset")
+                         "model is asked typed questions, not an LLM prompt, and sees no option order); leave "
+                         "them unset")
 
 
 def offered_labels(criterion: Criterion, config: DecisionModelConfig) -> tuple[str, ...]:
