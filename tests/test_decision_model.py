@@ -164,6 +164,30 @@ def test_a_server_error_is_retried_within_max_retries(serve: Any) -> None:
     assert result.outcomes[0].verdict is CriterionVerdict.MET
 
 
+def test_the_response_cache_answers_a_request_sent_before_and_keeps_no_failure(serve: Any, tmp_path: Any) -> None:
+    """``cache_enabled``: a request sent again is answered from the cache (no request, the same
+    verdicts, tokens repeated, cost 0); another namespace or state is sent; a failure is not kept."""
+    ok = answers({"c0": {"type": "noul", "noul": 0.8}})
+    fail_next = []
+    server = serve(lambda body: (500, {}) if fail_next else ok(body))
+    settings = {"cache_enabled": True, "cache_dir": str(tmp_path / "cache"), "input_cost_per_token": 1e-6}
+    first = judge_at(server, **settings).grade_item([BINARY], "text")
+    again = judge_at(server, **settings).grade_item([BINARY], "text")  # a new judge: the cache is on disk
+    assert len(server.requests) == 1
+    assert again.outcomes == first.outcomes and again.input_tokens == 120
+    assert first.cost_usd == pytest.approx(120e-6) and again.cost_usd == 0.0
+    other = DecisionModelJudge(DecisionModelConfig("jev-test", api_key="sk-test", api_base=server.url, max_retries=1,
+                                                   timeout=5.0, **settings), cache_namespace="another-judge")
+    other.grade_item([BINARY], "text")
+    assert len(server.requests) == 2  # judges keep their own answers
+    fail_next.append(True)
+    failed = judge_at(server, **settings).grade_item([BINARY], "new text")
+    fail_next.clear()
+    retried = judge_at(server, **settings).grade_item([BINARY], "new text")
+    assert failed.outcomes[0].error is not None and retried.outcomes[0].verdict is CriterionVerdict.MET
+    assert len(server.requests) == 4  # the failure was sent again, not served
+
+
 def test_an_unusable_answer_fails_only_its_own_criterion(serve: Any) -> None:
     server = serve(answers({
         "c0": {"type": "noul", "noul": 0.3},

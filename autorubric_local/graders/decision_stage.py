@@ -26,7 +26,8 @@ A failed request fails every criterion of its item with its categorised error; a
 answer fails its own criterion (never a verdict). In an ensemble beside LLM judges, the LLM
 judges' tasks are planned and scored as always and the decision models' results join them
 before the votes are combined. Stored runs (``EvalRunner``) record a decision-model judge with
-:func:`decision_engine_record`. Not built yet: the CLI's judge settings and the response cache.
+:func:`decision_engine_record`. With ``cache_enabled`` each judge caches under its own id. Not
+built yet: decision models in the CLI's judge settings.
 """
 
 from __future__ import annotations
@@ -153,11 +154,12 @@ class DecisionClients:
         Raises
         ------
         InputError
-            As :class:`DecisionModelJudge` does (no SDK, no API key, ``cache_enabled=True``).
+            As :class:`DecisionModelJudge` does (no SDK, no API key).
         """
         held = self._clients.get(judge.judge_id)
         if held is None:
-            held = self._clients[judge.judge_id] = DecisionModelJudge(judge.llm_config)  # type: ignore[arg-type]
+            held = self._clients[judge.judge_id] = DecisionModelJudge(
+                judge.llm_config, cache_namespace=judge.judge_id)  # type: ignore[arg-type]
         return held
 
     def held(self) -> frozenset[str]:

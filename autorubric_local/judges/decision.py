@@ -38,6 +38,7 @@ from typing import Any, Literal, get_args
 from autorubric_local.core.errors import InputError
 from autorubric_local.core.grading_errors import classify_grading_error
 from autorubric_local.core.types import Criterion, CriterionVerdict
+from autorubric_local.engine.response_cache import ResponseCache, cache_key
 
 __all__ = [
     "BinaryFraming",
@@ -98,10 +99,15 @@ class DecisionModelConfig:
     max_parallel_requests : int >= 1 or None, default None
         Requests in flight at once. :meth:`DecisionModelJudge.grade_item` sends one at a time.
     cache_enabled : bool, default False
-        AutoRubric's on-disk response cache. Not built here: a judge refuses ``True``.
+        AutoRubric's on-disk response cache: each answered request is kept (the SQLite
+        :class:`~autorubric_local.engine.response_cache.ResponseCache` LLM judges use) and a
+        request sent before is answered from it, never reaching the endpoint (the answers
+        again, their ``input_tokens`` repeated, cost 0). Keyed by the judge's id, ``model``,
+        ``api_base``, the state and the questions; a failed request is not kept.
     cache_dir : str or Path, default ".autorubric_cache"
+        Where the cache lives (created if missing).
     cache_ttl : int > 0 or None, default None
-        Seconds; kept for AutoRubric's signature (no cache is built).
+        Seconds an entry is served; None: until cleared.
     extra_headers : dict of str to str, default {}
         Headers sent with every request (copied at construction).
     binary_framing : {"noul_framed", "noul", "choice"}, default "noul_framed"
@@ -419,23 +425,24 @@ class DecisionModelJudge:
     Parameters
     ----------
     config : DecisionModelConfig
+    cache_namespace : str, optional
+        Part of every response-cache key (a grader passes the judge's id, so judges sending the
+        same request keep their own answers, as in AutoRubric).
 
     Raises
     ------
     InputError
         ``config`` is not a :class:`DecisionModelConfig`; the SDK is not installed (the message
-        says ``pip install typesafe-sdk``); ``cache_enabled=True`` (no response cache is built
-        for decision models); the SDK refuses the settings (no API key given or in
+        says ``pip install typesafe-sdk``); the SDK refuses the settings (no API key given or in
         ``TYPESAFE_API_KEY``, a malformed key; the key is never shown).
     """
 
-    def __init__(self, config: DecisionModelConfig) -> None:
+    def __init__(self, config: DecisionModelConfig, *, cache_namespace: str | None = None) -> None:
         if not isinstance(config, DecisionModelConfig):
             raise InputError(f"DecisionModelJudge: config must be a DecisionModelConfig, got {type(config).__name__}")
-        if config.cache_enabled:
-            raise InputError("DecisionModelConfig.cache_enabled=True: decision-model answers are not cached yet; "
-                             "leave it False")
         self.config = config
+        self.cache_namespace = cache_namespace
+        self._cache = ResponseCache(config.cache_dir, config.cache_ttl) if config.cache_enabled else None
         self._sdk = _import_sdk()
         # The SDK counts retries after the first attempt, within a total budget (30 s by default,
         # less than one default timeout): give every attempt its timeout and a longest backoff.
@@ -477,7 +484,8 @@ class DecisionModelJudge:
             SDK's retries) gives every criterion the request's error, prefixed by its category
             (``classify_grading_error``: ``"infrastructure: ..."``, or ``"parse: ..."`` for a
             response that did not validate, a 400 or a 422); an unusable answer fails only its
-            own criterion (:func:`decision_outcome`).
+            own criterion (:func:`decision_outcome`). Answered from the response cache
+            (``cache_enabled``): the stored answers read again, ``cost_usd`` 0.0.
 
         Raises
         ------
@@ -491,15 +499,29 @@ class DecisionModelJudge:
         except ValueError as exc:
             raise InputError(f"DecisionModelConfig.ordinal_framing={self.config.ordinal_framing!r}: {exc}") from None
         state = decision_state(submission, query, reference)
+        key = None if self._cache is None else cache_key(
+            kind="systemone", namespace=self.cache_namespace, model=self.config.model, api_base=self.config.api_base,
+            state=state, questions=questions)
+        cached = None if self._cache is None or key is None else self._cache.get(key)  # key is set with the cache
+        if cached is not None:
+            return self._result(criteria, cached["answers"], cached["model"], cached["input_tokens"], cost=0.0)
         try:
             response = self._client.system_one(state=state, questions=questions, model=self.config.model)
         except self._sdk.TypeSafeError as exc:
             error = f"{classify_grading_error(exc)}: decision model {self.config.model!r}: {exc}"
             return DecisionItemResult(outcomes=tuple(DecisionOutcome(error=error) for _ in criteria))
         answers = {qid: answer.model_dump(mode="json") for qid, answer in response.answers.items()}
-        outcomes = tuple(decision_outcome(criterion, answers.get(question_id(i)), self.config)
-                         for i, criterion in enumerate(criteria))
         tokens = response.usage.input_tokens
         price = self.config.input_cost_per_token
-        cost = None if tokens is None or price is None else tokens * price
-        return DecisionItemResult(outcomes=outcomes, model=response.model, input_tokens=tokens, cost_usd=cost)
+        result = self._result(criteria, answers, response.model, tokens,
+                              cost=None if tokens is None or price is None else tokens * price)
+        if self._cache is not None and key is not None:
+            self._cache.put(key, {"answers": answers, "model": response.model, "input_tokens": tokens})
+        return result
+
+    def _result(self, criteria: Sequence[Criterion], answers: Mapping[str, Any], model: str | None,
+                tokens: int | None, cost: float | None) -> DecisionItemResult:
+        """The item's result from the answers by question id (as sent, or from the cache)."""
+        outcomes = tuple(decision_outcome(criterion, answers.get(question_id(i)), self.config)
+                         for i, criterion in enumerate(criteria))
+        return DecisionItemResult(outcomes=outcomes, model=model, input_tokens=tokens, cost_usd=cost)
