@@ -17,6 +17,7 @@ from autorubric_local.engine.requests import render_spans
 from autorubric_local.engine.scripted import ScriptedEngine
 from autorubric_local.engine.user_text import plain
 from autorubric_local.graders.criterion_grader import CriterionGrader, JudgeSpec
+from autorubric_local.graders import per_item
 from autorubric_local.graders.per_item import PerItemInput, rubric_spans, score_per_item
 from autorubric_local.judges.config import LLMConfig
 from autorubric_local.runner.runner import EvalRunner
@@ -56,7 +57,7 @@ ITEMS = [PerItemInput("Paris is the capital of France."), PerItemInput("Lyon.", 
 
 def test_teacher_forcing_fills_earlier_argmax_labels():
     engine = ScriptedEngine(policy=_policy)
-    scores, requests = score_per_item(engine, ITEMS, CRITERIA)
+    scores, requests = score_per_item(engine, ITEMS, CRITERIA, speculate=1)
     assert [len(s) for s in scores] == [3, 3]
     for item_scores, item_requests in zip(scores, requests):
         chosen = [r.labels[max(range(len(s.logprobs)), key=s.logprobs.__getitem__)]
@@ -73,6 +74,24 @@ def test_teacher_forcing_fills_earlier_argmax_labels():
     assert [r.suffix for r in engine.history] == [requests[i][k].suffix for k in range(3) for i in range(2)]
 
 
+@pytest.mark.parametrize("speculate", [4, 13, 100])
+def test_speculating_on_later_rounds_keeps_exactly_the_round_by_round_answers(speculate):
+    """One call settles several rounds (every label path of the next rounds sent with the round):
+    the requests kept and their scores are those of one call per round, in fewer calls."""
+    plain = ScriptedEngine(policy=_policy)
+    expected = score_per_item(plain, ITEMS, CRITERIA, speculate=1)
+    engine = ScriptedEngine(policy=_policy)
+    calls = []
+    engine_score = engine.score
+    engine.score = lambda batch: calls.append(len(batch)) or engine_score(batch)  # type: ignore[method-assign]
+    scores, requests = score_per_item(engine, ITEMS, CRITERIA, speculate=speculate)
+    assert requests == expected[1]
+    assert [[s.logprobs for s in item] for item in scores] == [[s.logprobs for s in item] for item in expected[0]]
+    # 3 criteria (binary, binary, 3 options): budget 4 sends rounds 0-1 (1 + 3), then round 2: 2 calls;
+    # 13 or more sends rounds 0-2 at once (1 + 3 + 9): 1 call; one call per round would be 3
+    assert calls == ([2 * 4, 2 * 1] if speculate == 4 else [2 * 13])
+
+
 def test_batched_equals_plain_one_prompt_scoring():
     engine = ScriptedEngine(policy=_policy)
     scores, requests = score_per_item(engine, ITEMS, CRITERIA)
@@ -85,7 +104,7 @@ def test_batched_equals_plain_one_prompt_scoring():
 def test_a_failed_round_fails_the_later_criteria_of_that_item_only():
     engine = ScriptedEngine(policy=_policy)
     engine.enqueue_scores("infrastructure: boom", [-1.0, -2.0, -3.0])
-    scores, requests = score_per_item(engine, ITEMS, CRITERIA)
+    scores, requests = score_per_item(engine, ITEMS, CRITERIA, speculate=1)
     assert scores[0][0].error == "infrastructure: boom"
     assert all(s.error and "earlier verdict failed" in s.error for s in scores[0][1:])
     assert requests[0][1:] == [None, None]
@@ -104,7 +123,8 @@ def _per_item_grader(engine, **kwargs):
     return CriterionGrader(llm_config=LLMConfig(model="scripted", engine=engine), llm_calls="per_item", **kwargs)
 
 
-def test_grade_per_item_gives_the_rounds_verdicts():
+def test_grade_per_item_gives_the_rounds_verdicts(monkeypatch):
+    monkeypatch.setattr(per_item, "SPECULATED_REQUESTS", 1)  # one scripted answer per round, in order
     engine = ScriptedEngine()
     # one request per round (one item): MET on criterion 1, MET on the negative criterion 2, option 3 (warm)
     engine.enqueue_scores([HIGH, LOW, LOW], [HIGH, LOW, LOW], [LOW, LOW, HIGH])
@@ -196,7 +216,8 @@ def test_a_stored_per_item_run_resumes_to_what_one_pass_in_memory_grades(tmp_pat
             policy=_policy))), config).run_sync()
 
 
-def test_each_judge_of_a_panel_votes_its_own_rounds():
+def test_each_judge_of_a_panel_votes_its_own_rounds(monkeypatch):
+    monkeypatch.setattr(per_item, "SPECULATED_REQUESTS", 1)  # one scripted answer per round, in order
     a, b = ScriptedEngine(model_id="a"), ScriptedEngine(model_id="b")
     a.enqueue_scores([HIGH, LOW, LOW], [LOW, HIGH, LOW])
     b.enqueue_scores([LOW, HIGH, LOW], [LOW, HIGH, LOW])
@@ -219,6 +240,7 @@ def test_grade_llm_calls_per_item_stores_a_single_call_run(tmp_path, monkeypatch
     from autorubric_local.graders import criterion_grader
 
     engines: list[ScriptedEngine] = []
+    monkeypatch.setattr(per_item, "SPECULATED_REQUESTS", 1)  # one request per item and round, counted below
     monkeypatch.setattr(criterion_grader, "load_engine",
                         lambda config: engines.append(ScriptedEngine(policy=_policy)) or engines[-1])
     examples = Path(__file__).resolve().parent.parent / "examples"
