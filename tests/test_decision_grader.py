@@ -172,3 +172,49 @@ def test_an_ensemble_of_a_decision_model_and_an_llm_combines_their_votes(serve: 
     assert [round(v.confidence, 9) for v in binary.votes] == [0.8, 0.7]  # (2*0.9-1)/1, (3*0.8-1)/2
     assert binary.final_verdict is UNMET  # weight 2 (UNMET) over weight 1 (MET)
     assert graded.report.judge_scores["jev"] == pytest.approx(1.0)  # MET and "good" (1.0) of 10 + 5
+
+
+def _generic_reply(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """P(yes) 0.7 on every yes/no question; the first of the labels, at 0.6, on every choice."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for qid, question in body["questions"].items():
+        if question["type"] == "noul":
+            by_id[qid] = {"type": "noul", "noul": 0.7}
+        else:
+            labels = list(question["criteria"])
+            rest = 0.4 / (len(labels) - 1)
+            by_id[qid] = {"type": "choice", "choice": labels[0], "confidence": 0.5,
+                          "probabilities": {label: 0.6 if i == 0 else rest for i, label in enumerate(labels)}}
+    return answers(by_id)(body)
+
+
+def test_grade_on_the_cli_takes_a_decision_model_from_a_judges_file(serve: Any, tmp_path: Any,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from autorubric_local.cli import main
+
+    server = serve(_generic_reply)
+    monkeypatch.setenv("TYPESAFE_API_KEY", "sk-from-env")
+    judges = tmp_path / "judges.yaml"
+    judges.write_text(f"judges:\n  - judge_id: jev\n    decision_model: {{model: jev-test, api_base: '{server.url}', "
+                      "max_retries: 1, timeout: 5.0}\n")
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    done = CliRunner().invoke(main, ["grade", str(examples / "battery_rubric.yaml"),
+                                     str(examples / "battery_submissions.jsonl"), "--judges", str(judges),
+                                     "--limit", "2", "--db", str(tmp_path / "r.sqlite"), "--json", "--no-progress"])
+    assert done.exit_code == 0, done.output
+    assert len(server.requests) == 2  # one request per item
+    assert server.requests[0]["headers"]["Authorization"] == "Bearer sk-from-env"
+    items = json.loads(done.stdout)
+    assert [len(item["criteria"]) for item in items] == [8, 8]
+
+    keyed = tmp_path / "keyed.yaml"
+    keyed.write_text("judges:\n  - decision_model: {model: jev-test, api_key: sk-in-file}\n")
+    refused = CliRunner().invoke(main, ["grade", str(examples / "battery_rubric.yaml"),
+                                        str(examples / "battery_submissions.jsonl"), "--judges", str(keyed),
+                                        "--db", str(tmp_path / "k.sqlite"), "--no-progress"])
+    assert refused.exit_code != 0 and "TYPESAFE_API_KEY" in refused.output and "sk-in-file" not in refused.output

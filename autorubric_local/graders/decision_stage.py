@@ -26,8 +26,8 @@ A failed request fails every criterion of its item with its categorised error; a
 answer fails its own criterion (never a verdict). In an ensemble beside LLM judges, the LLM
 judges' tasks are planned and scored as always and the decision models' results join them
 before the votes are combined. Stored runs (``EvalRunner``) record a decision-model judge with
-:func:`decision_engine_record`. With ``cache_enabled`` each judge caches under its own id. Not
-built yet: decision models in the CLI's judge settings.
+:func:`decision_engine_record`. With ``cache_enabled`` each judge caches under its own id. A
+judges file (:mod:`.panel_file`) names one with a ``decision_model`` entry.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ Format (every key but ``judges`` optional)::
         model: smollm2-135m-instruct
         system_prompt: "You are a strict grader. ..."
         metadata: {owner: qa-team}  # free-form JSON-able data, kept in JudgesFile.metadata
+      - judge_id: jev             # a decision model (System One): its DecisionModelConfig fields
+        decision_model: {model: jev-latest, api_base: "http://127.0.0.1:8000", binary_framing: noul}
+        weight: 1.0               # no api_key in a file: the SDK reads TYPESAFE_API_KEY
     aggregation: majority         # binary: majority | weighted | unanimous | any
     ordinal_aggregation: mean     # mean | median | weighted_mean | mode | min | max
     nominal_aggregation: mode     # mode | weighted_mode | unanimous
@@ -27,6 +30,7 @@ with the limits of :mod:`autorubric_local.core.checks` (64 MiB, UTF-8, 64 levels
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,10 +57,13 @@ from autorubric_local.graders.aggregation import (
 )
 from autorubric_local.graders.criterion_grader import JudgeSpec
 from autorubric_local.judges.config import LLMConfig
+from autorubric_local.judges.decision import DecisionModelConfig
 from autorubric_local.judges.engines import check_backend_support
 
 _JUDGE_KEYS = ("judge_id", "weight", "system_prompt")
-_ENTRY_KEYS = (*_JUDGE_KEYS, *(name for name in LLMConfig.model_fields if name != "engine"), "metadata")
+_ENTRY_KEYS = (*_JUDGE_KEYS, *(name for name in LLMConfig.model_fields if name != "engine"), "metadata",
+               "decision_model")
+_DECISION_KEYS = tuple(f.name for f in dataclasses.fields(DecisionModelConfig) if f.name != "api_key")
 _TOP_KEYS: dict[str, tuple[str, ...]] = {
     "aggregation": BINARY_STRATEGIES,
     "ordinal_aggregation": ORDINAL_STRATEGIES,
@@ -91,6 +98,8 @@ def _judge(raw: object) -> tuple[JudgeSpec, dict[str, Any] | None]:
     if not isinstance(raw, dict):
         raise InputError(f"expected a mapping with at least 'model', got {type(raw).__name__}")
     check_keys(raw, _ENTRY_KEYS)
+    if "decision_model" in raw:
+        return _decision_judge(raw)
     if "model" not in raw:
         raise InputError("field 'model' is required")
     for key, value in raw.items():
@@ -114,6 +123,35 @@ def _judge(raw: object) -> tuple[JudgeSpec, dict[str, Any] | None]:
     weight = check_number(own.get("weight", 1.0), "weight", -MAX_WEIGHT, MAX_WEIGHT)
     spec = JudgeSpec(config, judge_id or config.model, weight, _optional_str(own, "system_prompt"))
     return spec, metadata
+
+
+def _decision_judge(raw: dict[str, Any]) -> tuple[JudgeSpec, dict[str, Any] | None]:
+    """A decision-model entry (``decision_model``: its :class:`DecisionModelConfig` fields, no
+    ``api_key``) and its metadata."""
+    extra = [key for key in raw if key not in (*_JUDGE_KEYS, "decision_model", "metadata")]
+    if extra:
+        raise InputError(f"fields {extra} are LLM settings; a decision-model entry has only "
+                         f"{[*_JUDGE_KEYS, 'decision_model', 'metadata']}")
+    fields = raw["decision_model"]
+    if not isinstance(fields, dict):
+        raise InputError(f"field 'decision_model': expected a mapping of DecisionModelConfig fields, got "
+                         f"{type(fields).__name__}")
+    if "api_key" in fields:
+        raise InputError("field 'decision_model.api_key': a key is not read from a file; set TYPESAFE_API_KEY")
+    check_keys(fields, _DECISION_KEYS, "field 'decision_model':")
+    if "model" not in fields:
+        raise InputError("field 'decision_model.model' is required")
+    try:
+        config = DecisionModelConfig(**fields)
+    except TypeError as exc:  # a field of the wrong kind for the dataclass
+        raise InputError(f"field 'decision_model': {exc}") from None
+    metadata = raw.get("metadata")
+    judge_id = _optional_str(raw, "judge_id")
+    if judge_id is not None and not judge_id.strip():
+        raise InputError("field 'judge_id': must not be empty")
+    weight = check_number(raw.get("weight", 1.0), "weight", -MAX_WEIGHT, MAX_WEIGHT)
+    spec = JudgeSpec(config, judge_id or config.model, weight, _optional_str(raw, "system_prompt"))
+    return spec, None if metadata is None else check_json_object(metadata)
 
 
 def load_judges_file(path: str | Path) -> JudgesFile:
