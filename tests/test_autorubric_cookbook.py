@@ -10,6 +10,11 @@ only the import and the judges change. Jev becomes a loopback System One server 
   ``EscalationCurve.best(tolerance=...)``, check it on the held-out split with
   ``replay_escalation`` and ``escalation_stats``, and deploy the cascade with the same seed and
   the bare ``LLMConfig`` as judge ``"escalation"``, whose live run equals the replay.
+- ``docs/cookbook/single-call-grading.md``: ``llm_calls="per_item"`` on one judge through
+  ``rubric.grade``, then both modes twice each through ``evaluate`` (unnamed runs, each a new
+  experiment), scored with ``compute_metrics``, the MET rate and cell-by-cell agreement read
+  from ``item_results`` as the page reads them; and a cascade whose escalation judge makes one
+  call per item.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from autorubric_local import (
     replay_escalation,
 )
 from autorubric_local.graders import CriterionGrader, JudgeSpec
+from autorubric_local.graders.planning import GradeItem
+from autorubric_local.graders import per_item as per_item_module
 
 SEED = 7
 CRITERIA = [Criterion(name=n, weight=w, requirement=r) for n, w, r in (
@@ -73,7 +80,11 @@ def _llm_policy(request: Any) -> list[float]:
     text = request.prefix + request.suffix
     submission = next(f"Answer {k}: it is {k * 3} m/s by the distance formula." for k in range(24)
                       if f"Answer {k}: " in text)
-    name = next(c.name for c in CRITERIA if c.requirement in text)
+    listed = [c for c in CRITERIA if c.requirement in request.prefix]  # one prompt for a whole (sub-)rubric
+    if listed:  # the round's criterion: as many verdicts opened as rounds so far, this one included
+        name = listed[request.suffix.count('{"criterion_status"') - 1].name
+    else:
+        name = next(c.name for c in CRITERIA if c.requirement in request.suffix)
     p = 0.9 if _truth(submission, name) else 0.08
     return [math.log(p), math.log(0.98 - p), math.log(0.02)]
 
@@ -132,3 +143,50 @@ def test_the_cascade_grading_cookbook_runs_and_its_replay_equals_the_live_cascad
     escalated = sum(c.escalated for r in live.item_results for c in r.report.report)
     assert 0 < escalated < 3 * len(test), (best.threshold, escalated)  # a real cascade: some kept, some escalated
     assert len(server.requests) == len(dataset)  # the live cascade's Jev requests came from the cache
+
+
+def test_the_single_call_grading_cookbook_runs_on_a_local_judge(serve: Any, tmp_path: Any,  # noqa: F811
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TYPESAFE_API_KEY", "sk-test")
+    engine = ScriptedEngine(model_id="judge", policy=_llm_policy)
+    judge = LLMConfig(model="scripted", engine=engine, max_parallel_requests=16)
+    rubric = Rubric(CRITERIA)
+    answer = "Answer 3: it is 9 m/s by the distance formula."
+    grader = CriterionGrader(judge_model_config=judge, llm_calls="per_item")
+    report = asyncio.run(rubric.grade(to_grade=answer, grader=grader, query="Compute the speed."))
+    assert len({r.prefix for r in engine.history}) == 1  # one prompt for the whole rubric
+    assert [c.final_verdict.value for c in report.report] == [
+        "MET" if _truth(answer, c.name) else "UNMET" for c in CRITERIA]
+
+    dataset = _dataset()
+    runs = {}
+    for rep in (1, 2):
+        for mode in ("per_criterion", "per_item"):
+            graded = CriterionGrader(judge_model_config=judge, llm_calls=mode, seed=42)
+            runs[mode, rep] = asyncio.run(evaluate(dataset, graded, show_progress=False))
+
+    def verdicts(result: Any) -> dict[tuple[int, int], Any]:
+        return {(r.item_idx, c): cr.final_verdict for r in result.item_results if r.error is None
+                for c, cr in enumerate(r.report.report) if not cr.is_error and cr.final_verdict is not None}
+
+    for result in runs.values():
+        metrics = compute_metrics(result, dataset)
+        assert metrics.criterion_accuracy == 1.0 and metrics.mean_kappa == pytest.approx(1.0)  # it reads the labels
+        assert len(verdicts(result)) == len(dataset) * len(CRITERIA) and result.total_completion_cost == 0.0
+    assert verdicts(runs["per_item", 1]) == verdicts(runs["per_item", 2]) == verdicts(runs["per_criterion", 1])
+
+    # a cascade's escalation judge makes one call per item for the criteria escalated
+    server = serve(_jev_reply)
+    jev = DecisionModelConfig(model="jev-test", api_base=server.url, max_retries=1)
+    escalation_engine = ScriptedEngine(model_id="fallback", policy=_llm_policy)
+    monkeypatch.setattr(per_item_module, "SPECULATED_REQUESTS", 1)  # one request per round: counted below
+    cascade = CriterionGrader(judge_model_config=jev, llm_calls="per_item", seed=42, escalation=EscalationConfig(
+        judges=LLMConfig(model="scripted", engine=escalation_engine), threshold=0.5))
+    graded_items = cascade.grade_batch([GradeItem(item.submission, tuple(CRITERIA)) for item in dataset.items[:6]])
+    escalated = [[c.escalated for c in g.report.report] for g in graded_items]
+    prompts = {r.prefix for r in escalation_engine.history}
+    assert len(prompts) == sum(any(e) for e in escalated)  # one prompt per item with an escalated criterion
+    assert len(escalation_engine.history) == sum(map(sum, escalated))  # a round per escalated criterion
+    assert all(c.final_verdict.value == ("MET" if _truth(g.item.submission, c.criterion.name) else "UNMET")
+               for g in graded_items for c in g.report.report if c.escalated)
