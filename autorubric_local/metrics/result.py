@@ -356,8 +356,39 @@ def save_metrics(
 ) -> int:
     """Store ``metrics`` for ``run_id`` in the ``metrics`` table (one transaction); return the row id.
 
-    ``db`` comes from :func:`autorubric_local.store.open_db`. ``options`` defaults to the
-    modes recorded in ``metrics``.
+    Each call adds a row (earlier computations are kept; :func:`load_metrics` reads the
+    newest). The row holds ``metrics.model_dump_json()``, ``options`` as sorted-key JSON and
+    the time of storing (``computed_utc``, ISO 8601 UTC). See docs/database.md, ``metrics``.
+
+    Parameters
+    ----------
+    db : sqlite_utils.Database
+        An open, writable results database from :func:`autorubric_local.store.open_db` (schema
+        migrated, so the ``metrics`` table exists).
+    run_id : str
+        The run's id (``runs.id``, as in ``EvalResult.run_id``). It is not checked against the
+        ``runs`` table.
+    metrics : MetricsResult
+        From :func:`~autorubric_local.metrics.compute_metrics`.
+    options : dict of str to JSON-able values, optional
+        How the metrics were computed, stored as ``options_json``. Default: the modes recorded
+        in ``metrics``: ``{"cannot_assess": metrics.cannot_assess_mode, "na_mode":
+        metrics.na_mode, "bootstrap": bool, "per_judge": bool}`` (the two booleans say whether
+        ``metrics.bootstrap`` / ``metrics.per_judge`` are present).
+
+    Returns
+    -------
+    int
+        The new row's ``metrics.id`` (rowid), increasing with each call on a database.
+
+    Raises
+    ------
+    TypeError
+        ``options`` holds a value :func:`json.dumps` cannot encode.
+    sqlite3.OperationalError
+        ``database is locked`` (another writer held the lock past the busy timeout,
+        :func:`~autorubric_local.store.transaction.write_transaction`), or a read-only
+        database.
     """
     opts = options if options is not None else {
         "cannot_assess": metrics.cannot_assess_mode, "na_mode": metrics.na_mode,
@@ -367,7 +398,30 @@ def save_metrics(
 
 
 def load_metrics(db: sqlite_utils.Database, run_id: str) -> MetricsResult | None:
-    """The latest metrics stored for ``run_id``, or ``None``."""
+    """The latest metrics stored for ``run_id`` by :func:`save_metrics`, or ``None``.
+
+    "Latest" is the row with the highest id (the last stored), read from the ``metrics`` table
+    and validated back into a :class:`MetricsResult`; fields added since the row was written
+    are derived or left at their defaults.
+
+    Parameters
+    ----------
+    db : sqlite_utils.Database
+        A results database from :func:`autorubric_local.store.open_db` (or
+        :func:`~autorubric_local.store.schema.open_db_read_only`).
+    run_id : str
+        The run's id (``runs.id``), not its name.
+
+    Returns
+    -------
+    MetricsResult or None
+        ``None`` when no metrics are stored for ``run_id`` (including an unknown run id).
+
+    Raises
+    ------
+    pydantic.ValidationError
+        The stored JSON no longer validates as a :class:`MetricsResult`.
+    """
     text = Store(db).latest_metrics_json(run_id)
     return None if text is None else MetricsResult.model_validate_json(text)
 
