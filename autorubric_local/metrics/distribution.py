@@ -75,10 +75,18 @@ def wasserstein_distance(
         the distance is in [0, 1]. AutoRubric's default is ``True``; here it is ``False`` so
         existing callers keep score units.
 
+    Returns
+    -------
+    float
+        ``EMDResult.emd`` of :func:`earth_movers_distance`: >= 0, in score units (in [0, 1]
+        when ``normalize=True``); 0.0 for identical distributions.
+
     Raises
     ------
     InputError
-        An empty sample or non-finite values.
+        An empty or non-1-d sample, or NaN or infinite values.
+    TypeError
+        A sample given under both names, or missing.
     """
     return earth_movers_distance(dist1, dist2, normalize=normalize, judge_scores=judge_scores,
                                  human_scores=human_scores).emd  # type: ignore[return-value]
@@ -89,14 +97,43 @@ def earth_movers_distance(
     judge_scores: Sequence[float] | None = None, human_scores: Sequence[float] | None = None,
 ) -> EMDResult:
     """Earth mover's distance (the 1-Wasserstein distance, :func:`wasserstein_distance`)
-    with the sample sizes and AutoRubric's shift statistics. 0 means identical
-    distributions; for normalised scores in [0, 1] it is at most 1 and reads as "average
-    score mass moved".
+    with the sample sizes and AutoRubric's shift statistics (AutoRubric's README,
+    "Distribution metrics"). 0 means identical distributions; for normalised scores in [0, 1]
+    it is at most 1 and reads as "average score mass moved".
 
-    ``distance`` is always in score units; ``emd``, ``mean_diff``, ``std_diff``,
-    ``bias_direction``, ``bias_magnitude`` and ``interpretation`` are of the compared values
-    (min-max normalised when ``normalize=True``), see :class:`EMDResult`. Parameters as in
-    :func:`wasserstein_distance`.
+    ``EMD = integral |F_judge(t) - F_human(t)| dt`` of the two empirical CDFs, computed by
+    ``scipy.stats.wasserstein_distance`` (each observation weighted equally; Villani, 2009;
+    Rubner et al., 2000, for the earth mover's reading). Samples may differ in size.
+
+    Parameters
+    ----------
+    dist1, dist2 : array-like of float, shape (n1,) and (n2,), n1, n2 >= 1
+        Judge and human scores (AutoRubric's names; ``judge_scores=``/``human_scores=``, the
+        former names, are accepted as keywords). Not paired: order does not matter.
+    normalize : bool, default False
+        Min-max scale both samples over their pooled range ``[min, max]`` before computing
+        ``emd`` and the shift statistics (unchanged when all scores are equal). AutoRubric's
+        default is ``True``; here it is ``False`` so existing callers keep score units.
+
+    Returns
+    -------
+    EMDResult
+        ``distance``: in score units, never normalised, >= 0. ``n_judge``, ``n_human``: n1
+        and n2. Of the compared values (min-max normalised when ``normalize=True``): ``emd``
+        (``== distance`` when not normalised; in [0, 1] when normalised), ``mean_diff =
+        mean(judge) - mean(human)``, ``std_diff`` (population std, ddof=0),
+        ``bias_direction`` (``"higher"`` when ``mean_diff > 0.01``, ``"lower"`` when ``<
+        -0.01``, else ``"none"``), ``bias_magnitude = |mean_diff|`` and ``interpretation``
+        (AutoRubric's bands of ``emd``: < 0.05 "very similar", < 0.10 "minor differences",
+        < 0.20 "moderate differences", else "substantial differences";
+        :func:`~autorubric_local.metrics.types.interpret_emd`). See :class:`EMDResult`.
+
+    Raises
+    ------
+    InputError
+        An empty or non-1-d sample, or NaN or infinite values.
+    TypeError
+        A sample given under both names (``dist1`` and ``judge_scores``), or missing.
     """
     x = _scores(dist1, "dist1", judge_scores, "judge_scores", "earth_movers_distance")
     y = _scores(dist2, "dist2", human_scores, "human_scores", "earth_movers_distance")
@@ -116,14 +153,43 @@ def ks_test(
     sample1: Sequence[float] | None = None, sample2: Sequence[float] | None = None, *,
     judge_scores: Sequence[float] | None = None, human_scores: Sequence[float] | None = None,
 ) -> KSTestResult:
-    """Kolmogorov-Smirnov test. Statistic = sup |F_1 - F_2|, in [0, 1].
+    """Kolmogorov-Smirnov test (AutoRubric's README, "Distribution metrics"). Statistic =
+    ``sup_t |F_1(t) - F_2(t)|``, in [0, 1].
 
     Two samples (``sample1`` judge, ``sample2`` human; ``judge_scores=``/``human_scores=``
     accepted as keywords): ``scipy.stats.ks_2samp``, two-sided, exact or asymptotic p-value
-    as scipy chooses. ``sample2`` omitted (AutoRubric's one-sample form):
-    ``scipy.stats.kstest`` against the normal distribution with the sample's own mean and
-    population std (ddof=0), as AutoRubric does; that p-value ignores that the parameters
-    were estimated (so it is conservative, Lilliefors 1967).
+    as scipy chooses (``method="auto"``: exact for small samples). ``sample2`` omitted
+    (AutoRubric's one-sample form): ``scipy.stats.kstest`` against the normal distribution with
+    the sample's own mean and population std (ddof=0), as AutoRubric does; that p-value
+    ignores that the parameters were estimated (so it is conservative, Lilliefors 1967).
+    References: Kolmogorov (1933), Smirnov (1948); scipy's documentation of both functions.
+
+    Parameters
+    ----------
+    sample1 : array-like of float, shape (n1,), n1 >= 1
+        Judge scores.
+    sample2 : array-like of float, shape (n2,), n2 >= 1, optional
+        Human scores; sizes may differ (not paired). Omitted: the one-sample normality test
+        of ``sample1``.
+
+    Returns
+    -------
+    KSTestResult
+        ``statistic`` in [0, 1] (0 = identical empirical CDFs), ``p_value`` in [0, 1],
+        ``n_judge`` = n1, ``n_human`` = n2 (``None`` for the one-sample test) and
+        ``is_significant = p_value < 0.05`` (AutoRubric's fixed level).
+
+    Degenerate cases: a constant ``sample1`` in the one-sample form (std 0) gives NaN
+    ``statistic`` and ``p_value`` (scipy's normal with scale 0; numpy warns) and
+    ``is_significant=False``. Two identical samples give statistic 0, p-value 1.
+
+    Raises
+    ------
+    InputError
+        An empty or non-1-d sample, or NaN or infinite values.
+    TypeError
+        A sample given under both names (``sample1`` and ``judge_scores``), or ``sample1``
+        missing.
     """
     x = _scores(sample1, "sample1", judge_scores, "judge_scores", "ks_test")
     y = _scores(sample2, "sample2", human_scores, "human_scores", "ks_test", required=False)
