@@ -31,14 +31,43 @@ __all__ = ["apply_calibration"]
 def apply_calibration(calibration: ThresholdCalibration, result: EvalResult) -> EvalResult:
     """``result`` with ``calibration``'s rules applied (module docstring).
 
-    The copy's ``grader_settings`` gain ``"threshold_calibration"``: the method and the number
-    of training items, so metrics computed from it say what they describe.
+    For each criterion a rule applies to, P(MET) is ``p_MET / (p_MET + p_UNMET)`` of its
+    ``label_probabilities`` (:func:`~autorubric_local.metrics.extract.binary_p_met`, a
+    probability in [0, 1]); the verdict becomes the rule's decision on it (``threshold``: MET
+    iff P(MET) >= the fitted threshold; ``platt`` / ``isotonic``: MET iff the recalibrated
+    probability >= 0.5, see :mod:`autorubric_local.calibration.rules`). An item whose
+    criteria all stay as they were, or whose grading failed (``report.score is None``), is
+    kept as the same object; a changed item gets a new report whose ``score``, ``raw_score``,
+    ``llm_raw_score`` and ``mean_agreement`` are recomputed. Criteria are matched to rules by
+    :func:`~autorubric_local.metrics.extract.criterion_key` (the name, else
+    ``"criterion <index>"``). Apply the calibration to items it was not fitted on
+    (``calibration.train_item_ids``) to measure it; nothing here checks that.
+
+    Parameters
+    ----------
+    calibration : ThresholdCalibration
+        From :func:`~autorubric_local.calibration.fit.fit_thresholds` /
+        :func:`~autorubric_local.calibration.fit.calibrate_run`, or
+        :func:`~autorubric_local.calibration.stored.load_calibration`.
+    result : EvalResult
+        A whole graded run (e.g. ``load_result(path)[0]``); not modified.
+
+    Returns
+    -------
+    EvalResult
+        A copy (:func:`dataclasses.replace`) with ``item_results`` replaced, in the same order
+        and of the same length. Its ``grader_settings`` gain ``"threshold_calibration"``:
+        ``{"method": ..., "n_train_items": int}``, so metrics computed from it say what they
+        describe. Run-level totals (tokens, cost in USD, timing) are unchanged.
 
     Raises
     ------
     InputError
         The run was graded with a length penalty (its per-item penalty is not stored, so the
         scores could not be recomputed).
+    pydantic.ValidationError
+        The run's stored ``cannot_assess_config`` setting no longer validates as a
+        :class:`~autorubric_local.core.types.CannotAssessConfig`.
     """
     settings: dict[str, Any] = dict(result.grader_settings or {})
     if settings.get("length_penalty"):
