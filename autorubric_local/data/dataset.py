@@ -112,6 +112,32 @@ DATASET_FIELDS: tuple[str, ...] = (
 class RubricDataset:
     """Items to grade, with the prompt, rubric and reference submission they share.
 
+    Main methods (AutoRubric's ``RubricDataset``, README "Dataset Support"). Each raises
+    :class:`~autorubric_local.core.errors.InputError` (a ``ValueError``) for bad input, with
+    one line per problem naming the file, item (0-based) and field.
+
+    - :meth:`from_file` (``.json`` or ``.jsonl``), :meth:`from_json`, :meth:`from_jsonl`,
+      :meth:`from_dict`: load and validate in full. ``InputError``: missing file, not UTF-8,
+      invalid or too deeply nested JSON (over 64 levels), an item over 64 MiB (a ``.jsonl``
+      file over 64 MiB), unknown fields (with the closest known name), a missing top-level
+      ``"rubric"``, ground truth that does not fit the item's rubric, duplicate item ids.
+    - :meth:`to_file`, :meth:`to_json`, :meth:`to_jsonl`, :meth:`to_dict`: AutoRubric's
+      format (``to_file`` picks JSONL for a ``.jsonl`` suffix; ``OSError`` when the file
+      cannot be written).
+    - :meth:`add_item`: validate and append one item. ``InputError``: no rubric for the
+      item, ground truth that does not fit it, or a duplicate id.
+    - ``len(dataset)``, ``dataset[i]`` (``IndexError`` out of range), iteration;
+      :meth:`get_item_rubric` (``InputError`` when neither the item nor the dataset has a
+      rubric), :meth:`get_item_prompt`, :meth:`get_item_reference_submission`: the item's
+      own value, else the dataset's.
+    - :meth:`split_train_test` / :meth:`train_test_indices`: a seeded, by default
+      stratified split. ``InputError``: ``n_train`` not an integer with
+      ``0 < n_train < len(dataset)``.
+    - :meth:`compute_weighted_score`: score verdicts with a rubric
+      (:meth:`Rubric.compute_score <autorubric_local.core.rubric.Rubric.compute_score>`).
+      ``InputError``: no rubric, the wrong number of verdicts or an unknown label.
+    - :meth:`with_items`: the same header with other items (validated again).
+
     Attributes
     ----------
     prompt : str or None, default None
@@ -129,6 +155,14 @@ class RubricDataset:
         Global exemplar answer; an item's own reference takes precedence.
     metadata : dict or None
         Free-form JSON-able data about the dataset (autorubric-local extension).
+
+    Raises
+    ------
+    InputError
+        On construction: ``prompt``, ``name`` or ``reference_submission`` not a string or
+        ``None``, ``metadata`` not a JSON-able dict, ``rubric`` not a :class:`Rubric`
+        (each raised as found); or items that do not validate (not a ``DataItem``, no rubric,
+        ground truth that does not fit, duplicate id), all of them in one error.
 
     Examples
     --------

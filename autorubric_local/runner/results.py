@@ -220,11 +220,37 @@ def load_result(db_path: str | Path, run: str | None = None) -> tuple[EvalResult
 
     ``item_results[i].item_idx`` indexes the returned dataset, which holds every planned item
     (with the ground truth last stored), including items an interrupted run did not reach.
+    The whole run is read into memory (every item and report: 4 GB for 10^5 items); for a
+    large run, :func:`open_graded_run` reads it a page at a time and gives the same metrics.
+    The database is opened read-only (:meth:`Store.open_read_only
+    <autorubric_local.store.Store.open_read_only>`) and closed before returning.
+
+    Parameters
+    ----------
+    db_path : str or Path
+        A results database file, or an experiment folder holding ``results.sqlite``
+        (:func:`resolve_db_path`).
+    run : str, optional
+        A run id, or a run name (the latest run of that name). Default: the latest run.
+
+    Returns
+    -------
+    (EvalResult, RubricDataset)
+        The result: ``item_results`` (one :class:`ItemResult` per graded item, failed ones
+        included, in item order), token and cost totals (USD; 0.0 for local judges only,
+        ``None`` when a hosted call's price is unknown), :class:`EvalTimingStats` (seconds),
+        ``run_id``, ``status``, ``grader_settings``. The dataset: its prompt, rubric and all
+        ``total_items`` planned items.
 
     Raises
     ------
     InputError
-        No database at ``db_path``, no such run, or stored rows that no longer validate.
+        No database at ``db_path``; the file is not an SQLite database, was written by a newer
+        version (``SchemaVersionError``, an ``InputError``), or is read-only here and needs a
+        migration; no such run (the message lists the run names); or stored rows that no
+        longer validate (named by run and item).
+    sqlite3.OperationalError
+        SQLite cannot open the file at all.
     """
     store, row, path = _open_run(db_path, run)
     try:
@@ -249,7 +275,37 @@ def experiment_dir(db_path: str | None) -> Path | None:
 
 
 def load_manifest(db_path: str | Path, run: str | None = None) -> ExperimentManifest:
-    """Summary of a stored run (see :func:`load_result` for the arguments)."""
+    """Summary of a stored run, without its reports (AutoRubric's ``ExperimentManifest``).
+
+    Reads the run's row and, per item, only its content hash and whether it was graded, a page
+    at a time, so it is cheap on a run of any size. The database is opened read-only and
+    closed before returning.
+
+    Parameters
+    ----------
+    db_path : str or Path
+        A results database file, or an experiment folder holding ``results.sqlite``.
+    run : str, optional
+        A run id, or a run name (the latest run of that name). Default: the latest run.
+
+    Returns
+    -------
+    ExperimentManifest
+        Name, id, status, start and end (``datetime`` in UTC, and the ISO strings),
+        ``total_duration_seconds`` (wall-clock seconds, summed over sessions; ``None`` until
+        recorded), the dataset's name, path and ``dataset_hash``, ``completed_indices`` (the
+        0-based indices of the items with a stored report, failed ones included),
+        ``total_items`` and ``completed_items``; see :class:`ExperimentManifest`.
+
+    Raises
+    ------
+    InputError
+        No database at ``db_path``; the file is not an SQLite database, was written by a newer
+        version, or is read-only here and needs a migration; or no such run (the message lists
+        the run names).
+    sqlite3.OperationalError
+        SQLite cannot open the file at all.
+    """
     store, row, path = _open_run(db_path, run)
     try:
         items = [item for page in store.item_pages(row["id"], ("item_hash", "report_json is not null as graded"))
