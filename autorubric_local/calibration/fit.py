@@ -149,9 +149,26 @@ class CriterionHeldOut(BaseModel):
 
 
 class HeldOutReport(BaseModel):
-    """Held-out agreement of a calibration on the test items.
+    """Held-out agreement of a calibration on the test items (:func:`evaluate_held_out`).
 
-    ``not_evaluated`` maps a criterion with test pairs but no rule to the reason.
+    Attributes
+    ----------
+    method : Method
+        The calibration's method (``threshold``, ``platt`` or ``isotonic``).
+    test_item_ids : list of str
+        The items evaluated, as given (none of them a training item).
+    criteria : list of CriterionHeldOut
+        One per binary criterion with test pairs and a rule, in the order criteria are first
+        met: ``before`` (the run's own verdicts and P(MET)) and ``after`` (the rule's), each an
+        :class:`~autorubric_local.calibration.evaluation.Agreement` on the same ``n`` pairs:
+        accuracy and ECE in [0, 1] (ECE with 10 equal-width bins, Naeini et al. 2015; Guo et
+        al. 2017, eq. 3, :mod:`autorubric_local.metrics.calibration`), Cohen's kappa in
+        [-1, 1] and AUROC in [0, 1] (scikit-learn's ``cohen_kappa_score`` and
+        ``roc_auc_score``), ``None`` where undefined.
+    not_evaluated : dict of str to str
+        A criterion with test pairs but no rule, and the reason.
+
+    :meth:`summary` renders it as a plain-text table.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -179,10 +196,35 @@ class HeldOutReport(BaseModel):
 def evaluate_held_out(calibration: ThresholdCalibration, result: GradedRun, test_ids: Iterable[str]) -> HeldOutReport:
     """Before/after agreement of ``calibration`` on the items ``test_ids`` of ``result``.
 
+    The pairs are read by :func:`~autorubric_local.calibration.samples.criterion_samples`: per
+    binary criterion, items with a MET/UNMET human label and a MET/UNMET final verdict with a
+    P(MET) (failed items, failed criteria and CANNOT_ASSESS on either side are left out).
+    "Before" scores the run's verdicts and P(MET); "after" the rule's decisions and
+    recalibrated P(MET) (:meth:`~autorubric_local.calibration.rules.CriterionRule.decide` and
+    :meth:`~autorubric_local.calibration.rules.CriterionRule.probability`).
+
+    Parameters
+    ----------
+    calibration : ThresholdCalibration
+        From :func:`fit_thresholds` (or :func:`~autorubric_local.calibration.stored.load_calibration`).
+    result : GradedRun
+        An ``EvalResult`` or a ``StoredGradedRun`` (:func:`~autorubric_local.runner.results.open_graded_run`).
+    test_ids : iterable of str
+        ``ItemResult.item_id`` of the items to evaluate on; consumed once.
+
+    Returns
+    -------
+    HeldOutReport
+        Per criterion with a rule, ``before`` and ``after`` agreement; criteria with test pairs
+        but no rule in ``not_evaluated`` (with the reason the fit skipped them). A criterion
+        with no test pair appears in neither.
+
     Raises
     ------
     InputError
-        Unknown or repeated ids, or a test id the calibration was fitted on.
+        Unknown or repeated ids, a test id the calibration was fitted on
+        (``calibration.train_item_ids``), or a test item whose ground truth and report differ
+        in length.
     """
     ids = list(test_ids)
     overlap = sorted(set(ids) & set(calibration.train_item_ids))
