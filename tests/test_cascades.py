@@ -7,6 +7,7 @@ hand from the table in ``SMALL``."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 
@@ -150,8 +151,8 @@ def test_bad_input_is_refused(runs: tuple[object, object]) -> None:
     small, large = runs
     with pytest.raises(InputError, match=r"threshold must be a number in \[0, 1\]"):
         EscalationConfig(LLMConfig(model="large"), 1.5)
-    with pytest.raises(InputError, match="per_criterion=True"):
-        calibrate_escalation(dataset(), small, large, per_criterion=True)
+    with pytest.raises(InputError, match="per_criterion must be True or False"):
+        calibrate_escalation(dataset(), small, large, per_criterion="yes")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="has no threshold"):
         replay_escalation(small, large, escalation_stats(small, dataset()))
     short = type(large)(**{**large.__dict__, "item_results": large.item_results[:3]})
@@ -166,3 +167,58 @@ def test_items_without_ids_are_found_by_the_runs_item_ids() -> None:
     replay = replay_escalation(small, large, EscalationConfig(LLMConfig(model="large"), 0.5))
     assert [i.item_id for i in replay.item_results] == [f"item-{k}" for k in TRUTH]
     assert escalation_stats(replay, dataset(ids=False)).metric == pytest.approx(0.75)
+
+
+GRID = [0.0, 0.65, 1.0]
+"""A short sweep for the per-criterion fits: each replay is measured by compute_metrics (~0.2 s)."""
+
+
+def test_per_criterion_fits_each_criterion_its_own_threshold(runs: tuple[object, object]) -> None:
+    # AutoRubric 1.6.1 (autorubric/escalation.py, calibrate_escalation / _fitted_thresholds). The
+    # wrong small verdicts are i3A (0.98) and i0B (0.30), i1B (0.27), i2B (0.60); the large judge
+    # is always right; the metric is right pairs / 8.
+    # Plain sweep: 0.0 -> 4/8 at rate 0; 0.65 -> 7/8 at rate 4/8 (i1A, i0B, i1B, i2B); 1.0 -> 8/8
+    # at rate 8/8. The start is best() = 1.0.
+    # Fit A (global 1.0, so B all escalated): t_A 0.0 -> 7/8 (i3A kept), 0.65 -> 7/8, 1.0 -> 8/8:
+    # A = 1.0. Fit B (A = 1.0): t_B 0.0 -> 5/8; 0.65 -> 8/8 at rate 7/8 (i3B kept, right); 1.0 ->
+    # 8/8 at rate 8/8: the least escalating, B = 0.65. With both criteria named and fitted the
+    # global threshold decides nothing: every point is 8/8 at rate 7/8, and best() takes 0.0.
+    small, large = runs
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        curve = calibrate_escalation(dataset(), small, large, thresholds=GRID, per_criterion=True,
+                                     min_pairs_per_criterion=4)
+    assert not [w for w in caught if "calibrate_escalation" in str(w.message)]  # 4 labelled pairs each: enough
+    assert [p.threshold for p in curve.points] == GRID
+    assert [p.per_criterion for p in curve.points] == [{"A": 1.0, "B": 0.65}] * 3
+    assert [p.escalation_rate for p in curve.points] == [pytest.approx(7 / 8)] * 3
+    assert [p.metric for p in curve.points] == [pytest.approx(1.0)] * 3
+    best = curve.best()
+    assert best.threshold == 0.0 and best.per_criterion == {"A": 1.0, "B": 0.65}
+    assert best.dm_accuracy_kept == pytest.approx(1.0)  # i3B alone is kept, and right
+    assert best.dm_accuracy_escalated == pytest.approx(3 / 7)  # i0A, i1A, i2A right of the 7 deferred
+    replay = replay_escalation(small, large, best)  # the point replays its own thresholds
+    assert {(i.item_id, r.criterion.name) for i in replay.item_results for r in i.report.report
+            if not r.escalated} == {("i3", "B")}
+
+
+def test_a_criterion_with_too_few_labelled_pairs_follows_the_global_threshold(runs: tuple[object, object]) -> None:
+    # B's labels on i0 and i1 abstain (CANNOT_ASSESS): B has 2 labelled pairs (i2: small wrong at
+    # 0.60; i3: small right at 0.90), under min_pairs_per_criterion=3, so it warns and follows the
+    # global threshold; A has 4 and is fitted. The metric is right pairs / 6 (the 4 of A, 2 of B).
+    # Plain sweep: 0.0 -> 4/6 (i3A, i2B wrong); 0.65 -> 5/6 (i3A); 1.0 -> 6/6: start 1.0.
+    # Fit A (global 1.0): t_A 0.0 -> 5/6, 0.65 -> 5/6, 1.0 -> 6/6: A = 1.0.
+    # Points (A = 1.0; B at the global threshold): 0.0 -> 5/6 at rate 4/8 (the four A pairs);
+    # 0.65 -> 6/6 at rate 7/8 (+ i0B, i1B, i2B); 1.0 -> 6/6 at rate 8/8. best() takes 0.65.
+    small, large = runs
+    abstain = CriterionVerdict.CANNOT_ASSESS
+    data = RubricDataset(prompt="Name the letters.", rubric=dataset().rubric)
+    for k, truth in {0: (MET, abstain), 1: (UNMET, abstain), 2: (MET, MET), 3: (UNMET, UNMET)}.items():
+        data.add_item(f"Answer number {k}.", ground_truth=list(truth), id=f"i{k}")
+    with pytest.warns(UserWarning, match=r"no threshold for 'B' \(2 labelled pairs\).*min_pairs_per_criterion=3"):
+        curve = calibrate_escalation(data, small, large, thresholds=GRID, per_criterion=True,
+                                     min_pairs_per_criterion=3)
+    assert [p.per_criterion for p in curve.points] == [{"A": 1.0}] * 3
+    assert [p.escalation_rate for p in curve.points] == [pytest.approx(x) for x in (4 / 8, 7 / 8, 8 / 8)]
+    assert [p.metric for p in curve.points] == [pytest.approx(x) for x in (5 / 6, 1.0, 1.0)]
+    assert curve.best().threshold == 0.65 and curve.best().per_criterion == {"A": 1.0}

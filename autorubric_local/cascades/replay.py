@@ -33,15 +33,17 @@ any escalated criterion under ``"per_item"``.
 The live cascade (``CriterionGrader(escalation=...)``, in memory or stored) merges its reports with the
 same rules (:func:`~autorubric_local.graders.escalation.escalated_criterion`,
 :func:`~autorubric_local.graders.escalation.cascade_report`), so a replay of its two stages
-gives its verdicts and scores. Not built: thresholds fitted per criterion
-(``calibrate_escalation(per_criterion=True)`` is refused), a length penalty in the replayed
-scores, and AutoRubric's calibration fingerprint warnings.
+gives its verdicts and scores. :func:`calibrate_escalation` sweeps a global threshold and, with
+``per_criterion=True``, fits each named criterion a threshold of its own, as AutoRubric does.
+Not built: a length penalty in the replayed scores, and AutoRubric's calibration fingerprint
+warnings.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -427,52 +429,184 @@ def calibrate_escalation(
     llm_calls: LLMCalls = "per_criterion",
 ) -> EscalationCurve:
     """A cascade replayed (:func:`replay_escalation`) and measured (:func:`escalation_stats`)
-    at every global threshold of a sweep, in order.
+    at every global threshold of a sweep, in order, optionally with a threshold fitted for each
+    named criterion.
+
+    **Thresholds per criterion** (``per_criterion=True``), AutoRubric 1.6.1's rule
+    (``docs/cookbook/cascade-grading.md``; ``autorubric/escalation.py``,
+    ``calibrate_escalation``). A threshold by name
+    (:attr:`~autorubric_local.graders.escalation.EscalationConfig.per_criterion`) applies to
+    every criterion of that name, so it is fitted on that name's pairs across the items:
+
+    1. *Which criteria.* Each named criterion with at least ``min_pairs_per_criterion``
+       labelled pairs in ``dm_result`` (the module docstring defines them). Unnamed criteria,
+       which cannot have a threshold of their own, and named ones with fewer labelled pairs
+       (a ``UserWarning`` names them, with their counts) follow the global threshold.
+    2. *The start.* The global threshold that :meth:`EscalationCurve.best` picks, at its
+       defaults (no budget, no tolerance), on the plain sweep.
+    3. *The fits.* In order of first appearance, each criterion's threshold is the threshold
+       of the sweep that the same rule picks among the replays at the start with that
+       criterion's threshold set to it and the thresholds already fitted held: the best
+       ``metric`` of the whole run, then the lowest ``escalation_rate`` of the whole run,
+       then the lowest threshold. The current setting is among the candidates, so no fit
+       lowers the metric at the start.
+    4. *The points.* With any threshold fitted, the sweep is measured again with the fits in
+       place: every point holds one global threshold and the same ``per_criterion`` dict,
+       what ``replay_escalation(dm_result, llm_result, point)`` replays and
+       ``EscalationConfig(judges, point.threshold, per_criterion=point.per_criterion)``
+       configures; :meth:`EscalationCurve.best` then trades only on the criteria that follow
+       the global threshold. With none fitted (no criterion has enough pairs, or ``metric``
+       is None at every threshold, which warns too), the points are the plain sweep's, with
+       ``per_criterion`` None.
+
+    Fitting replays the sweep once more for each fitted criterion and once with the fits;
+    settings that escalate the same pairs give the same replay, which is measured once. Each fit is measured on the pairs it is chosen from: with few pairs it is optimistic,
+    which ``min_pairs_per_criterion`` bounds; replay the point on held-out runs.
 
     Parameters
     ----------
     dataset : RubricDataset
-        The items, with ground truth.
+        The items, with ground truth (found by item id).
     dm_result, llm_result : EvalResult
-        As :func:`replay_escalation`.
+        As :func:`replay_escalation`: the first stage alone and the escalation judges alone,
+        over the same items and criteria.
     thresholds : sequence of float in [0, 1], optional
-        Default :data:`DEFAULT_THRESHOLDS`.
+        The global thresholds swept, in the order of the curve; default
+        :data:`DEFAULT_THRESHOLDS` (21 values, 0.00 to 1.00). Also the candidates of each
+        criterion's fit.
     metric : str, default "criterion_accuracy"
+        A float field of :class:`~autorubric_local.metrics.MetricsResult`, higher being
+        better: the run-level measure every point reports and every fit maximizes.
     per_criterion : bool, default False
-        Fitting a threshold per criterion is not built: True is refused.
-    min_pairs_per_criterion : int, default 30
-        AutoRubric's minimum of labelled pairs for a fitted criterion threshold (unused while
-        ``per_criterion`` is refused; checked to be a positive integer).
+        Whether named criteria get thresholds of their own, fitted as above.
+    min_pairs_per_criterion : int >= 1, default 30
+        The labelled pairs (criterion x item) a named criterion needs for a fitted threshold.
     cannot_assess_config, normalize, llm_calls
-        As :func:`replay_escalation`.
+        As :func:`replay_escalation`: how the replays score, and the unit of their cost and
+        time estimates (``cost_usd`` in USD, ``compute_seconds`` in seconds).
 
     Returns
     -------
     EscalationCurve
-        A point a threshold, each with its ``threshold``.
+        One point per threshold of ``thresholds``, in their order, each with its
+        ``threshold`` and ``per_criterion`` (the fitted thresholds by name, or None).
 
     Raises
     ------
     InputError
-        ``per_criterion=True``; a threshold outside [0, 1]; no thresholds; as the replay.
+        ``per_criterion`` not a bool; ``min_pairs_per_criterion`` not a positive integer; a
+        threshold outside [0, 1]; no thresholds; an item of ``dm_result`` not in ``dataset``;
+        the errors of :func:`replay_escalation` and :func:`escalation_stats`.
+
+    Warns
+    -----
+    UserWarning
+        With ``per_criterion=True``: the named criteria left on the global threshold for want
+        of labelled pairs, or because ``metric`` is None at every threshold of the sweep.
     """
-    if per_criterion:
-        raise InputError("calibrate_escalation(per_criterion=True) is not supported yet: thresholds fitted per "
-                         "criterion are not built (issue 53); calibrate the global threshold and set "
-                         "EscalationConfig.per_criterion by hand")
+    if not isinstance(per_criterion, bool):
+        raise InputError(f"per_criterion must be True or False (whether to fit thresholds per criterion); got "
+                         f"{per_criterion!r} (thresholds by name go to replay_escalation)")
     if isinstance(min_pairs_per_criterion, bool) or not isinstance(min_pairs_per_criterion, int) \
             or min_pairs_per_criterion < 1:
         raise InputError(f"min_pairs_per_criterion must be a positive integer; got {min_pairs_per_criterion!r}")
     grid = [check_threshold(t, "threshold") for t in (DEFAULT_THRESHOLDS if thresholds is None else thresholds)]
     if not grid:
         raise InputError("thresholds: give at least one")
-    points = []
-    for threshold in grid:
-        point = EscalationPoint(threshold=threshold, escalation_rate=None, dm_accuracy_kept=None,
-                                dm_accuracy_escalated=None, fallback_accuracy_escalated=None, metric=None,
-                                cost_usd=None, compute_seconds=0.0)
-        replayed = replay_escalation(dm_result, llm_result, point, cannot_assess_config=cannot_assess_config,
-                                     normalize=normalize, llm_calls=llm_calls)
-        measured = escalation_stats(replayed, dataset, metric)
-        points.append(measured.model_copy(update={"threshold": threshold}))
+    blank = EscalationPoint(threshold=0.0, escalation_rate=None, dm_accuracy_kept=None, dm_accuracy_escalated=None,
+                            fallback_accuracy_escalated=None, metric=None, cost_usd=None, compute_seconds=0.0)
+    # A replay depends on its thresholds only through the pairs they escalate, so one measure
+    # serves every setting that escalates the same pairs (compute_metrics dominates the cost).
+    by_escalated: dict[tuple[tuple[int, ...], ...], EscalationPoint] = {}
+
+    def measured(threshold: float, fitted: Mapping[str, float]) -> EscalationPoint:
+        """The point of the replay at global ``threshold`` with the ``fitted`` thresholds by name."""
+        setting = blank.model_copy(update={"threshold": threshold})
+        threshold_of = _thresholds(setting, fitted)
+        key = tuple(tuple(escalated_indices(item.report.report or [], threshold_of,
+                                            f"item {item.item_id!r} of dm_result")) for item in dm_result.item_results)
+        if key not in by_escalated:
+            replayed = replay_escalation(dm_result, llm_result, setting, per_criterion=fitted,
+                                         cannot_assess_config=cannot_assess_config, normalize=normalize,
+                                         llm_calls=llm_calls)
+            by_escalated[key] = escalation_stats(replayed, dataset, metric)
+        return by_escalated[key].model_copy(update={"threshold": threshold, "per_criterion": dict(fitted) or None})
+
+    points = [measured(threshold, {}) for threshold in grid]
+    if per_criterion:
+        fitted = _fitted_thresholds(_labelled_pairs(dm_result, dataset), grid, EscalationCurve(points=points),
+                                    min_pairs_per_criterion, measured)
+        if fitted:
+            points = [measured(threshold, fitted) for threshold in grid]
     return EscalationCurve(points=points)
+
+
+def _labelled_pairs(dm_result: EvalResult, dataset: RubricDataset) -> dict[str, int]:
+    """Each named criterion of ``dm_result``'s graded items, in order of first appearance, with
+    its number of labelled pairs (those whose label does not abstain)."""
+    labels = _labels_by_item(dataset)
+    counts: dict[str, int] = {}
+    for item in dm_result.item_results:
+        if item.item_id not in labels:
+            raise InputError(f"item {item.item_id!r} of dm_result is not in the dataset")
+        for k, report in enumerate(item.report.report or []):
+            name = report.criterion.name
+            if name is not None:
+                counts[name] = counts.get(name, 0) + (_label(labels[item.item_id], k, report.criterion) is not None)
+    return counts
+
+
+def _fitted_thresholds(labelled: Mapping[str, int], grid: Sequence[float], sweep: EscalationCurve, min_pairs: int,
+                       measured: Callable[[float, Mapping[str, float]], EscalationPoint]) -> dict[str, float]:
+    """The threshold of each named criterion with at least ``min_pairs`` labelled pairs, fitted
+    by :meth:`EscalationCurve.best`'s rule on the whole run's metric, in the order of
+    ``labelled`` (see :func:`calibrate_escalation`); warns about the names left unfitted.
+
+    Parameters
+    ----------
+    labelled : mapping of str to int
+        Labelled pairs by criterion name, in order of first appearance.
+    grid : sequence of float in [0, 1]
+        The sweep's thresholds: the candidates of each fit.
+    sweep : EscalationCurve
+        The sweep without fitted thresholds; its best point is the fits' global threshold.
+    min_pairs : int
+        ``min_pairs_per_criterion``.
+    measured : callable (float, mapping of str to float) -> EscalationPoint
+        The point of the replay at a global threshold with thresholds by name.
+
+    Returns
+    -------
+    dict of str to float
+        The fitted thresholds by name, in fitting order (empty when none is fitted).
+    """
+    names = [name for name, n in labelled.items() if n >= min_pairs]
+    thin = [name for name, n in labelled.items() if n < min_pairs]
+    if thin:
+        _warn_global(thin, labelled, f"a criterion's own threshold needs at least min_pairs_per_criterion={min_pairs} "
+                                     "labelled pairs")
+    if not names:
+        return {}
+    if all(p.metric is None or math.isnan(p.metric) for p in sweep.points):
+        _warn_global(names, labelled, "the metric is None at every threshold of the sweep, so none can be chosen by it")
+        return {}
+    start = sweep.best().threshold
+    assert start is not None  # every point of a sweep has its threshold
+    fitted: dict[str, float] = {}
+    for name in names:
+        # Each candidate carries the criterion's threshold as its own, so the rule's tie-break
+        # on the lower threshold reads the criterion's, not the (fixed) global one.
+        candidates = [measured(start, {**fitted, name: t}).model_copy(update={"threshold": t}) for t in grid]
+        choice = EscalationCurve(points=candidates).best().threshold
+        assert choice is not None
+        fitted[name] = choice
+    return fitted
+
+
+def _warn_global(names: Sequence[str], labelled: Mapping[str, int], reason: str) -> None:
+    """Warn that the criteria ``names`` follow the global threshold, and why."""
+    listed = ", ".join(f"{name!r} ({labelled[name]} labelled pair{'' if labelled[name] == 1 else 's'})"
+                       for name in names)
+    warnings.warn(f"calibrate_escalation fits no threshold for {listed}: {reason}; "
+                  f"{'it follows' if len(names) == 1 else 'they follow'} the global threshold", UserWarning,
+                  stacklevel=4)  # _warn_global <- _fitted_thresholds <- calibrate_escalation <- its caller
