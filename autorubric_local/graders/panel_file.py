@@ -117,12 +117,16 @@ def _judge(raw: object) -> tuple[JudgeSpec, dict[str, Any] | None]:
     except pydantic.ValidationError as exc:
         raise InputError(field_error(exc, LLMConfig)) from None
     check_backend_support(config)  # a hosted-only field fails here, with the file's name
+    return _spec(config, own), metadata
+
+
+def _spec(config: LLMConfig | DecisionModelConfig, own: dict[str, Any]) -> JudgeSpec:
+    """The entry's JudgeSpec from its ``judge_id``, ``weight`` and ``system_prompt`` fields."""
     judge_id = _optional_str(own, "judge_id")
     if judge_id is not None and not judge_id.strip():
         raise InputError("field 'judge_id': must not be empty")
     weight = check_number(own.get("weight", 1.0), "weight", -MAX_WEIGHT, MAX_WEIGHT)
-    spec = JudgeSpec(config, judge_id or config.model, weight, _optional_str(own, "system_prompt"))
-    return spec, metadata
+    return JudgeSpec(config, judge_id or config.model, weight, _optional_str(own, "system_prompt"))
 
 
 def _decision_judge(raw: dict[str, Any]) -> tuple[JudgeSpec, dict[str, Any] | None]:
@@ -146,12 +150,7 @@ def _decision_judge(raw: dict[str, Any]) -> tuple[JudgeSpec, dict[str, Any] | No
     except TypeError as exc:  # a field of the wrong kind for the dataclass
         raise InputError(f"field 'decision_model': {exc}") from None
     metadata = raw.get("metadata")
-    judge_id = _optional_str(raw, "judge_id")
-    if judge_id is not None and not judge_id.strip():
-        raise InputError("field 'judge_id': must not be empty")
-    weight = check_number(raw.get("weight", 1.0), "weight", -MAX_WEIGHT, MAX_WEIGHT)
-    spec = JudgeSpec(config, judge_id or config.model, weight, _optional_str(raw, "system_prompt"))
-    return spec, None if metadata is None else check_json_object(metadata)
+    return _spec(config, raw), None if metadata is None else check_json_object(metadata)
 
 
 def load_judges_file(path: str | Path) -> JudgesFile:

@@ -502,7 +502,7 @@ class DecisionModelJudge:
         key = None if self._cache is None else cache_key(
             kind="systemone", namespace=self.cache_namespace, model=self.config.model, api_base=self.config.api_base,
             state=state, questions=questions)
-        cached = None if self._cache is None or key is None else self._cache.get(key)  # key is set with the cache
+        cached = None if key is None else self._cache.get(key)  # type: ignore[union-attr] (key is set with the cache)
         if cached is not None:
             return self._result(criteria, cached["answers"], cached["model"], cached["input_tokens"], cost=0.0)
         try:
